@@ -1,0 +1,66 @@
+"""The ``sluice`` command line: Kafka's tools and ``rpk`` habits over confluent-kafka.
+
+::
+
+    sluice broker start [--config FILE] [--listen HOST:PORT] [--data-dir DIR]
+    sluice topics create|list|describe|alter|delete …
+    sluice produce TOPIC …
+    sluice consume TOPIC …
+
+Every client command takes ``--bootstrap-server``/``-b`` (env ``SLUICE_BOOTSTRAP``, default
+``localhost:9092``). Exit codes: 0 success, 1 the operation failed, 2 wrong usage or
+configuration, 130 interrupted. The reference is ``docs/cli.md``.
+"""
+
+from __future__ import annotations
+
+from importlib.metadata import PackageNotFoundError, version
+from typing import Annotated
+
+import typer
+
+from sluice.cli import broker, topics
+from sluice.cli.consume import consume
+from sluice.cli.produce import produce
+
+__all__ = ["app", "main"]
+
+app = typer.Typer(
+    name="sluice",
+    help="Sluice: a Kafka-compatible streaming platform.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode="markdown",
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+app.add_typer(broker.app, name="broker")
+app.add_typer(topics.app, name="topics")
+app.command()(produce)
+app.command()(consume)
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        try:
+            typer.echo(f"sluice {version('sluice')}")
+        except PackageNotFoundError:  # pragma: no cover - running from a bare checkout
+            typer.echo("sluice (not installed)")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    show_version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_print_version, is_eager=True, help="Print the version."
+        ),
+    ] = False,
+) -> None:
+    """Sluice: a Kafka-compatible streaming platform."""
+
+
+def main() -> None:
+    """The ``sluice`` executable."""
+    app()

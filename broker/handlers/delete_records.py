@@ -1,0 +1,50 @@
+"""DeleteRecords: move a partition's log start offset forward (-1: to the high watermark).
+
+Segments wholly below the new start are deleted; reads below it get OFFSET_OUT_OF_RANGE.
+An offset above the high watermark is refused with OFFSET_OUT_OF_RANGE.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from sluice.broker.broker import Broker
+from sluice.broker.protocol.codec import make, nested, response_schema
+from sluice.broker.protocol.versions import DELETE_RECORDS
+from sluice.errors import StorageError
+
+
+async def handle(broker: Broker, request: Any) -> Any:
+    schema = response_schema(DELETE_RECORDS, request.__version__)
+    topic_cls = nested(schema, "topics")
+    partition_cls = nested(schema, "topics", "partitions")
+    topics = []
+    for topic in request.topics:
+        entries = []
+        for wanted in topic.partitions:
+            code, low = ErrorCode.none, -1
+            partition = broker.topics.partition(topic.name, wanted.partition_index)
+            if partition is None:
+                code = ErrorCode.unknown_topic_or_partition
+            else:
+                plog = partition.log
+                offset = plog.high_watermark if wanted.offset == -1 else wanted.offset
+                if not 0 <= offset <= plog.high_watermark:
+                    code = ErrorCode.offset_out_of_range
+                else:
+                    try:
+                        low = plog.delete_records_before(offset)
+                    except StorageError:
+                        code = ErrorCode.kafka_storage_error
+            entries.append(
+                make(
+                    partition_cls,
+                    partition_index=wanted.partition_index,
+                    low_watermark=low,
+                    error_code=code,
+                )
+            )
+        topics.append(make(topic_cls, name=topic.name, partitions=tuple(entries)))
+    return make(schema, throttle_time=0, topics=tuple(topics))

@@ -1,0 +1,113 @@
+"""Fetch: whole record batches straight from the segments, with long polling.
+
+Segment bytes are passed to the response as they are on disk — never parsed or re-encoded.
+Limits are honoured at batch boundaries: ``partition_max_bytes`` per partition and
+``max_bytes`` for the response, except that the first batch of the first non-empty partition is
+returned whole even when larger (KIP-74), so a consumer always makes progress.
+
+If fewer than ``min_bytes`` are available the request waits, up to ``max_wait_ms``, for an
+append to any of its partitions. ``read_committed`` reads up to the last stable offset
+(equal to the high watermark until transactions exist); ``read_uncommitted`` up to the high
+watermark. Fetch sessions (KIP-227) are not kept: the response's session id is 0, which tells
+clients to send full fetch requests.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from sluice.broker.broker import Broker
+from sluice.broker.log import OffsetOutOfRangeError
+from sluice.broker.protocol.codec import make, millis, nested, response_schema
+from sluice.broker.protocol.versions import FETCH
+from sluice.broker.topics import Partition
+from sluice.errors import StorageError
+
+READ_COMMITTED = 1
+
+
+async def handle(broker: Broker, request: Any) -> Any:
+    schema = response_schema(FETCH, request.__version__)
+    topic_cls = nested(schema, "responses")
+    partition_cls = nested(schema, "responses", "partitions")
+    committed = getattr(request, "isolation_level", 0) == READ_COMMITTED
+    max_bytes = getattr(request, "max_bytes", 2**31 - 1)
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + millis(request.max_wait) / 1000
+
+    while True:
+        results, total, waitable = _read_all(broker, request, max_bytes, committed)
+        remaining = deadline - loop.time()
+        if total >= request.min_bytes or remaining <= 0 or not waitable:
+            break
+        waiter: asyncio.Future[None] = loop.create_future()
+        for partition in waitable:
+            partition.waiters.add(waiter)
+        try:
+            await asyncio.wait_for(waiter, remaining)
+        except TimeoutError:
+            pass
+        finally:
+            for partition in waitable:
+                partition.waiters.discard(waiter)
+
+    topics = []
+    for name, partitions in results:
+        entries = tuple(make(partition_cls, **fields) for fields in partitions)
+        topics.append(make(topic_cls, topic=name, partitions=entries))
+    return make(
+        schema, throttle_time=0, error_code=ErrorCode.none, session_id=0, responses=tuple(topics)
+    )
+
+
+def _read_all(
+    broker: Broker, request: Any, max_bytes: int, committed: bool
+) -> tuple[list[tuple[str, list[dict[str, Any]]]], int, list[Partition]]:
+    total = 0
+    results: list[tuple[str, list[dict[str, Any]]]] = []
+    waitable: list[Partition] = []
+    for topic in request.topics:
+        entries: list[dict[str, Any]] = []
+        for wanted in topic.partitions:
+            partition = broker.topics.partition(topic.topic, wanted.partition)
+            entry: dict[str, Any] = {
+                "partition_index": wanted.partition,
+                "error_code": ErrorCode.none,
+                "high_watermark": -1,
+                "last_stable_offset": -1,
+                "log_start_offset": -1,
+                "aborted_transactions": () if committed else None,
+                "preferred_read_replica": -1,
+                "records": b"",
+            }
+            entries.append(entry)
+            if partition is None:
+                entry["error_code"] = ErrorCode.unknown_topic_or_partition
+                continue
+            plog = partition.log
+            hwm = plog.high_watermark
+            entry.update(
+                high_watermark=hwm, last_stable_offset=hwm, log_start_offset=plog.log_start_offset
+            )
+            budget = min(wanted.partition_max_bytes, max_bytes - total)
+            try:
+                read = plog.read(
+                    wanted.fetch_offset, max(budget, 0), upper_bound=hwm, min_one_batch=total == 0
+                )
+            except OffsetOutOfRangeError:
+                entry["error_code"] = ErrorCode.offset_out_of_range
+                continue
+            except StorageError:
+                entry["error_code"] = ErrorCode.kafka_storage_error
+                continue
+            data = read.data
+            if data:
+                entry["records"] = bytes(data)
+                total += len(data)
+            else:
+                waitable.append(partition)
+        results.append((topic.topic, entries))
+    return results, total, waitable

@@ -1,0 +1,63 @@
+"""ListOffsets: earliest (-2), latest (-1), max timestamp (-3) or the first offset at a time.
+
+By timestamp the answer is the earliest offset whose timestamp is at or after the one asked,
+found through the time index; ``-1/-1`` when there is none. ``read_committed`` requests see the
+last stable offset as "latest".
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from sluice.broker.broker import Broker
+from sluice.broker.protocol.codec import make, nested, response_schema
+from sluice.broker.protocol.versions import LIST_OFFSETS
+from sluice.errors import StorageError
+
+LATEST, EARLIEST, MAX_TIMESTAMP = -1, -2, -3
+
+
+async def handle(broker: Broker, request: Any) -> Any:
+    schema = response_schema(LIST_OFFSETS, request.__version__)
+    topic_cls = nested(schema, "topics")
+    partition_cls = nested(schema, "topics", "partitions")
+    topics = []
+    for topic in request.topics:
+        entries = []
+        for wanted in topic.partitions:
+            code, timestamp, offset = ErrorCode.none, -1, -1
+            partition = broker.topics.partition(topic.name, wanted.partition_index)
+            if partition is None:
+                code = ErrorCode.unknown_topic_or_partition
+            else:
+                plog = partition.log
+                try:
+                    if wanted.timestamp == LATEST:
+                        offset = plog.high_watermark
+                    elif wanted.timestamp == EARLIEST:
+                        offset = plog.log_start_offset
+                    else:
+                        found = (
+                            plog.max_timestamp()
+                            if wanted.timestamp == MAX_TIMESTAMP
+                            else plog.offset_for_timestamp(wanted.timestamp)
+                        )
+                        if found is not None:
+                            offset, timestamp = found
+                except StorageError:
+                    code = ErrorCode.kafka_storage_error
+            entries.append(
+                make(
+                    partition_cls,
+                    partition_index=wanted.partition_index,
+                    error_code=code,
+                    timestamp=timestamp,
+                    offset=offset,
+                    leader_epoch=-1,
+                    old_style_offsets=(offset,),
+                )
+            )
+        topics.append(make(topic_cls, name=topic.name, partitions=tuple(entries)))
+    return make(schema, throttle_time=0, topics=tuple(topics))

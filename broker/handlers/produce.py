@@ -1,0 +1,139 @@
+"""Produce: validate each partition's record batch and append it to the log.
+
+Per partition the broker does constant work in Python: one header unpack, one CRC-32C over the
+batch (C), one patch of the base offset, one write — never a loop over records, except when the
+topic's ``compression.type`` differs from the producer's codec and the batch is recompressed.
+
+Checks, with the error code Kafka answers:
+
+- unknown topic or partition → UNKNOWN_TOPIC_OR_PARTITION
+- batch larger than ``max.message.bytes`` → MESSAGE_TOO_LARGE
+- not exactly one well-formed v2 batch → INVALID_RECORD (magic < 2: UNSUPPORTED_FOR_MESSAGE_FORMAT)
+- CRC mismatch or torn batch → CORRUPT_MESSAGE
+- idempotence: sequence gaps → OUT_OF_ORDER_SEQUENCE_NUMBER, stale epoch →
+  INVALID_PRODUCER_EPOCH, unknown producer → UNKNOWN_PRODUCER_ID; a duplicate of one of the
+  producer's last five batches is answered with its original offset and not appended again
+- the disk refused the write → KAFKA_STORAGE_ERROR (the log stays readable)
+
+acks: 0 (no response), 1 and -1 (all) — on a single node the leader is the whole ISR.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from sluice.broker.broker import Broker
+from sluice.broker.errors import KafkaError
+from sluice.broker.log import (
+    InvalidProducerEpochError,
+    OutOfOrderSequenceError,
+    UnknownProducerIdError,
+)
+from sluice.broker.protocol.codec import make, nested, response_schema
+from sluice.broker.protocol.versions import PRODUCE
+from sluice.broker.records import batch as rb
+from sluice.broker.topics import Partition
+from sluice.errors import StorageError
+
+log = logging.getLogger(__name__)
+
+CODECS = {"uncompressed": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
+
+
+async def handle(broker: Broker, request: Any) -> Any:
+    acks = request.acks
+    schema = response_schema(PRODUCE, request.__version__)
+    topic_cls = nested(schema, "responses")
+    partition_cls = nested(schema, "responses", "partition_responses")
+    now = broker.clock()
+    topics = []
+    for topic_data in request.topic_data:
+        partitions = []
+        for data in topic_data.partition_data:
+            base_offset, append_time, start = -1, -1, -1
+            code, message = ErrorCode.none, None
+            if acks not in (0, 1, -1):
+                code = ErrorCode.invalid_required_acks
+            elif (partition := broker.topics.partition(topic_data.name, data.index)) is None:
+                code = ErrorCode.unknown_topic_or_partition
+            else:
+                try:
+                    base_offset, append_time, start = _append(partition, data.records, now)
+                except KafkaError as exc:
+                    code, message = exc.code, exc.message
+            partitions.append(
+                make(
+                    partition_cls,
+                    index=data.index,
+                    error_code=code,
+                    base_offset=base_offset,
+                    log_append_time=append_time,
+                    log_start_offset=start,
+                    record_errors=(),
+                    error_message=message,
+                )
+            )
+        topics.append(make(topic_cls, name=topic_data.name, partition_responses=tuple(partitions)))
+    if acks == 0:
+        return None
+    return make(schema, responses=tuple(topics), throttle_time=0)
+
+
+def _append(partition: Partition, records: bytes | None, now: int) -> tuple[int, int, int]:
+    """Validate and append one partition's batch; returns (base offset, append time, start)."""
+    if not records:
+        raise KafkaError(ErrorCode.invalid_record, "no record batch")
+    config = partition.log.config
+    if len(records) > config["max.message.bytes"]:
+        raise KafkaError(
+            ErrorCode.message_too_large,
+            f"batch of {len(records)} bytes exceeds max.message.bytes "
+            f"{config['max.message.bytes']}",
+        )
+    try:
+        header = rb.read_header(records)
+        if header.size != len(records):
+            raise KafkaError(
+                ErrorCode.invalid_record,
+                "a produce request must hold exactly one record batch per partition",
+            )
+        rb.validate(records, header)
+    except rb.InvalidBatchError as exc:
+        if exc.corrupt:
+            raise KafkaError(ErrorCode.corrupt_message, exc.reason) from None
+        raise KafkaError(ErrorCode.unsupported_for_message_format, exc.reason) from None
+    if header.is_control:
+        raise KafkaError(ErrorCode.invalid_record, "clients may not produce control batches")
+    if header.record_count <= 0 or header.record_count != header.last_offset_delta + 1:
+        raise KafkaError(
+            ErrorCode.invalid_record,
+            f"record count {header.record_count} does not match last offset delta "
+            f"{header.last_offset_delta}",
+        )
+    data = bytearray(_recompressed(records, header, config["compression.type"]))
+    try:
+        result = partition.log.append(data, now_ms=now)
+    except OutOfOrderSequenceError as exc:
+        raise KafkaError(ErrorCode.out_of_order_sequence_number, str(exc)) from None
+    except InvalidProducerEpochError as exc:
+        raise KafkaError(ErrorCode.invalid_producer_epoch, str(exc)) from None
+    except UnknownProducerIdError as exc:
+        raise KafkaError(ErrorCode.unknown_producer_id, str(exc)) from None
+    except StorageError as exc:
+        log.error("append to %s-%d failed: %s", partition.topic, partition.index, exc)
+        raise KafkaError(ErrorCode.kafka_storage_error, str(exc)) from None
+    if not result.duplicate:
+        partition.notify()
+    return result.base_offset, result.log_append_time_ms, result.log_start_offset
+
+
+def _recompressed(records: bytes, header: rb.BatchHeader, topic_codec: str) -> bytes:
+    """The batch as the topic's ``compression.type`` wants it stored."""
+    if topic_codec == "producer" or CODECS[topic_codec] == header.compression:
+        return records
+    from sluice.broker.records.codec import recompress
+
+    return recompress(records, header, CODECS[topic_codec])

@@ -1,0 +1,231 @@
+"""Requests in, responses out: the glue between frames and kio's generated message classes.
+
+A request frame (after its 4-byte size) starts with the request header::
+
+    api_key int16 | api_version int16 | correlation_id int32 | client_id nullable string
+    [tagged fields, in flexible versions]
+
+kio supplies every message class of every version; this module picks the class for a frame,
+reads it, and writes responses (header v0 or v1 as the API's version requires, chosen by kio).
+Readers and writers are built once per ``(api_key, version)`` and cached.
+
+Handlers write version-independent code with :func:`make`, which drops keyword arguments the
+chosen version does not have and converts milliseconds to the ``timedelta``/``datetime``
+values kio expects:
+
+>>> from kio.schema.api_versions.v0.response import ApiVersionsResponse
+>>> make(ApiVersionsResponse, error_code=0, api_keys=(), throttle_time=5)
+ApiVersionsResponse(error_code=<ErrorCode.none: 0>, api_keys=())
+"""
+
+from __future__ import annotations
+
+import datetime
+import io
+import struct
+import types
+import typing
+from dataclasses import MISSING, dataclass, fields
+from functools import cache
+from typing import Any, TypeVar, cast
+
+from kio.index import load_request_schema, load_response_schema
+from kio.schema.errors import ErrorCode
+from kio.serial import entity_reader, entity_writer
+from kio._kio_native import get_field_reader
+from kio.serial.readers import read_unsigned_varint
+from kio.static.primitive import TZAware, i32Timedelta, i64Timedelta
+
+T = TypeVar("T")
+
+_PREFIX = struct.Struct(">hhi")
+_SIZE = struct.Struct(">i")
+_UTC = datetime.UTC
+
+
+class MalformedRequestError(ValueError):
+    """A frame that cannot be read as the request it claims to be."""
+
+
+@dataclass(frozen=True, slots=True)
+class RequestPrefix:
+    """The first 8 bytes of every request header, readable for any API and version."""
+
+    api_key: int
+    api_version: int
+    correlation_id: int
+
+
+def read_prefix(frame: bytes | memoryview) -> RequestPrefix:
+    if len(frame) < _PREFIX.size:
+        raise MalformedRequestError(f"request of {len(frame)} bytes is shorter than a header")
+    return RequestPrefix(*_PREFIX.unpack_from(frame, 0))
+
+
+@cache
+def _request_codec(api_key: int, version: int) -> tuple[Any, Any, type[Any]]:
+    schema = load_request_schema(api_key, version)
+    return entity_reader(schema.__header_schema__), entity_reader(schema), schema
+
+
+def decode_request(frame: bytes, prefix: RequestPrefix) -> tuple[Any, Any]:
+    """Read the header and body of a request whose version the caller checked is supported.
+
+    Like Kafka, tolerates unknown tagged fields at the top level of the body (librdkafka sends
+    one in Metadata v9) and ignores bytes after the body.
+    """
+    header_reader, body_reader, schema = _request_codec(prefix.api_key, prefix.api_version)
+    try:
+        header, offset = header_reader(frame, 0)
+        try:
+            body, _ = body_reader(frame, offset)
+        except KeyError:  # "Unknown tagged field tag"
+            body = _read_tolerant(schema, frame, offset)
+    except Exception as exc:  # kio raises several types on bad bytes; all mean the same here
+        raise MalformedRequestError(
+            f"API {prefix.api_key} v{prefix.api_version}: {type(exc).__name__}: {exc}"
+        ) from None
+    return header, body
+
+
+@cache
+def _tolerant_plan(schema: type[Any]) -> tuple[list[tuple[str, Any]], dict[int, tuple[str, Any]]]:
+    plain, tagged = [], {}
+    for f in fields(schema):
+        tag = f.metadata.get("tag")
+        reader = get_field_reader(schema, f, False, tag is not None)
+        if tag is None:
+            plain.append((f.name, reader))
+        else:
+            tagged[int(tag)] = (f.name, reader)
+    return plain, tagged
+
+
+def _read_tolerant(schema: type[Any], frame: bytes, offset: int) -> Any:
+    """Read a flexible body field by field, skipping top-level tagged fields kio does not know."""
+    plain, tagged = _tolerant_plan(schema)
+    values: dict[str, Any] = {}
+    for name, reader in plain:
+        values[name], size = reader(frame, offset)
+        offset += size
+    count, size = read_unsigned_varint(frame, offset)
+    offset += size
+    for _ in range(count):
+        tag, size = read_unsigned_varint(frame, offset)
+        offset += size
+        length, size = read_unsigned_varint(frame, offset)
+        offset += size
+        if tag in tagged:
+            name, reader = tagged[tag]
+            values[name], _ = reader(frame, offset)
+        offset += length
+    return schema(**values)
+
+
+@cache
+def _response_codec(api_key: int, version: int) -> tuple[Any, Any, Any]:
+    schema = load_response_schema(api_key, version)
+    header_schema = schema.__header_schema__
+    return entity_writer(header_schema), entity_writer(schema), header_schema
+
+
+def response_schema(api_key: int, version: int) -> type[Any]:
+    """The response class for ``(api_key, version)``."""
+    return cast(type[Any], load_response_schema(api_key, version))
+
+
+def encode_response(api_key: int, version: int, correlation_id: int, response: Any) -> bytes:
+    """A full response frame: size, response header, body."""
+    header_writer, body_writer, header_schema = _response_codec(api_key, version)
+    buf = io.BytesIO()
+    buf.write(b"\0\0\0\0")
+    header_writer(buf, header_schema(correlation_id=correlation_id))
+    body_writer(buf, response)
+    view = buf.getbuffer()
+    _SIZE.pack_into(view, 0, len(view) - 4)
+    del view
+    return buf.getvalue()
+
+
+# --- building messages --------------------------------------------------------------------
+
+_Converter = typing.Callable[[Any], Any]
+
+
+def _to_timedelta(value: Any) -> Any:
+    return datetime.timedelta(milliseconds=value) if isinstance(value, int) else value
+
+
+def _to_datetime(value: Any) -> Any:
+    if isinstance(value, int):
+        return None if value < 0 else datetime.datetime.fromtimestamp(value / 1000, tz=_UTC)
+    return value
+
+
+def _to_error_code(value: Any) -> Any:
+    return (
+        ErrorCode(value) if isinstance(value, int) and not isinstance(value, ErrorCode) else value
+    )
+
+
+def _converter(annotation: Any) -> _Converter | None:
+    options = (
+        typing.get_args(annotation) if isinstance(annotation, types.UnionType) else (annotation,)
+    )
+    for option in options:
+        if option in (i32Timedelta, i64Timedelta):
+            return _to_timedelta
+        if option is TZAware:
+            return _to_datetime
+        if option is ErrorCode:
+            return _to_error_code
+    return None
+
+
+@cache
+def _plan(cls: type[Any]) -> tuple[frozenset[str], dict[str, _Converter], frozenset[str]]:
+    names, converters, required = set(), {}, set()
+    for f in fields(cls):
+        names.add(f.name)
+        if (conv := _converter(f.type)) is not None:
+            converters[f.name] = conv
+        if f.default is MISSING and f.default_factory is MISSING:
+            required.add(f.name)
+    return frozenset(names), converters, frozenset(required)
+
+
+def make(cls: type[T], **values: Any) -> T:
+    """Build ``cls`` from the values it has fields for; ms ints become timedeltas/datetimes."""
+    names, converters, _ = _plan(cls)
+    kwargs = {}
+    for name, value in values.items():
+        if name in names:
+            conv = converters.get(name)
+            kwargs[name] = conv(value) if conv is not None else value
+    return cls(**kwargs)
+
+
+def has_field(cls: type[Any], name: str) -> bool:
+    """Whether this version of a message has field ``name``."""
+    return name in _plan(cls)[0]
+
+
+def millis(value: datetime.timedelta | int) -> int:
+    """A kio timedelta (or plain int) as integer milliseconds."""
+    if isinstance(value, datetime.timedelta):
+        return round(value.total_seconds() * 1000)
+    return int(value)
+
+
+def nested(schema: type[Any], *path: str) -> type[Any]:
+    """The class of a nested field: ``nested(MetadataResponse, "topics", "partitions")``.
+
+    Returns ``type(None)`` when this version has no such field.
+    """
+    cls: Any = schema
+    for name in path:
+        annotation = next((f.type for f in fields(cls) if f.name == name), None)
+        if annotation is None:
+            return type(None)
+        cls = typing.get_args(annotation)[0] if typing.get_args(annotation) else annotation
+    return cast(type[Any], cls)

@@ -1,0 +1,39 @@
+"""The APIs and versions the broker serves (DESIGN.md §1), by API key.
+
+>>> SUPPORTED[18]
+(0, 3)
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+PRODUCE, FETCH, LIST_OFFSETS, METADATA = 0, 1, 2, 3
+DELETE_RECORDS, API_VERSIONS, CREATE_TOPICS, DELETE_TOPICS, INIT_PRODUCER_ID = 21, 18, 19, 20, 22
+DESCRIBE_CONFIGS, ALTER_CONFIGS, CREATE_PARTITIONS, INCREMENTAL_ALTER_CONFIGS = 32, 33, 37, 44
+
+SUPPORTED: Final[dict[int, tuple[int, int]]] = {
+    PRODUCE: (3, 9),
+    FETCH: (4, 12),
+    LIST_OFFSETS: (1, 7),
+    METADATA: (1, 9),
+    API_VERSIONS: (0, 3),
+    CREATE_TOPICS: (2, 5),
+    DELETE_TOPICS: (1, 5),
+    DELETE_RECORDS: (0, 2),
+    INIT_PRODUCER_ID: (0, 4),
+    DESCRIBE_CONFIGS: (1, 4),
+    ALTER_CONFIGS: (0, 2),
+    CREATE_PARTITIONS: (0, 3),
+    INCREMENTAL_ALTER_CONFIGS: (0, 1),
+}
+
+
+def is_supported(api_key: int, version: int) -> bool:
+    """Whether ``version`` of ``api_key`` is served.
+
+    >>> is_supported(0, 9), is_supported(0, 2), is_supported(99, 0)
+    (True, False, False)
+    """
+    span = SUPPORTED.get(api_key)
+    return span is not None and span[0] <= version <= span[1]

@@ -1,0 +1,269 @@
+"""Topics and their partitions: created, altered, deleted, and persisted in the data directory.
+
+On-disk format (beside the partition directories ``<topic>-<n>/`` that hold the logs)::
+
+    <data_dir>/meta.properties               cluster.id, node.id, version (as Kafka writes it)
+    <data_dir>/__topics/<topic>.json         {"name", "topic_id", "partitions", "configs"}
+
+A topic file is written to a temporary name, fsynced and renamed, so after a crash it is either
+the old or the new version. A topic whose file exists is loaded at start; partition directories
+are created (empty) when missing. Deleting a topic removes its file first, then renames each
+partition directory to ``<topic>-<n>.<id>-delete`` and removes it, so a crash in between leaves
+only directories that the next start removes.
+
+Not thread-safe: used from the broker's event loop only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import re
+import shutil
+import uuid
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from sluice.broker.errors import KafkaError
+from sluice.broker.log import Log
+from sluice.config import TOPIC_KEYS, BrokerConfig, parse_topic_value, render
+from sluice.errors import ConfigError
+
+log = logging.getLogger(__name__)
+
+MAX_NAME_LENGTH = 249
+_LEGAL = re.compile(r"^[a-zA-Z0-9._-]+$")
+_META_DIR = "__topics"
+_DELETE_SUFFIX = "-delete"
+
+
+def validate_topic_name(name: str) -> None:
+    """Kafka's rules for topic names; raises :class:`KafkaError` (INVALID_TOPIC_EXCEPTION).
+
+    >>> validate_topic_name("orders.v1")
+    >>> validate_topic_name("no spaces")
+    Traceback (most recent call last):
+    ...
+    sluice.broker.errors.KafkaError: topic name 'no spaces' has characters other than ASCII ...
+    """
+    if not name or name in (".", ".."):
+        raise KafkaError(ErrorCode.invalid_topic_exception, f"topic name {name!r} is illegal")
+    if len(name) > MAX_NAME_LENGTH:
+        raise KafkaError(
+            ErrorCode.invalid_topic_exception,
+            f"topic name is longer than {MAX_NAME_LENGTH} characters",
+        )
+    if not _LEGAL.match(name):
+        raise KafkaError(
+            ErrorCode.invalid_topic_exception,
+            f"topic name {name!r} has characters other than ASCII alphanumerics, '.', '_', '-'",
+        )
+
+
+@dataclass(eq=False)
+class Partition:
+    """One partition: its log and the fetch requests waiting for data on it."""
+
+    topic: str
+    index: int
+    log: Log
+    waiters: set[asyncio.Future[None]] = field(default_factory=set)
+
+    def notify(self) -> None:
+        """Wake fetch requests waiting for new data."""
+        for waiter in self.waiters:
+            if not waiter.done():
+                waiter.set_result(None)
+        self.waiters.clear()
+
+
+@dataclass(eq=False)
+class Topic:
+    name: str
+    topic_id: uuid.UUID
+    overrides: dict[str, str]
+    config: dict[str, Any]
+    partitions: list[Partition] = field(default_factory=list)
+
+    @property
+    def internal(self) -> bool:
+        return self.name.startswith("__")
+
+
+class TopicManager:
+    """Every topic of the broker, keyed by name and by id."""
+
+    def __init__(self, data_dir: Path, broker_config: BrokerConfig) -> None:
+        self.data_dir = data_dir
+        self.broker_config = broker_config
+        self.topics: dict[str, Topic] = {}
+        self._meta = data_dir / _META_DIR
+
+    # -- lifecycle ------------------------------------------------------------------------
+
+    def load(self) -> None:
+        """Open every persisted topic (recovering its logs) and finish interrupted deletes."""
+        self._meta.mkdir(parents=True, exist_ok=True)
+        for leftover in self.data_dir.glob(f"*{_DELETE_SUFFIX}"):
+            shutil.rmtree(leftover, ignore_errors=True)
+        for path in sorted(self._meta.glob("*.json")):
+            meta = json.loads(path.read_text())
+            overrides = {k: str(v) for k, v in meta.get("configs", {}).items()}
+            topic = Topic(
+                meta["name"],
+                uuid.UUID(meta["topic_id"]),
+                overrides,
+                self.broker_config.topic_config(overrides),
+            )
+            for index in range(int(meta["partitions"])):
+                topic.partitions.append(self._open_partition(topic, index))
+            self.topics[topic.name] = topic
+        log.info("loaded %d topics", len(self.topics))
+
+    def close(self) -> None:
+        for topic in self.topics.values():
+            for partition in topic.partitions:
+                partition.log.close()
+
+    # -- queries --------------------------------------------------------------------------
+
+    def get(self, name: str) -> Topic | None:
+        return self.topics.get(name)
+
+    def partition(self, name: str, index: int) -> Partition | None:
+        topic = self.topics.get(name)
+        if topic is None or not 0 <= index < len(topic.partitions):
+            return None
+        return topic.partitions[index]
+
+    def by_id(self, topic_id: uuid.UUID) -> Topic | None:
+        return next((t for t in self.topics.values() if t.topic_id == topic_id), None)
+
+    def all_partitions(self) -> Iterator[Partition]:
+        for topic in list(self.topics.values()):
+            yield from topic.partitions
+
+    # -- changes --------------------------------------------------------------------------
+
+    def check_create(
+        self,
+        name: str,
+        partitions: int,
+        replication_factor: int,
+        overrides: Mapping[str, str | None],
+    ) -> dict[str, str]:
+        """Validate a CreateTopics entry; return the textual config overrides to apply."""
+        validate_topic_name(name)
+        if name in self.topics:
+            raise KafkaError(ErrorCode.topic_already_exists, f"topic {name!r} already exists")
+        if partitions <= 0:
+            raise KafkaError(ErrorCode.invalid_partitions, "number of partitions must be positive")
+        if replication_factor > 1:
+            raise KafkaError(
+                ErrorCode.invalid_replication_factor,
+                f"replication factor {replication_factor} is larger than the 1 available broker",
+            )
+        if replication_factor == 0 or replication_factor < -1:
+            raise KafkaError(
+                ErrorCode.invalid_replication_factor, "replication factor must be positive"
+            )
+        collision = next(
+            (t for t in self.topics if t.replace(".", "_") == name.replace(".", "_")), None
+        )
+        if collision is not None:
+            raise KafkaError(
+                ErrorCode.invalid_topic_exception,
+                f"topic {name!r} collides with {collision!r} ('.' and '_' collide)",
+            )
+        return self.check_configs(overrides)
+
+    def check_configs(self, overrides: Mapping[str, str | None]) -> dict[str, str]:
+        result = {}
+        for key, value in overrides.items():
+            if value is None:
+                continue
+            try:
+                parse_topic_value(key, value)
+            except ConfigError as exc:
+                raise KafkaError(ErrorCode.invalid_config, str(exc)) from None
+            result[key] = value
+        return result
+
+    def create(self, name: str, partitions: int, overrides: Mapping[str, str]) -> Topic:
+        topic = Topic(
+            name, uuid.uuid4(), dict(overrides), self.broker_config.topic_config(overrides)
+        )
+        self._save(topic, partitions)
+        for index in range(partitions):
+            topic.partitions.append(self._open_partition(topic, index))
+        self.topics[name] = topic
+        log.info("created topic %s with %d partitions", name, partitions)
+        return topic
+
+    def add_partitions(self, topic: Topic, count: int) -> None:
+        self._save(topic, count)
+        for index in range(len(topic.partitions), count):
+            topic.partitions.append(self._open_partition(topic, index))
+
+    def set_overrides(self, topic: Topic, overrides: Mapping[str, str]) -> None:
+        """Replace the topic's config overrides and apply them to its logs."""
+        config = self.broker_config.topic_config(overrides)
+        topic.overrides, topic.config = dict(overrides), config
+        self._save(topic, len(topic.partitions))
+        for partition in topic.partitions:
+            partition.log.update_config(config)
+
+    def delete(self, topic: Topic) -> None:
+        (self._meta / f"{topic.name}.json").unlink(missing_ok=True)
+        del self.topics[topic.name]
+        for partition in topic.partitions:
+            partition.notify()
+            directory = partition.log.directory
+            partition.log.close()
+            doomed = directory.with_name(f"{directory.name}.{topic.topic_id.hex}{_DELETE_SUFFIX}")
+            os.replace(directory, doomed)
+            shutil.rmtree(doomed, ignore_errors=True)
+        log.info("deleted topic %s", topic.name)
+
+    def describe_config(self, topic: Topic) -> list[tuple[str, str | None, bool]]:
+        """``(name, value, is_topic_override)`` for every topic-level key."""
+        return [
+            (name, render(topic.config[name]), name in topic.overrides)
+            for name in sorted(TOPIC_KEYS)
+        ]
+
+    # -- internals ------------------------------------------------------------------------
+
+    def _open_partition(self, topic: Topic, index: int) -> Partition:
+        directory = self.data_dir / f"{topic.name}-{index}"
+        return Partition(topic.name, index, Log.open(directory, topic.config))
+
+    def _save(self, topic: Topic, partitions: int) -> None:
+        meta = {
+            "name": topic.name,
+            "topic_id": str(topic.topic_id),
+            "partitions": partitions,
+            "configs": topic.overrides,
+        }
+        atomic_write(self._meta / f"{topic.name}.json", json.dumps(meta, indent=1).encode())
+
+
+def atomic_write(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` so that after a crash it holds the old or the new content."""
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+    dir_fd = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)

@@ -1,0 +1,217 @@
+"""What every command shares: connection options, errors, escapes, plain tables.
+
+Exit codes: 0 success; 1 the operation failed (the broker refused, is unreachable, a record was
+not delivered); 2 the command line or a configuration file is wrong; 130 interrupted (Ctrl-C).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Sequence
+from typing import IO, Annotated, Any
+
+import click
+import typer
+from confluent_kafka import KafkaError, KafkaException
+from rich.console import Console
+
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
+
+stderr = Console(stderr=True, highlight=False, soft_wrap=True)
+"""Diagnostics, progress and summaries go to stderr; stdout carries only data."""
+
+Bootstrap = Annotated[
+    str,
+    typer.Option(
+        "--bootstrap-server",
+        "-b",
+        envvar="SLUICE_BOOTSTRAP",
+        metavar="HOST:PORT[,…]",
+        help="Broker(s) to connect to.",
+        rich_help_panel="Connection",
+    ),
+]
+ClientConfig = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--client-config",
+        "-X",
+        metavar="KEY=VALUE",
+        help="librdkafka client property, repeatable (e.g. -X security.protocol=SSL).",
+        rich_help_panel="Connection",
+    ),
+]
+RequestTimeout = Annotated[
+    float,
+    typer.Option(
+        "--timeout",
+        envvar="SLUICE_TIMEOUT",
+        min=0.1,
+        metavar="SECONDS",
+        help="How long to wait for the broker to answer.",
+        rich_help_panel="Connection",
+    ),
+]
+DEFAULT_TIMEOUT = 10.0
+
+
+class CliError(click.ClickException):
+    """An error the user can act on: printed as ``error: <message>``, no traceback."""
+
+    def __init__(self, message: str, exit_code: int = EXIT_FAILED) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
+
+    def show(self, file: IO[Any] | None = None) -> None:
+        click.echo(f"error: {self.message}", err=True)
+
+
+def warn(message: str) -> None:
+    stderr.print(f"warning: {message}", markup=False)
+
+
+def parse_pairs(values: Iterable[str] | None, option: str) -> dict[str, str]:
+    """``["k=v", …]`` → ``{"k": "v"}``; anything else is a usage error.
+
+    >>> parse_pairs(["retention.ms=1000", "cleanup.policy=compact,delete"], "--config")
+    {'retention.ms': '1000', 'cleanup.policy': 'compact,delete'}
+    """
+    pairs: dict[str, str] = {}
+    for item in values or ():
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise typer.BadParameter(f"expected KEY=VALUE, got {item!r}", param_hint=option)
+        pairs[key.strip()] = value
+    return pairs
+
+
+_ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "0": "\0", "\\": "\\"}
+
+
+def unescape(text: str) -> str:
+    r"""Turn ``\t``, ``\n``, ``\r``, ``\0`` and ``\\`` into the characters; keep others as typed.
+
+    >>> unescape(r"%k\t%v\n"), unescape(r"a\qb")
+    ('%k\t%v\n', 'a\\qb')
+    """
+    out: list[str] = []
+    i = 0
+    while i < len(text):
+        char = text[i]
+        if char == "\\" and i + 1 < len(text) and text[i + 1] in _ESCAPES:
+            out.append(_ESCAPES[text[i + 1]])
+            i += 2
+        else:
+            out.append(char)
+            i += 1
+    return "".join(out)
+
+
+def print_table(headers: Sequence[str], rows: Iterable[Sequence[object]]) -> None:
+    """Left-aligned columns, two spaces apart, like ``rpk``: easy to read and to ``awk``.
+
+    >>> print_table(["NAME", "PARTITIONS"], [["orders", 3]])
+    NAME    PARTITIONS
+    orders  3
+    """
+    text = [[str(cell) for cell in row] for row in [headers, *rows]]
+    widths = [max(len(row[i]) for row in text) for i in range(len(headers))]
+    for row in text:
+        line = "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True))
+        click.echo(line.rstrip())
+
+
+def heading(title: str) -> None:
+    click.echo(f"{title}\n{'=' * len(title)}")
+
+
+class Connection:
+    """Watches a client's error callbacks so that an unreachable cluster is a clear, quick error.
+
+    librdkafka retries a dead bootstrap server forever and reports it only through ``error_cb``
+    (served by ``poll()``); :meth:`metadata` turns "all brokers are down" into a :class:`CliError`
+    instead of a hang. After that, client errors are shown once each as warnings.
+    """
+
+    def __init__(self, bootstrap: str, timeout: float) -> None:
+        self.bootstrap = bootstrap
+        self.timeout = timeout
+        self.connected = False
+        self._down: KafkaError | None = None
+        self._reason: str | None = None
+        self._warned: set[str] = set()
+
+    def error_cb(self, error: KafkaError) -> None:
+        code = error.code()
+        if code in (KafkaError._TRANSPORT, KafkaError._RESOLVE, KafkaError._SSL):
+            self._reason = _strip_broker_prefix(error.str())
+        if code == KafkaError._ALL_BROKERS_DOWN:
+            self._down = error
+        if self.connected and error.str() not in self._warned:
+            self._warned.add(error.str())
+            warn(error.str())
+
+    def unreachable(self) -> CliError:
+        reason = f" ({self._reason})" if self._reason else ""
+        return CliError(
+            f"cannot reach a broker at {self.bootstrap}{reason}; is it running? "
+            "Set --bootstrap-server or SLUICE_BOOTSTRAP."
+        )
+
+    def metadata(self, client: Any, topic: str | None = None) -> Any:
+        """The cluster's metadata (of one ``topic`` if given), or a clear error within the timeout.
+
+        ``client`` is a producer, admin client, or a consumer that has not been assigned yet
+        (``poll()`` serves the error callbacks without consuming anything).
+        """
+        deadline = time.monotonic() + self.timeout
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                if self._reason:
+                    raise self.unreachable()
+                raise CliError(
+                    f"no answer from {self.bootstrap} within {self.timeout:g}s (--timeout)"
+                )
+            try:
+                metadata = client.list_topics(topic=topic, timeout=min(1.0, remaining))
+            except KafkaException as exc:
+                code = exc.args[0].code()
+                if code not in (KafkaError._TRANSPORT, KafkaError._TIMED_OUT):
+                    raise CliError(describe_error(exc.args[0])) from None
+                client.poll(0)
+                if self._down is not None:
+                    raise self.unreachable() from None
+                continue
+            self.connected = True
+            return metadata
+
+
+def _strip_broker_prefix(text: str) -> str:
+    """``"h:1/bootstrap: Connect … failed: Connection refused (after 0ms in state CONNECT)"``
+    → ``"Connect … failed: Connection refused"``."""
+    head, sep, rest = text.partition(": ")
+    if sep and "/" in head:
+        text = rest
+    cut = text.find(" (after ")
+    return text[:cut] if cut >= 0 else text
+
+
+def describe_error(error: KafkaError) -> str:
+    """A Kafka error as a sentence: the broker's own message, then the error's name."""
+    text = error.str() or error.name()
+    text = text.removeprefix("Broker: ")
+    return f"{text} ({error.name()})"
+
+
+def error_of(exc: BaseException) -> KafkaError | None:
+    """The :class:`KafkaError` inside an exception that a client raised, if any."""
+    if isinstance(exc, KafkaException) and exc.args and isinstance(exc.args[0], KafkaError):
+        return exc.args[0]
+    return None
+
+
+def client_overrides(client_config: list[str] | None) -> dict[str, str]:
+    return parse_pairs(client_config, "--client-config")

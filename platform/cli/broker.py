@@ -1,0 +1,76 @@
+"""``sluice broker start``: run the Kafka-protocol broker in the foreground."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from sluice.cli._common import EXIT_USAGE, CliError
+from sluice.config import BrokerConfig, parse_listener
+from sluice.errors import ConfigError
+
+app = typer.Typer(help="Run a broker.", no_args_is_help=True, rich_markup_mode="markdown")
+
+
+@app.command()
+def start(
+    config: Annotated[
+        Path | None,
+        typer.Option(
+            "--config",
+            "-c",
+            metavar="FILE",
+            help="A server.properties file (Kafka's keys).",
+        ),
+    ] = None,
+    listen: Annotated[
+        str | None,
+        typer.Option(
+            "--listen",
+            metavar="HOST:PORT",
+            help="Address to accept clients on (overrides listeners).",
+        ),
+    ] = None,
+    data_dir: Annotated[
+        Path | None,
+        typer.Option(
+            "--data-dir",
+            metavar="DIR",
+            help="Directory of the log (overrides log.dir and log.dirs).",
+        ),
+    ] = None,
+    log_level: Annotated[
+        str,
+        typer.Option(
+            "--log-level",
+            envvar="SLUICE_LOG_LEVEL",
+            metavar="LEVEL",
+            help="DEBUG, INFO, WARNING or ERROR.",
+        ),
+    ] = "INFO",
+) -> None:
+    """Start a broker in the foreground.
+
+    Ctrl-C or SIGTERM stop it cleanly. Example:
+    `sluice broker start --listen 127.0.0.1:9092 --data-dir .sluice/data`
+    """
+    level = logging.getLevelName(log_level.upper())
+    if not isinstance(level, int):
+        raise typer.BadParameter(f"unknown level {log_level!r}", param_hint="--log-level")
+    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    overrides: dict[str, str] = {}
+    try:
+        if listen is not None:
+            parse_listener(listen)
+            overrides["listeners"] = f"PLAINTEXT://{listen}"
+        if data_dir is not None:
+            overrides["log.dir"] = overrides["log.dirs"] = str(data_dir)
+        broker_config = BrokerConfig.load(config, overrides)
+        from sluice.broker.app import serve
+
+        serve(broker_config)
+    except ConfigError as exc:
+        raise CliError(str(exc), exit_code=EXIT_USAGE) from None

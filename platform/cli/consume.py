@@ -1,0 +1,327 @@
+r"""``sluice consume``: print records, formatted like kcat's ``-f``.
+
+Format tokens: ``%t`` topic, ``%p`` partition, ``%o`` offset, ``%k`` key, ``%v`` value,
+``%T`` timestamp (ms since the epoch, -1 if none), ``%h`` headers (``k=v,k2=v2``), ``%K`` key
+length and ``%S`` value length (-1 when null), ``%%`` a percent sign; ``\t``, ``\n``, ``\r``,
+``\0`` and ``\\`` escapes. A null key or value prints as nothing. Each record ends with a
+newline unless the format already ends with one.
+
+>>> fmt = compile_format(r"%p:%o %k\t%v")
+>>> class Msg:
+...     def topic(self): return "t"
+...     def partition(self): return 1
+...     def offset(self): return 42
+...     def key(self): return None
+...     def value(self): return b"hello"
+>>> fmt(Msg())
+b'1:42 \thello\n'
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections.abc import Callable
+from typing import Annotated, Any
+
+import typer
+from confluent_kafka import (
+    OFFSET_BEGINNING,
+    OFFSET_END,
+    TIMESTAMP_NOT_AVAILABLE,
+    KafkaError,
+    TopicPartition,
+)
+
+from sluice import clients
+from sluice.cli._common import (
+    DEFAULT_TIMEOUT,
+    EXIT_INTERRUPTED,
+    Bootstrap,
+    CliError,
+    ClientConfig,
+    Connection,
+    describe_error,
+    parse_pairs,
+    stderr,
+    unescape,
+    warn,
+)
+
+OFFSET_TAIL_BASE = -2000
+"""librdkafka's logical offset ``RD_KAFKA_OFFSET_TAIL(n)`` is ``-2000 - n``: n before the end."""
+BATCH = 500
+
+Formatter = Callable[[Any], bytes]
+
+
+def _headers(message: Any) -> bytes:
+    headers = message.headers() or []
+    return b",".join(
+        name.encode() + (b"" if value is None else b"=" + value) for name, value in headers
+    )
+
+
+def _length(data: bytes | None) -> bytes:
+    return b"-1" if data is None else str(len(data)).encode()
+
+
+def _timestamp(message: Any) -> bytes:
+    kind, value = message.timestamp()
+    return b"-1" if kind == TIMESTAMP_NOT_AVAILABLE else str(value).encode()
+
+
+_TOKENS: dict[str, Formatter] = {
+    "t": lambda m: m.topic().encode(),
+    "p": lambda m: str(m.partition()).encode(),
+    "o": lambda m: str(m.offset()).encode(),
+    "k": lambda m: m.key() or b"",
+    "v": lambda m: m.value() or b"",
+    "T": _timestamp,
+    "h": _headers,
+    "K": lambda m: _length(m.key()),
+    "S": lambda m: _length(m.value()),
+}
+
+
+def compile_format(text: str) -> Formatter:
+    """Turn a format into a function from a message to the bytes to print."""
+    text = unescape(text)
+    if not text.endswith("\n"):
+        text += "\n"
+    parts: list[bytes | Formatter] = []
+    literal: list[str] = []
+    i = 0
+    while i < len(text):
+        char = text[i]
+        if char != "%":
+            literal.append(char)
+            i += 1
+            continue
+        token = text[i + 1 : i + 2]
+        if token == "%":
+            literal.append("%")
+        elif token in _TOKENS:
+            if literal:
+                parts.append("".join(literal).encode())
+                literal = []
+            parts.append(_TOKENS[token])
+        else:
+            raise typer.BadParameter(
+                f"unknown token %{token} (known: %t %p %o %k %v %T %h %K %S %%)",
+                param_hint="--format",
+            )
+        i += 2
+    if literal:
+        parts.append("".join(literal).encode())
+
+    def render(message: Any) -> bytes:
+        return b"".join(part if isinstance(part, bytes) else part(message) for part in parts)
+
+    return render
+
+
+def parse_offset(text: str) -> int:
+    """``beginning``/``earliest``, ``end``/``latest``, an offset, or ``-N`` (N before the end).
+
+    >>> parse_offset("earliest"), parse_offset("17"), parse_offset("-10")
+    (-2, 17, -2010)
+    """
+    named = {"beginning": OFFSET_BEGINNING, "earliest": OFFSET_BEGINNING}
+    named |= {"end": OFFSET_END, "latest": OFFSET_END}
+    if text.lower() in named:
+        return int(named[text.lower()])
+    try:
+        offset = int(text)
+    except ValueError:
+        raise typer.BadParameter(
+            f"expected an offset, -N, beginning or end; got {text!r}", param_hint="--offset"
+        ) from None
+    return offset if offset >= 0 else OFFSET_TAIL_BASE + offset
+
+
+def consume(
+    topic: Annotated[str, typer.Argument(metavar="TOPIC", help="Topic to read.")],
+    from_beginning: Annotated[
+        bool,
+        typer.Option(
+            "--from-beginning", help="Start at the earliest offset (default: only new records)."
+        ),
+    ] = False,
+    partition: Annotated[
+        int | None, typer.Option("--partition", "-p", min=0, help="Read only this partition.")
+    ] = None,
+    offset: Annotated[
+        str | None,
+        typer.Option(
+            "--offset",
+            "-o",
+            metavar="OFFSET",
+            help="Start offset: a number, -N (N before the end), beginning or end.",
+        ),
+    ] = None,
+    max_messages: Annotated[
+        int | None,
+        typer.Option("--max-messages", "-n", min=1, help="Stop after this many records."),
+    ] = None,
+    timeout: Annotated[
+        float | None,
+        typer.Option(
+            "--timeout",
+            min=0.0,
+            metavar="SECONDS",
+            help="Stop after this long without a record (default: wait forever).",
+        ),
+    ] = None,
+    end: Annotated[
+        bool,
+        typer.Option("--end", "-e", help="Stop at the end of every partition (like kcat -e)."),
+    ] = False,
+    fmt: Annotated[
+        str, typer.Option("--format", "-f", help="Output format of each record (see above).")
+    ] = "%v",
+    group: Annotated[
+        str | None,
+        typer.Option(
+            "--group",
+            "-g",
+            metavar="GROUP",
+            help="Join this consumer group and commit offsets (needs a group coordinator).",
+        ),
+    ] = None,
+    bootstrap: Bootstrap = clients.DEFAULT_BOOTSTRAP,
+    client_config: ClientConfig = None,
+) -> None:
+    r"""Print records of TOPIC to stdout, one per line.
+
+    Without --group, every partition (or --partition) is assigned directly and nothing is
+    committed.
+
+    Format tokens: `%t` topic, `%p` partition, `%o` offset, `%k` key, `%v` value, `%T`
+    timestamp (ms), `%h` headers, `%K`/`%S` key/value length, `%%`; escapes `\t \n \\`.
+
+    Example: `sluice consume orders --from-beginning -n 10 -f '%p/%o %k\t%v'`
+    """
+    render = compile_format(fmt)
+    start: int | None = None
+    if offset is not None:
+        if from_beginning:
+            raise typer.BadParameter("give --offset or --from-beginning, not both")
+        start = parse_offset(offset)
+    if group is not None and (partition is not None or offset is not None):
+        raise typer.BadParameter("--partition and --offset assign partitions; not with --group")
+    if start is None:
+        start = OFFSET_BEGINNING if from_beginning else OFFSET_END
+
+    connection = Connection(bootstrap, DEFAULT_TIMEOUT)
+    config: dict[str, Any] = {
+        "client.id": "sluice-cli",
+        "auto.offset.reset": "earliest" if from_beginning else "latest",
+        "enable.partition.eof": end,
+        "error_cb": connection.error_cb,
+    }
+    if group is not None:
+        config["group.id"] = group
+    consumer = clients.consumer(
+        bootstrap, **{**config, **parse_pairs(client_config, "--client-config")}
+    )
+    printed = _Counter()
+    try:
+        metadata = connection.metadata(consumer, topic).topics.get(topic)
+        error = metadata.error if metadata is not None else None
+        if metadata is None or (error and error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART):
+            raise CliError(f"topic {topic!r} does not exist")
+        if error is not None and error.code() != KafkaError.LEADER_NOT_AVAILABLE:
+            raise CliError(f"topic {topic!r}: {describe_error(error)}")
+        if group is not None:
+            consumer.subscribe([topic])
+        else:
+            ids = sorted(metadata.partitions)
+            if partition is not None:
+                if partition not in metadata.partitions:
+                    raise CliError(
+                        f"topic {topic!r} has no partition {partition} (it has {len(ids)})"
+                    )
+                ids = [partition]
+            consumer.assign([TopicPartition(topic, p, start) for p in ids])
+        _loop(consumer, render, printed, max_messages, timeout, end)
+    except KeyboardInterrupt:
+        _close(consumer)
+        stderr.print(f"consumed {printed.count} records", markup=False)
+        raise typer.Exit(EXIT_INTERRUPTED) from None
+    except BrokenPipeError:
+        # The reader went away (`sluice consume … | head`): stop quietly, as kcat does.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        _close(consumer)
+        return
+    except BaseException:
+        _close(consumer)
+        raise
+    _close(consumer)
+    stderr.print(f"consumed {printed.count} records", markup=False)
+
+
+def _close(consumer: Any) -> None:
+    try:
+        consumer.close()  # with --group: commits what was printed
+    except RuntimeError:
+        pass  # already closed
+
+
+class _Counter:
+    """Records printed so far (kept outside the loop so that Ctrl-C can still report it)."""
+
+    def __init__(self) -> None:
+        self.count = 0
+
+
+def _loop(
+    consumer: Any,
+    render: Formatter,
+    counter: _Counter,
+    max_messages: int | None,
+    idle_timeout: float | None,
+    end: bool,
+) -> None:
+    out = sys.stdout.buffer
+    last = time.monotonic()
+    at_end: set[tuple[str, int]] = set()
+    while max_messages is None or counter.count < max_messages:
+        want = BATCH if max_messages is None else min(BATCH, max_messages - counter.count)
+        wait = 0.2 if idle_timeout is None else max(0.0, min(0.2, idle_timeout))
+        batch = consumer.consume(num_messages=want, timeout=wait)
+        now = time.monotonic()
+        printed = False
+        for message in batch:
+            error = message.error()
+            if error is not None:
+                if error.code() == KafkaError._PARTITION_EOF:
+                    at_end.add((message.topic(), message.partition()))
+                elif error.fatal() or error.code() in (
+                    KafkaError.UNKNOWN_TOPIC_OR_PART,
+                    KafkaError._UNKNOWN_PARTITION,
+                    KafkaError.TOPIC_AUTHORIZATION_FAILED,
+                    KafkaError.GROUP_AUTHORIZATION_FAILED,
+                ):
+                    raise CliError(describe_error(error))
+                else:
+                    warn(describe_error(error))
+                continue
+            at_end.discard((message.topic(), message.partition()))
+            out.write(render(message))
+            counter.count += 1
+            printed = True
+        if printed:
+            out.flush()
+            last = now
+        elif idle_timeout is not None and now - last >= idle_timeout:
+            break
+        if end and at_end and _all_at_end(consumer, at_end):
+            break
+
+
+def _all_at_end(consumer: Any, at_end: set[tuple[str, int]]) -> bool:
+    assignment = {(tp.topic, tp.partition) for tp in consumer.assignment()}
+    return bool(assignment) and assignment <= at_end

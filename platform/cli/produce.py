@@ -1,0 +1,274 @@
+"""``sluice produce``: one record per input line, from stdin or a file."""
+
+from __future__ import annotations
+
+import contextlib
+import enum
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, Any, BinaryIO
+
+import typer
+from confluent_kafka import KafkaError, KafkaException
+from rich.filesize import decimal
+from rich.progress import (
+    BarColumn,
+    DownloadColumn,
+    Progress,
+    TextColumn,
+    TimeRemainingColumn,
+    TransferSpeedColumn,
+)
+
+from sluice import clients
+from sluice.cli._common import (
+    EXIT_FAILED,
+    EXIT_INTERRUPTED,
+    Bootstrap,
+    CliError,
+    ClientConfig,
+    Connection,
+    describe_error,
+    parse_pairs,
+    stderr,
+    unescape,
+)
+
+MAX_SHOWN_FAILURES = 10
+
+
+class Acks(enum.StrEnum):
+    all = "all"
+    one = "1"
+    zero = "0"
+
+
+class Compression(enum.StrEnum):
+    none = "none"
+    gzip = "gzip"
+    snappy = "snappy"
+    lz4 = "lz4"
+    zstd = "zstd"
+
+
+class _Deliveries:
+    """Counts what the broker acknowledged; reports the first failures as they come."""
+
+    def __init__(self) -> None:
+        self.delivered = 0
+        self.bytes = 0
+        self.failed = 0
+
+    def fail(self, line: int, reason: str) -> None:
+        self.failed += 1
+        if self.failed <= MAX_SHOWN_FAILURES:
+            stderr.print(f"error: line {line}: {reason}", markup=False)
+        if self.failed == MAX_SHOWN_FAILURES:
+            stderr.print("error: further failures are counted, not shown", markup=False)
+
+    def callback(self, line: int) -> Callable[[KafkaError | None, Any], None]:
+        def done(error: KafkaError | None, message: Any) -> None:
+            if error is not None:
+                self.fail(line, f"not delivered: {describe_error(error)}")
+            else:
+                self.delivered += 1
+                self.bytes += len(message.value() or b"") + len(message.key() or b"")
+
+        return done
+
+
+def produce(
+    topic: Annotated[str, typer.Argument(metavar="TOPIC", help="Topic to write to.")],
+    key_separator: Annotated[
+        str | None,
+        typer.Option(
+            "--key-separator",
+            "-K",
+            metavar="SEP",
+            help=r"Split each line at the first SEP into key and value (`\t` `\n` `\\` understood).",
+        ),
+    ] = None,
+    acks: Annotated[
+        Acks, typer.Option("--acks", help="Acknowledgements the broker must gather.")
+    ] = Acks.all,
+    file: Annotated[
+        Path | None,
+        typer.Option(
+            "--file",
+            "-f",
+            exists=True,
+            dir_okay=False,
+            readable=True,
+            help="Read records from this file instead of stdin (shows progress on a terminal).",
+        ),
+    ] = None,
+    partition: Annotated[
+        int | None,
+        typer.Option(
+            "--partition", "-p", min=0, help="Write every record to this partition (default: "
+            "by key hash, or spread when keyless)."
+        ),
+    ] = None,
+    compression: Annotated[
+        Compression, typer.Option("--compression", "-z", help="Compression codec of batches.")
+    ] = Compression.none,
+    timeout: Annotated[
+        float,
+        typer.Option(
+            "--timeout",
+            envvar="SLUICE_TIMEOUT",
+            min=0.1,
+            metavar="SECONDS",
+            help="Give up on the broker (connecting, or acknowledging a record) after this long.",
+        ),
+    ] = 30.0,
+    bootstrap: Bootstrap = clients.DEFAULT_BOOTSTRAP,
+    client_config: ClientConfig = None,
+) -> None:
+    """Produce records to TOPIC, one per line of stdin or --file.
+
+    Examples: `sluice produce orders < orders.txt`, or with keys
+    `sluice produce orders -K : -f keyed.txt` (lines like `customer-7:order-1`).
+    """
+    separator: bytes | None = None
+    if key_separator is not None:
+        separator = unescape(key_separator).encode()
+        if not separator:
+            raise typer.BadParameter("must not be empty", param_hint="--key-separator")
+    connection = Connection(bootstrap, timeout)
+    overrides = parse_pairs(client_config, "--client-config")
+    producer = clients.producer(
+        bootstrap,
+        **{
+            "client.id": "sluice-cli",
+            "acks": acks.value,
+            "compression.type": compression.value,
+            "message.timeout.ms": int(timeout * 1000),
+            "error_cb": connection.error_cb,
+            **overrides,
+        },
+    )
+    _check_topic(connection, producer, topic, partition)
+
+    deliveries = _Deliveries()
+    started = time.monotonic()
+    interrupted = False
+    with contextlib.ExitStack() as stack:
+        source: BinaryIO
+        progress: Progress | None = None
+        if file is not None:
+            source = stack.enter_context(file.open("rb"))
+            if stderr.is_terminal:
+                progress = stack.enter_context(
+                    Progress(
+                        TextColumn("{task.description}"),
+                        BarColumn(),
+                        DownloadColumn(),
+                        TransferSpeedColumn(),
+                        TimeRemainingColumn(),
+                        console=stderr,
+                        transient=True,
+                    )
+                )
+        else:
+            source = sys.stdin.buffer
+            if sys.stdin.isatty():
+                stderr.print("Type one record per line; end with Ctrl-D.", markup=False)
+        size = file.stat().st_size if file is not None else 0
+        task = progress.add_task(f"producing {file}", total=size) if progress else None
+        try:
+            _send(producer, topic, source, separator, partition, deliveries, progress, task)
+        except KeyboardInterrupt:
+            interrupted = True
+    try:
+        left = producer.flush(timeout + 5)
+    except KeyboardInterrupt:
+        left, interrupted = len(producer), True
+    if left:
+        deliveries.failed += left
+        stderr.print(f"error: {left} records still unacknowledged, given up", markup=False)
+
+    elapsed = time.monotonic() - started
+    summary = (
+        f"produced {deliveries.delivered} records ({decimal(deliveries.bytes)}) "
+        f"to {topic} in {elapsed:.1f}s"
+    )
+    if deliveries.failed:
+        summary += f"; {deliveries.failed} failed"
+    stderr.print(summary, markup=False)
+    if interrupted:
+        raise typer.Exit(EXIT_INTERRUPTED)
+    if deliveries.failed:
+        raise typer.Exit(EXIT_FAILED)
+
+
+def _check_topic(connection: Connection, producer: Any, topic: str, partition: int | None) -> None:
+    """Fail early and clearly: broker unreachable, topic missing, partition out of range."""
+    deadline = time.monotonic() + connection.timeout
+    while True:
+        metadata = connection.metadata(producer, topic).topics.get(topic)
+        error = metadata.error if metadata is not None else None
+        if metadata is None or (error and error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART):
+            raise CliError(
+                f"topic {topic!r} does not exist and the broker does not create topics on "
+                f"use; create it with: sluice topics create {topic}"
+            )
+        settling = not metadata.partitions or (
+            error is not None and error.code() == KafkaError.LEADER_NOT_AVAILABLE
+        )
+        if settling and time.monotonic() < deadline:
+            time.sleep(0.1)  # just created on first use: the leader is being elected
+            continue
+        if error is not None and not settling:
+            raise CliError(f"topic {topic!r}: {describe_error(error)}")
+        if partition is not None and partition not in metadata.partitions:
+            raise CliError(
+                f"topic {topic!r} has no partition {partition} "
+                f"(it has {len(metadata.partitions)}: 0..{len(metadata.partitions) - 1})"
+            )
+        return
+
+
+def _send(
+    producer: Any,
+    topic: str,
+    source: BinaryIO,
+    separator: bytes | None,
+    partition: int | None,
+    deliveries: _Deliveries,
+    progress: Progress | None,
+    task: Any,
+) -> None:
+    target = -1 if partition is None else partition
+    unreported = 0
+    for number, raw in enumerate(source, 1):
+        unreported += len(raw)
+        value = raw.rstrip(b"\n")
+        if value.endswith(b"\r"):
+            value = value[:-1]
+        key: bytes | None = None
+        if separator is not None:
+            key, found, value = value.partition(separator)
+            if not found:
+                deliveries.fail(number, "no key separator")
+                continue
+        while True:
+            try:
+                producer.produce(
+                    topic, value, key, partition=target, on_delivery=deliveries.callback(number)
+                )
+                break
+            except BufferError:
+                producer.poll(0.05)  # the local queue is full: let deliveries drain it
+            except KafkaException as exc:
+                deliveries.fail(number, describe_error(exc.args[0]))
+                break
+        if number % 1000 == 0:
+            producer.poll(0)
+        if progress is not None and unreported >= 65536:
+            progress.advance(task, unreported)
+            unreported = 0
+    if progress is not None:
+        progress.advance(task, unreported)

@@ -1,0 +1,345 @@
+"""``sluice topics create|list|describe|alter|delete``: topic administration through AdminClient."""
+
+from __future__ import annotations
+
+import concurrent.futures
+from typing import Annotated, Any
+
+import click
+import typer
+from confluent_kafka import KafkaError, KafkaException, TopicPartition
+from confluent_kafka.admin import (
+    AlterConfigOpType,
+    ConfigEntry,
+    ConfigResource,
+    NewTopic,
+    OffsetSpec,
+    ResourceType,
+)
+
+from sluice import clients
+from sluice.cli._common import (
+    DEFAULT_TIMEOUT,
+    EXIT_FAILED,
+    Bootstrap,
+    CliError,
+    ClientConfig,
+    Connection,
+    RequestTimeout,
+    describe_error,
+    error_of,
+    heading,
+    parse_pairs,
+    print_table,
+    warn,
+)
+
+app = typer.Typer(
+    help="Create, list, describe, alter and delete topics.",
+    no_args_is_help=True,
+    rich_markup_mode="markdown",
+)
+
+TopicConfig = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--config",
+        "-c",
+        metavar="KEY=VALUE",
+        help="Topic config (Kafka's keys, e.g. retention.ms=3600000), repeatable.",
+    ),
+]
+
+
+class _Admin:
+    """An admin client, its connection watcher and the timeout every request gets."""
+
+    def __init__(self, bootstrap: str, client_config: list[str] | None, timeout: float) -> None:
+        self.connection = Connection(bootstrap, timeout)
+        self.timeout = timeout
+        overrides = parse_pairs(client_config, "--client-config")
+        self.client = clients.admin(
+            bootstrap,
+            **{"client.id": "sluice-cli", "error_cb": self.connection.error_cb, **overrides},
+        )
+
+    def metadata(self, topic: str | None = None) -> Any:
+        return self.connection.metadata(self.client, topic)
+
+    def topic_metadata(self, name: str) -> Any:
+        """One topic's metadata, or ``error: topic 'name' does not exist``."""
+        topic = self.metadata(name).topics.get(name)
+        if topic is None or (
+            topic.error is not None and topic.error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART
+        ):
+            raise CliError(f"topic {name!r} does not exist")
+        if topic.error is not None and topic.error.code() != KafkaError.LEADER_NOT_AVAILABLE:
+            raise CliError(f"topic {name!r}: {describe_error(topic.error)}")
+        return topic
+
+    def wait(self, future: concurrent.futures.Future[Any]) -> Any:
+        """The result of an admin request; raises what the broker answered."""
+        try:
+            return future.result(timeout=self.timeout + 5)
+        except concurrent.futures.TimeoutError:
+            raise CliError(
+                f"no answer from {self.connection.bootstrap} within {self.timeout:g}s (--timeout)"
+            ) from None
+
+    @property
+    def options(self) -> dict[str, float]:
+        return {"request_timeout": self.timeout}
+
+
+def _topic_error(name: str, exc: Exception, doing: str) -> str:
+    error = error_of(exc)
+    if error is None:
+        return f"cannot {doing} topic {name!r}: {exc}"
+    if error.code() == KafkaError.TOPIC_ALREADY_EXISTS:
+        return f"topic {name!r} already exists"
+    if error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART:
+        return f"topic {name!r} does not exist"
+    return f"cannot {doing} topic {name!r}: {describe_error(error)}"
+
+
+@app.command()
+def create(
+    names: Annotated[list[str], typer.Argument(metavar="NAME...", help="Topics to create.")],
+    partitions: Annotated[
+        int,
+        typer.Option("--partitions", "-p", help="Partitions (default: the broker's num.partitions)."),
+    ] = -1,
+    replication_factor: Annotated[
+        int,
+        typer.Option(
+            "--replication-factor",
+            "-r",
+            help="Replicas of each partition (default: the broker's default.replication.factor).",
+        ),
+    ] = -1,
+    config: TopicConfig = None,
+    if_not_exists: Annotated[
+        bool, typer.Option("--if-not-exists", help="Succeed if a topic already exists.")
+    ] = False,
+    bootstrap: Bootstrap = clients.DEFAULT_BOOTSTRAP,
+    client_config: ClientConfig = None,
+    timeout: RequestTimeout = DEFAULT_TIMEOUT,
+) -> None:
+    """Create topics.
+
+    Example: `sluice topics create orders -p 6 -c retention.ms=86400000`
+    """
+    if partitions == 0 or partitions < -1:
+        raise typer.BadParameter("must be at least 1", param_hint="--partitions")
+    if replication_factor == 0 or replication_factor < -1:
+        raise typer.BadParameter("must be at least 1", param_hint="--replication-factor")
+    topic_config = parse_pairs(config, "--config")
+    admin = _Admin(bootstrap, client_config, timeout)
+    admin.metadata()
+    futures = admin.client.create_topics(
+        [NewTopic(name, partitions, replication_factor, config=topic_config) for name in names],
+        operation_timeout=timeout,
+        **admin.options,
+    )
+    failed = False
+    for name, future in futures.items():
+        try:
+            admin.wait(future)
+            click.echo(f"Created topic {name}.")
+        except KafkaException as exc:
+            error = error_of(exc)
+            if if_not_exists and error and error.code() == KafkaError.TOPIC_ALREADY_EXISTS:
+                click.echo(f"Topic {name} already exists.")
+                continue
+            click.echo(f"error: {_topic_error(name, exc, 'create')}", err=True)
+            failed = True
+    if failed:
+        raise typer.Exit(EXIT_FAILED)
+
+
+@app.command("list")
+def list_(
+    internal: Annotated[
+        bool, typer.Option("--internal", "-i", help="Include internal topics (names starting with `__`).")
+    ] = False,
+    bootstrap: Bootstrap = clients.DEFAULT_BOOTSTRAP,
+    client_config: ClientConfig = None,
+    timeout: RequestTimeout = DEFAULT_TIMEOUT,
+) -> None:
+    """List topics with their partition count and replication factor."""
+    admin = _Admin(bootstrap, client_config, timeout)
+    topics = admin.metadata().topics
+    rows = []
+    for name in sorted(topics):
+        if name.startswith("__") and not internal:
+            continue
+        partitions = topics[name].partitions.values()
+        replicas = max((len(p.replicas) for p in partitions), default=0)
+        rows.append([name, len(partitions), replicas])
+    print_table(["NAME", "PARTITIONS", "REPLICAS"], rows)
+
+
+@app.command()
+def describe(
+    name: Annotated[str, typer.Argument(metavar="NAME", help="Topic to describe.")],
+    bootstrap: Bootstrap = clients.DEFAULT_BOOTSTRAP,
+    client_config: ClientConfig = None,
+    timeout: RequestTimeout = DEFAULT_TIMEOUT,
+) -> None:
+    """Show a topic's partitions, offsets and configs.
+
+    Partitions with their leader, replicas, in-sync replicas, earliest and latest offsets;
+    configs with where each value comes from (topic override, broker, default).
+    """
+    admin = _Admin(bootstrap, client_config, timeout)
+    topic = admin.topic_metadata(name)
+    partitions = sorted(topic.partitions.values(), key=lambda p: p.id)
+    replicas = max((len(p.replicas) for p in partitions), default=0)
+    complete = True
+
+    heading("SUMMARY")
+    print_table(["NAME", name], [["PARTITIONS", len(partitions)], ["REPLICAS", replicas]])
+
+    click.echo()
+    heading("CONFIGS")
+    resource = ConfigResource(ResourceType.TOPIC, name)
+    try:
+        entries = admin.wait(admin.client.describe_configs([resource], **admin.options)[resource])
+        print_table(
+            ["KEY", "VALUE", "SOURCE"],
+            [
+                [key, _config_value(entry), _source_name(entry.source)]
+                for key, entry in sorted(entries.items())
+            ],
+        )
+    except KafkaException as exc:
+        warn(_topic_error(name, exc, "describe configs of"))
+        complete = False
+
+    click.echo()
+    heading("PARTITIONS")
+    earliest, latest = _watermarks(admin, name, [p.id for p in partitions])
+    if not earliest and partitions:
+        complete = False
+    print_table(
+        ["PARTITION", "LEADER", "REPLICAS", "ISR", "EARLIEST", "LATEST"],
+        [
+            [
+                p.id,
+                p.leader if p.leader >= 0 else "none",
+                _ids(p.replicas),
+                _ids(p.isrs),
+                earliest.get(p.id, "-"),
+                latest.get(p.id, "-"),
+            ]
+            for p in partitions
+        ],
+    )
+    if not complete:
+        raise typer.Exit(EXIT_FAILED)
+
+
+def _ids(ids: list[int]) -> str:
+    return "[" + ",".join(str(i) for i in ids) + "]"
+
+
+def _config_value(entry: Any) -> str:
+    if entry.is_sensitive:
+        return "<sensitive>"
+    return "-" if entry.value is None else str(entry.value)
+
+
+def _source_name(source: Any) -> str:
+    name = getattr(source, "name", None)
+    return str(name) if name else str(source)
+
+
+def _watermarks(admin: _Admin, name: str, ids: list[int]) -> tuple[dict[int, int], dict[int, int]]:
+    """Earliest and latest offset of each partition (ListOffsets); empty if unavailable."""
+    found: list[dict[int, int]] = []
+    for spec in (OffsetSpec.earliest(), OffsetSpec.latest()):
+        offsets: dict[int, int] = {}
+        if ids:
+            request = {TopicPartition(name, i): spec for i in ids}
+            futures = admin.client.list_offsets(request, **admin.options)
+            for tp, future in futures.items():
+                try:
+                    offsets[tp.partition] = admin.wait(future).offset
+                except KafkaException as exc:
+                    warn(f"partition {tp.partition}: cannot list offsets: {exc.args[0].str()}")
+                    return {}, {}
+        found.append(offsets)
+    return found[0], found[1]
+
+
+@app.command()
+def alter(
+    name: Annotated[str, typer.Argument(metavar="NAME", help="Topic to alter.")],
+    config: TopicConfig = None,
+    delete_config: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--delete-config",
+            "-d",
+            metavar="KEY",
+            help="Remove a topic override (back to the broker default), repeatable.",
+        ),
+    ] = None,
+    bootstrap: Bootstrap = clients.DEFAULT_BOOTSTRAP,
+    client_config: ClientConfig = None,
+    timeout: RequestTimeout = DEFAULT_TIMEOUT,
+) -> None:
+    """Set or remove topic configs; other keys keep their values.
+
+    Example: `sluice topics alter orders -c retention.ms=3600000 -d cleanup.policy`
+    """
+    to_set = parse_pairs(config, "--config")
+    to_delete = list(delete_config or ())
+    if not to_set and not to_delete:
+        raise typer.BadParameter("give at least one --config or --delete-config")
+    if overlap := set(to_set) & set(to_delete):
+        raise typer.BadParameter(f"both set and deleted: {', '.join(sorted(overlap))}")
+    admin = _Admin(bootstrap, client_config, timeout)
+    admin.topic_metadata(name)
+    entries = [
+        ConfigEntry(key, value, incremental_operation=AlterConfigOpType.SET)
+        for key, value in to_set.items()
+    ] + [ConfigEntry(key, None, incremental_operation=AlterConfigOpType.DELETE) for key in to_delete]
+    resource = ConfigResource(ResourceType.TOPIC, name, incremental_configs=entries)
+    futures = admin.client.incremental_alter_configs([resource], **admin.options)
+    try:
+        admin.wait(futures[resource])
+    except KafkaException as exc:
+        raise CliError(_topic_error(name, exc, "alter")) from None
+    changes = [f"set {k}={v}" for k, v in to_set.items()] + [f"deleted {k}" for k in to_delete]
+    click.echo(f"Altered topic {name}: {', '.join(changes)}.")
+
+
+@app.command()
+def delete(
+    names: Annotated[list[str], typer.Argument(metavar="NAME...", help="Topics to delete.")],
+    if_exists: Annotated[
+        bool, typer.Option("--if-exists", help="Succeed if a topic does not exist.")
+    ] = False,
+    bootstrap: Bootstrap = clients.DEFAULT_BOOTSTRAP,
+    client_config: ClientConfig = None,
+    timeout: RequestTimeout = DEFAULT_TIMEOUT,
+) -> None:
+    """Delete topics and all their records."""
+    admin = _Admin(bootstrap, client_config, timeout)
+    admin.metadata()
+    futures = admin.client.delete_topics(names, operation_timeout=timeout, **admin.options)
+    failed = False
+    for name, future in futures.items():
+        try:
+            admin.wait(future)
+            click.echo(f"Deleted topic {name}.")
+        except KafkaException as exc:
+            error = error_of(exc)
+            if if_exists and error and error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART:
+                click.echo(f"Topic {name} does not exist.")
+                continue
+            click.echo(f"error: {_topic_error(name, exc, 'delete')}", err=True)
+            failed = True
+    if failed:
+        raise typer.Exit(EXIT_FAILED)

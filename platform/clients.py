@@ -1,0 +1,86 @@
+"""Factories for confluent-kafka clients with Sluice's defaults.
+
+Everything Sluice builds above the broker — the CLI, and later Streams and Connect — reaches a
+broker only through these three functions (DESIGN.md §1), so that pointing them at any Kafka
+cluster works unchanged::
+
+    from sluice import clients
+
+    producer = clients.producer("localhost:9092", **{"compression.type": "zstd"})
+    consumer = clients.consumer("localhost:9092", **{"group.id": "orders"})
+    admin = clients.admin("localhost:9092")
+
+Keyword arguments are librdkafka properties, taken literally (dotted names go through a ``**{}``
+mapping; Python callbacks such as ``error_cb`` or ``on_delivery`` can be passed by name) and win
+over the defaults below.
+
+Defaults, beyond librdkafka's own:
+
+- every client: a ``client.id`` naming its role (``sluice-producer``, ``sluice-consumer``,
+  ``sluice-admin``) so that broker logs say who connected; librdkafka's log lines go to the Python
+  logger ``sluice.rdkafka`` (served by ``poll()``) instead of straight to stderr.
+- admin: ``allow.auto.create.topics=false``. The admin client is a producer-type handle inside
+  librdkafka, which would otherwise let a mere metadata look-up of a missing topic create it on a
+  broker with ``auto.create.topics.enable=true``.
+- consumer without a ``group.id``: an *assign-only* consumer (the caller picks partitions with
+  ``assign()``). librdkafka insists on a group id, so a private one is made up and offsets are
+  neither stored nor committed, so it can never touch a real group's offsets.
+
+>>> config = _config("localhost:9092", _ADMIN_DEFAULTS, {"client.id": "me"})
+>>> config["client.id"], config["allow.auto.create.topics"]
+('me', False)
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Mapping
+from typing import Any
+
+from confluent_kafka import Consumer, Producer
+from confluent_kafka.admin import AdminClient
+
+__all__ = ["DEFAULT_BOOTSTRAP", "RDKAFKA_LOGGER", "admin", "consumer", "producer"]
+
+DEFAULT_BOOTSTRAP = "localhost:9092"
+"""Where clients look for a broker when nothing else is said (Kafka's habit)."""
+
+RDKAFKA_LOGGER = logging.getLogger("sluice.rdkafka")
+"""The logger that receives librdkafka's own log lines."""
+
+_PRODUCER_DEFAULTS: Mapping[str, Any] = {"client.id": "sluice-producer"}
+_CONSUMER_DEFAULTS: Mapping[str, Any] = {"client.id": "sluice-consumer"}
+_ADMIN_DEFAULTS: Mapping[str, Any] = {
+    "client.id": "sluice-admin",
+    "allow.auto.create.topics": False,
+}
+
+
+def _config(
+    bootstrap: str, defaults: Mapping[str, Any], overrides: Mapping[str, Any]
+) -> dict[str, Any]:
+    config: dict[str, Any] = {"bootstrap.servers": bootstrap, "logger": RDKAFKA_LOGGER}
+    config.update(defaults)
+    config.update(overrides)
+    return config
+
+
+def producer(bootstrap: str, **overrides: Any) -> Producer:
+    """A producer for the cluster at ``bootstrap`` (``host:port[,host:port…]``)."""
+    return Producer(_config(bootstrap, _PRODUCER_DEFAULTS, overrides))
+
+
+def consumer(bootstrap: str, **overrides: Any) -> Consumer:
+    """A consumer; without a ``group.id`` override, an assign-only one that never commits."""
+    config = _config(bootstrap, _CONSUMER_DEFAULTS, overrides)
+    if "group.id" not in config:
+        config["group.id"] = f"sluice-assign-{uuid.uuid4().hex}"
+        config["enable.auto.commit"] = False
+        config["enable.auto.offset.store"] = False
+    return Consumer(config)
+
+
+def admin(bootstrap: str, **overrides: Any) -> AdminClient:
+    """An admin client that never auto-creates a topic by looking it up."""
+    return AdminClient(_config(bootstrap, _ADMIN_DEFAULTS, overrides))

