@@ -25,14 +25,14 @@ import io
 import struct
 import types
 import typing
-from dataclasses import MISSING, dataclass, fields
+from dataclasses import MISSING, dataclass, fields, is_dataclass
 from functools import cache
 from typing import Any, TypeVar, cast
 
+from kio._kio_native import get_field_reader
 from kio.index import load_request_schema, load_response_schema
 from kio.schema.errors import ErrorCode
 from kio.serial import entity_reader, entity_writer
-from kio._kio_native import get_field_reader
 from kio.serial.readers import read_unsigned_varint
 from kio.static.primitive import TZAware, i32Timedelta, i64Timedelta
 
@@ -227,5 +227,7 @@ def nested(schema: type[Any], *path: str) -> type[Any]:
         annotation = next((f.type for f in fields(cls) if f.name == name), None)
         if annotation is None:
             return type(None)
-        cls = typing.get_args(annotation)[0] if typing.get_args(annotation) else annotation
+        while typing.get_args(annotation) and not is_dataclass(annotation):
+            annotation = typing.get_args(annotation)[0]
+        cls = annotation
     return cast(type[Any], cls)
