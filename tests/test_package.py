@@ -15,8 +15,14 @@ import pytest
 import sluice
 
 ROOT = Path(__file__).resolve().parents[1]
-FOLDERS = {"sluice": "platform", "sluice.broker": "broker", "sluice.streams": "streams",
-           "sluice.connect": "connect", "sluice.connectors": "connectors", "sluice.dsl": "dsl"}
+FOLDERS = {
+    "sluice": "platform",
+    "sluice.broker": "broker",
+    "sluice.streams": "streams",
+    "sluice.connect": "connect",
+    "sluice.connectors": "connectors",
+    "sluice.dsl": "dsl",
+}
 
 
 def _modules() -> list[str]:
@@ -34,8 +40,9 @@ def test_docstring_examples_run(name: str) -> None:
 
 
 def test_every_package_folder_is_listed_in_pyproject() -> None:
-    listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"][
-        "packages"])
+    listed = set(
+        tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]
+    )
     found = set()
     for package, folder in FOLDERS.items():
         for init in (ROOT / folder).rglob("__init__.py"):
@@ -49,5 +56,9 @@ def test_platform_folder_never_shadows_the_standard_library() -> None:
     # Run from the repository root, where `platform/` is a folder on sys.path[0].
     out = subprocess.run(
         [sys.executable, "-c", "import platform; print(platform.system())"],
-        cwd=ROOT, capture_output=True, text=True, check=True)
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     assert out.stdout.strip() == "Linux", out.stderr
