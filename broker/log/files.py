@@ -1,0 +1,110 @@
+"""File names of a partition directory and crash-safe writes of its small files.
+
+A partition directory (``<topic>-<partition>/``) holds, as Kafka's does::
+
+    00000000000000000000.log         segment: record batches as the producers sent them
+    00000000000000000000.index       its sparse offset index
+    00000000000000000000.timeindex   its sparse time index
+    00000000000000001234.snapshot    idempotent-producer state at offset 1234
+    log-start-offset                 the log start offset after DeleteRecords (text)
+    cleaner-offset-checkpoint        where the dirty part of a compacted log begins (text)
+    clean-shutdown                   present only while the log is closed cleanly
+
+Names carry the base offset on 20 digits so that they sort like the offsets. A segment being
+rewritten by the cleaner carries a ``.cleaned`` then a ``.swap`` suffix; a segment being deleted
+a ``.deleted`` one (see :mod:`sluice.broker.log.loader` for what a restart makes of them).
+
+Small files are replaced atomically: written to ``<name>.tmp``, fsynced, renamed over the old
+one, and the directory fsynced; a crash leaves either the old or the new content.
+
+>>> segment_name(1234, LOG_SUFFIX)
+'00000000000000001234.log'
+>>> parse_base_offset("00000000000000001234.log"), parse_base_offset("notes.txt")
+(1234, None)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from pathlib import Path
+
+__all__ = [
+    "CLEANED_SUFFIX",
+    "DELETED_SUFFIX",
+    "INDEX_SUFFIX",
+    "LOG_SUFFIX",
+    "SNAPSHOT_SUFFIX",
+    "SWAP_SUFFIX",
+    "TIME_INDEX_SUFFIX",
+    "fsync_dir",
+    "parse_base_offset",
+    "read_checkpoint",
+    "segment_name",
+    "write_atomically",
+    "write_checkpoint",
+]
+
+LOG_SUFFIX = ".log"
+INDEX_SUFFIX = ".index"
+TIME_INDEX_SUFFIX = ".timeindex"
+SNAPSHOT_SUFFIX = ".snapshot"
+CLEANED_SUFFIX = ".cleaned"
+SWAP_SUFFIX = ".swap"
+DELETED_SUFFIX = ".deleted"
+TMP_SUFFIX = ".tmp"
+
+
+def segment_name(offset: int, suffix: str) -> str:
+    """The file name of the segment (or snapshot) file for ``offset``."""
+    return f"{offset:020d}{suffix}"
+
+
+def parse_base_offset(name: str) -> int | None:
+    """The offset a file name starts with, or None if it does not start with 20 digits."""
+    head = name[:20]
+    if len(head) == 20 and head.isdigit() and name[20:21] == ".":
+        return int(head)
+    return None
+
+
+def fsync_dir(directory: Path) -> None:
+    """Make renames and creations in ``directory`` durable."""
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def write_atomically(path: Path, data: bytes) -> None:
+    """Replace ``path`` with ``data`` so that a crash leaves the old or the new content."""
+    tmp = path.with_name(path.name + TMP_SUFFIX)
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+    except OSError:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise
+    fsync_dir(path.parent)
+
+
+def write_checkpoint(path: Path, values: list[int]) -> None:
+    """Atomically write integers, one per line."""
+    write_atomically(path, "".join(f"{v}\n" for v in values).encode())
+
+
+def read_checkpoint(path: Path) -> list[int] | None:
+    """The integers of a checkpoint file, or None if it is missing or unreadable."""
+    try:
+        return [int(line) for line in path.read_text().split()]
+    except (OSError, ValueError):
+        return None

@@ -1,0 +1,401 @@
+"""The partition log: an append-only sequence of record batches in segments, as Kafka's.
+
+A :class:`Log` owns one partition directory (layout in :mod:`sluice.broker.log.files`): ordered
+segments of which the last is *active* (appended to), producer state, the log start offset.
+
+>>> import tempfile, pathlib
+>>> from sluice.broker.records.codec import Record, encode_batch
+>>> def batch(*values):
+...     records = [Record(i, 0, b"k", v) for i, v in enumerate(values)]
+...     return bytearray(encode_batch(base_offset=0, records=records, compression=0,
+...                                   base_timestamp=1_000, max_timestamp=1_000))
+>>> log = Log.open(pathlib.Path(tempfile.mkdtemp()) / "orders-0", {"segment.bytes": 1 << 20})
+>>> log.append(batch(b"a", b"b"), now_ms=2_000)  # doctest: +NORMALIZE_WHITESPACE
+AppendResult(base_offset=0, last_offset=1, log_append_time_ms=-1, log_start_offset=0,
+             duplicate=False)
+>>> log.append(batch(b"c"), now_ms=2_000).base_offset, log.log_end_offset
+(2, 3)
+>>> result = log.read(2, max_bytes=1 << 20)
+>>> len(result.data), result.high_watermark
+(70, 3)
+>>> log.close()
+
+Thread-safety: none; the broker calls a log from its asyncio loop only. Crash behaviour: see
+:mod:`sluice.broker.log.loader` (what a restart repairs) and :mod:`sluice.broker.log.segment`
+(torn writes, failed writes). Time is never read here: callers pass ``now_ms``.
+"""
+
+from __future__ import annotations
+
+import bisect
+import contextlib
+import logging
+import shutil
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+from sluice.broker.log import cleaner
+from sluice.broker.log.config import LogConfig
+from sluice.broker.log.errors import OffsetOutOfRangeError
+from sluice.broker.log.files import fsync_dir, read_checkpoint, write_atomically, write_checkpoint
+from sluice.broker.log.loader import CLEAN_SHUTDOWN, load_segments
+from sluice.broker.log.producer_state import ProducerState, ProducerStateManager
+from sluice.broker.log.retention import deletable_segments
+from sluice.broker.log.segment import LogSegment
+from sluice.broker.records.batch import (
+    InvalidBatchError,
+    read_header,
+    set_base_offset,
+    set_log_append_time,
+)
+from sluice.broker.records.codec import decode_records
+from sluice.errors import CorruptRecordError
+
+__all__ = ["AppendResult", "Log", "ReadResult"]
+
+log = logging.getLogger(__name__)
+
+LOG_START_OFFSET = "log-start-offset"
+
+
+@dataclass(frozen=True, slots=True)
+class AppendResult:
+    """Where an appended batch went (for a duplicate: where it went the first time)."""
+
+    base_offset: int
+    last_offset: int
+    log_append_time_ms: int
+    """The broker's timestamp under LogAppendTime, -1 otherwise."""
+    log_start_offset: int
+    duplicate: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ReadResult:
+    """Whole batches as stored (bytes for the socket) and the log's bounds at read time."""
+
+    data: bytes | memoryview
+    high_watermark: int
+    log_start_offset: int
+    log_end_offset: int
+
+
+class Log:
+    """One partition's log. Open with :meth:`Log.open`."""
+
+    def __init__(
+        self,
+        directory: Path,
+        config: Mapping[str, Any],
+        segments: list[LogSegment],
+        log_start_offset: int,
+        producers: ProducerStateManager,
+    ) -> None:
+        self.directory = directory
+        self.config: Mapping[str, Any] = dict(config)
+        """The topic config as given (Kafka key → typed value)."""
+        self.settings = LogConfig.from_mapping(config)
+        """The same, typed, with defaults filled in."""
+        self._segments = segments
+        self._bases = [s.base_offset for s in segments]
+        self._log_start_offset = log_start_offset
+        self._producers = producers
+        self._unflushed_messages = 0
+        self._first_unflushed_ms: int | None = None
+
+    @classmethod
+    def open(cls, directory: Path, config: Mapping[str, Any]) -> Log:
+        """Open the log in ``directory``, creating it or recovering it after a crash."""
+        directory = Path(directory)
+        settings = LogConfig.from_mapping(config)
+        segments = load_segments(directory, settings)
+        saved = read_checkpoint(directory / LOG_START_OFFSET) or [0]
+        log_start = max(saved[0], segments[0].base_offset if segments else 0)
+        if segments and log_start > segments[-1].next_offset:
+            log.warning("%s: log end below the log start offset, starting over", directory)
+            for segment in segments:
+                segment.delete()
+            segments = []
+        if not segments:
+            segments = [LogSegment.create(directory, log_start, settings)]
+            fsync_dir(directory)
+        producers = ProducerStateManager(directory)
+        opened = cls(directory, config, segments, log_start, producers)
+        replay_from = max(producers.load(opened.log_end_offset), segments[0].base_offset)
+        for segment in segments[opened._floor(replay_from) :]:
+            for header in segment.headers(replay_from):
+                producers.update(header)
+        return opened
+
+    # -- state ---------------------------------------------------------------------------------
+
+    @property
+    def log_start_offset(self) -> int:
+        return self._log_start_offset
+
+    @property
+    def log_end_offset(self) -> int:
+        """The offset the next appended record gets."""
+        return self._segments[-1].next_offset
+
+    @property
+    def high_watermark(self) -> int:
+        """Equal to the log end offset on one node."""
+        return self.log_end_offset
+
+    @property
+    def size_in_bytes(self) -> int:
+        return sum(s.size for s in self._segments)
+
+    @property
+    def segment_count(self) -> int:
+        return len(self._segments)
+
+    @property
+    def segments(self) -> tuple[LogSegment, ...]:
+        """The segments, oldest first; the last one is active."""
+        return tuple(self._segments)
+
+    def producer_state(self, producer_id: int) -> ProducerState | None:
+        """What the log knows of an idempotent producer (None: nothing)."""
+        return self._producers.producers.get(producer_id)
+
+    def producer_states(self) -> Mapping[int, ProducerState]:
+        """Every producer id the log knows, with its state (read-only view)."""
+        return MappingProxyType(self._producers.producers)
+
+    def first_unstable_offset(self) -> int | None:
+        """First offset of the oldest open transaction (None: none open)."""
+        return self._producers.first_unstable_offset()
+
+    def _floor(self, offset: int) -> int:
+        return max(bisect.bisect_right(self._bases, offset) - 1, 0)
+
+    # -- writing -------------------------------------------------------------------------------
+
+    def append(self, records: bytearray, *, now_ms: int) -> AppendResult:
+        """Append one v2 batch (CRC already validated by the caller); see the package docs."""
+        try:
+            header = read_header(records)
+        except InvalidBatchError as exc:
+            raise CorruptRecordError(exc.reason) from exc
+        if header.size != len(records):
+            raise CorruptRecordError(f"batch of {header.size} bytes in {len(records)} bytes")
+        duplicate = self._producers.check(header)
+        if duplicate is not None:
+            return AppendResult(
+                duplicate.base_offset, duplicate.last_offset, -1, self._log_start_offset, True
+            )
+        set_base_offset(records, 0, self.log_end_offset)
+        append_time = -1
+        if self.settings.log_append_time:
+            set_log_append_time(records, 0, now_ms)
+            append_time = now_ms
+        header = read_header(records)
+        segment = self._segments[-1]
+        if segment.should_roll(header, len(records), now_ms, self.settings):
+            segment = self.roll(now_ms)
+        segment.append(records, header)
+        self._producers.update(header)
+        self._unflushed_messages += max(header.record_count, 1)
+        if self._first_unflushed_ms is None:
+            self._first_unflushed_ms = now_ms
+        if self._unflushed_messages >= self.settings.flush_messages:
+            self.flush()
+        return AppendResult(
+            header.base_offset, header.last_offset, append_time, self.log_start_offset
+        )
+
+    def roll(self, now_ms: int) -> LogSegment:
+        """Close the active segment (flushed, producer snapshot taken) and start a new one."""
+        old = self._segments[-1]
+        if old.size == 0:
+            return old
+        old.finalize()
+        self._unflushed_messages, self._first_unflushed_ms = 0, None
+        end = old.next_offset
+        try:
+            self._producers.take_snapshot(end)
+        except OSError as exc:
+            log.warning("%s: producer snapshot at %d not written: %s", self.directory, end, exc)
+        new = LogSegment.create(self.directory, end, self.settings, now_ms=now_ms)
+        with contextlib.suppress(OSError):
+            fsync_dir(self.directory)
+        self._segments.append(new)
+        self._bases.append(end)
+        return new
+
+    def flush(self) -> None:
+        """fsync the active segment and its indexes (older segments were flushed at roll)."""
+        self._segments[-1].flush()
+        self._unflushed_messages, self._first_unflushed_ms = 0, None
+
+    def flush_if_due(self, now_ms: int) -> bool:
+        """Flush when the oldest unflushed append is ``flush.ms`` old (the broker's timer)."""
+        first = self._first_unflushed_ms
+        if first is None or now_ms - first < self.settings.flush_ms:
+            return False
+        self.flush()
+        return True
+
+    def update_config(self, config: Mapping[str, Any]) -> None:
+        """Apply new topic settings (index sizes take effect from the next segment)."""
+        self.config = dict(config)
+        self.settings = LogConfig.from_mapping(config)
+        self._segments[-1].index_interval_bytes = self.settings.index_interval_bytes
+
+    # -- reading -------------------------------------------------------------------------------
+
+    def _check_range(self, offset: int) -> None:
+        if not self._log_start_offset <= offset <= self.log_end_offset:
+            raise OffsetOutOfRangeError(
+                offset, log_start_offset=self._log_start_offset, log_end_offset=self.log_end_offset
+            )
+
+    def read(
+        self,
+        offset: int,
+        max_bytes: int,
+        *,
+        upper_bound: int | None = None,
+        min_one_batch: bool = True,
+    ) -> ReadResult:
+        """Whole batches from the one holding ``offset``: at most ``max_bytes`` (but the first
+        batch whole if ``min_one_batch``), none reaching ``upper_bound`` (exclusive)."""
+        self._check_range(offset)
+        end = self.log_end_offset
+        bound = end if upper_bound is None else min(upper_bound, end)
+        data: bytes = b""
+        if offset < bound:
+            for segment in self._segments[self._floor(offset) :]:
+                if segment.base_offset >= bound:
+                    break
+                found = segment.read(offset, max_bytes, bound, min_one_batch)
+                if found is not None:
+                    data = found
+                    break
+        return ReadResult(data, self.high_watermark, self._log_start_offset, end)
+
+    def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
+        """``(offset, timestamp)`` of the first record whose timestamp is >= ``timestamp``
+        (ListOffsets by time), or None if there is none."""
+        for segment in self._segments:
+            if segment.max_timestamp < timestamp:
+                continue
+            min_offset = self._log_start_offset
+            while found := segment.find_by_timestamp(timestamp, min_offset):
+                position, header = found
+                for offset, ts in self._record_times(segment, position, header.size):
+                    if ts >= timestamp and offset >= min_offset:
+                        return offset, ts
+                min_offset = header.next_offset
+        return None
+
+    def max_timestamp(self) -> tuple[int, int] | None:
+        """``(offset, timestamp)`` of the record with the largest timestamp (the first such),
+        or None when the log holds no timestamps."""
+        best: LogSegment | None = None
+        for segment in self._segments:
+            if segment.max_timestamp >= 0 and (
+                best is None or segment.max_timestamp > best.max_timestamp
+            ):
+                best = segment
+        if best is None or (found := best.locate(best.offset_of_max_timestamp)) is None:
+            return None
+        position, header = found
+        for offset, ts in self._record_times(best, position, header.size):
+            if ts == header.max_timestamp:
+                return offset, ts
+        return header.last_offset, header.max_timestamp
+
+    @staticmethod
+    def _record_times(segment: LogSegment, position: int, size: int) -> list[tuple[int, int]]:
+        data = segment.read_batch(position, size)
+        header = read_header(data)
+        try:
+            records = decode_records(data, header)
+        except InvalidBatchError as exc:
+            raise CorruptRecordError(f"{segment.log_path}: {exc.reason}") from exc
+        if header.log_append_time:
+            return [(header.base_offset + r.offset_delta, header.max_timestamp) for r in records]
+        return [
+            (header.base_offset + r.offset_delta, header.base_timestamp + r.timestamp_delta)
+            for r in records
+        ]
+
+    # -- deleting ------------------------------------------------------------------------------
+
+    def delete_records_before(self, offset: int) -> int:
+        """DeleteRecords: make ``offset`` the log start offset (persisted), delete the segments
+        wholly below it; returns the log start offset."""
+        if not 0 <= offset <= self.log_end_offset:
+            raise OffsetOutOfRangeError(
+                offset, log_start_offset=self._log_start_offset, log_end_offset=self.log_end_offset
+            )
+        if offset > self._log_start_offset:
+            write_checkpoint(self.directory / LOG_START_OFFSET, [offset])
+            self._log_start_offset = offset
+            count = 0
+            while count + 1 < len(self._segments) and self._bases[count + 1] <= offset:
+                count += 1
+            self._delete_oldest(count)
+        return self._log_start_offset
+
+    def enforce_retention(self, now_ms: int) -> int:
+        """Delete segments past ``retention.ms``/``retention.bytes`` or below the log start
+        offset; returns how many were deleted."""
+        count = deletable_segments(
+            self._segments, self.settings, now_ms=now_ms, log_start_offset=self._log_start_offset
+        )
+        if count == len(self._segments):
+            self.roll(now_ms)
+        self._delete_oldest(count)
+        return count
+
+    def _delete_oldest(self, count: int) -> None:
+        for segment in self._segments[:count]:
+            segment.delete()
+        del self._segments[:count], self._bases[:count]
+        self._log_start_offset = max(self._log_start_offset, self._bases[0])
+
+    def replace_segments(self, old: list[LogSegment], new: LogSegment) -> None:
+        """Put the cleaned ``new`` (files suffixed ``.swap``) in place of ``old`` (consecutive)."""
+        first = self._segments.index(old[0])
+        for segment in old:
+            segment.delete()
+        new.change_suffix("")
+        fsync_dir(self.directory)
+        self._segments[first : first + len(old)] = [new]
+        self._bases[first : first + len(old)] = [new.base_offset]
+
+    def compact(self, now_ms: int) -> int:
+        """Compact the non-active segments (cleanup.policy compact); returns records removed.
+        See :mod:`sluice.broker.log.cleaner`."""
+        return cleaner.clean(self, now_ms)
+
+    # -- closing -------------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Flush, write the producer snapshot and the clean-shutdown marker, close the files."""
+        try:
+            self._segments[-1].finalize()
+            self._producers.take_snapshot(self.log_end_offset)
+            write_atomically(self.directory / CLEAN_SHUTDOWN, b"")
+        finally:
+            for segment in self._segments:
+                segment.close()
+
+    def delete(self) -> None:
+        """Close the files and remove the whole directory."""
+        for segment in self._segments:
+            segment.close()
+        shutil.rmtree(self.directory, ignore_errors=True)
+
+    def __repr__(self) -> str:
+        return (
+            f"Log({self.directory.name}, start={self._log_start_offset}, "
+            f"end={self.log_end_offset}, segments={len(self._segments)})"
+        )

@@ -1,0 +1,503 @@
+"""The records inside a v2 batch: decode them, encode a whole batch, recompress a batch.
+
+Byte layout of one record (Kafka's ``DefaultRecord``). A batch holds ``record_count`` records back
+to back after its 61-byte header (see :mod:`.batch`); when the batch attributes name a codec, that
+whole sequence is compressed as one blob (see :mod:`.compression`)::
+
+    field                   type      meaning
+    length                  varint    bytes of the record after this field
+    attributes              int8      unused by Kafka (0)
+    timestamp_delta         varlong   timestamp - the batch's base_timestamp
+    offset_delta            varint    offset - the batch's base_offset
+    key_length              varint    -1 for a null key
+    key                     bytes
+    value_length            varint    -1 for a null value
+    value                   bytes
+    header_count            varint
+    header_count times:
+      header_key_length     varint    never negative: header keys are not nullable
+      header_key            UTF-8
+      header_value_length   varint    -1 for a null value
+      header_value          bytes
+
+``varint`` and ``varlong`` are zigzag-encoded base-128 integers, least significant group first
+(protobuf's ``sint32``/``sint64``): at most 5 and 10 bytes.
+
+Header keys are decoded with ``surrogateescape``, so a key that is not valid UTF-8 (librdkafka
+accepts any bytes) survives decode → encode byte for byte, as compaction needs.
+
+>>> from sluice.broker.records import batch
+>>> raw = encode_batch(
+...     base_offset=42,
+...     records=[Record(0, 0, b"k", b"v", (("trace", b"1"),)), Record(1, 5, None, None)],
+...     compression=1,
+...     base_timestamp=1_700_000_000_000,
+...     max_timestamp=1_700_000_000_005,
+... )
+>>> header = batch.read_header(raw)
+>>> batch.validate(raw, header)
+>>> header.base_offset, header.record_count, header.compression, header.last_offset_delta
+(42, 2, 1, 1)
+>>> decode_records(raw, header)[1]
+Record(offset_delta=1, timestamp_delta=5, key=None, value=None, headers=(), attributes=0)
+>>> zstd = recompress(raw, header, 4)
+>>> decode_records(zstd, batch.read_header(zstd)) == decode_records(raw, header)
+True
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Final
+
+from crc32c import crc32c
+
+from sluice.broker.records import compression as _compression
+from sluice.broker.records.batch import (
+    COMPRESSION_MASK,
+    CONTROL_BIT,
+    CRC_START,
+    DELETE_HORIZON_BIT,
+    HEADER,
+    HEADER_SIZE,
+    LOG_OVERHEAD,
+    MAGIC_V2,
+    TIMESTAMP_TYPE_BIT,
+    TRANSACTIONAL_BIT,
+    BatchHeader,
+    InvalidBatchError,
+)
+
+__all__ = ["Record", "decode_records", "encode_batch", "recompress"]
+
+
+@dataclass(frozen=True, slots=True)
+class Record:
+    """One record of a batch, its offset and timestamp relative to the batch's base."""
+
+    offset_delta: int
+    timestamp_delta: int
+    key: bytes | None
+    value: bytes | None
+    headers: tuple[tuple[str, bytes | None], ...] = ()
+    attributes: int = 0
+
+
+@dataclass(slots=True)
+class _RecordBuilder:
+    """Record's twin without ``frozen``: the decoder builds one and makes it a :class:`Record`.
+
+    A frozen dataclass sets each field through ``object.__setattr__``, which makes creating one
+    about three times slower than this; decoding is dominated by that cost. With the same slots
+    in the same order, ``instance.__class__ = Record`` is allowed and leaves a true, frozen Record.
+    """
+
+    offset_delta: int
+    timestamp_delta: int
+    key: bytes | None
+    value: bytes | None
+    headers: tuple[tuple[str, bytes | None], ...]
+    attributes: int
+
+
+assert _RecordBuilder.__slots__ == Record.__slots__  # type: ignore[attr-defined]
+
+_INT32_MIN: Final = -(2**31)
+_INT32_MAX: Final = 2**31 - 1
+_INT64_MIN: Final = -(2**63)
+_INT64_MAX: Final = 2**63 - 1
+_MIN_RECORD_SIZE: Final = 7  # one byte for each field of an empty record
+_BYTE: Final = [bytes((i,)) for i in range(256)]
+_NULL: Final = b"\x01"  # zigzag varint of -1
+_CRC: Final = struct.Struct(">I")
+_CRC_POSITION: Final = 17
+
+
+class _Corrupt(Exception):
+    """Raised inside the decoder; turned into InvalidBatchError at its boundary."""
+
+
+# ---------------------------------------------------------------------------------- decoding
+
+
+def decode_records(buf: bytes | bytearray | memoryview, header: BatchHeader) -> list[Record]:
+    """Decode the records of the batch that ``header`` describes (read from ``buf``).
+
+    Decompresses per ``header.compression``. Raises :class:`~.batch.InvalidBatchError` with
+    ``corrupt=True`` when the bytes are malformed (truncated, lengths that do not add up, a
+    record count that does not match, bytes left over) and ``corrupt=False`` for an unknown
+    codec. The CRC is not checked here: that is :func:`~.batch.validate`'s job.
+    """
+    start = header.position + HEADER_SIZE
+    end = header.position + header.size
+    if end > len(buf):
+        raise InvalidBatchError("batch extends past the end of the data", corrupt=True)
+    if header.record_count < 0:
+        raise InvalidBatchError(f"negative record count {header.record_count}", corrupt=True)
+    codec = header.compression
+    if codec == _compression.NONE:
+        if isinstance(buf, bytes):
+            data, position = buf, start  # no copy: decode in place
+        else:
+            data, position, end = bytes(memoryview(buf)[start:end]), 0, end - start
+    else:
+        try:
+            data = _compression.decompress(codec, memoryview(buf)[start:end])
+        except _compression.UnsupportedCompressionError as exc:
+            raise InvalidBatchError(str(exc)) from exc
+        except _compression.DecompressionError as exc:
+            raise InvalidBatchError(str(exc), corrupt=True) from exc
+        position, end = 0, len(data)
+    try:
+        return _decode(data, position, end, header.record_count)
+    except _Corrupt as exc:
+        raise InvalidBatchError(f"malformed record: {exc}", corrupt=True) from None
+    except IndexError:
+        raise InvalidBatchError("malformed record: truncated", corrupt=True) from None
+    except UnicodeDecodeError:  # pragma: no cover - surrogateescape decodes any bytes
+        raise InvalidBatchError("malformed record: header key", corrupt=True) from None
+
+
+def _varint(data: bytes, pos: int, max_bytes: int) -> tuple[int, int]:
+    """A zigzag varint of up to ``max_bytes`` bytes at ``pos``: (value, position after it)."""
+    raw = data[pos]
+    if raw < 0x80:
+        return (raw >> 1) ^ -(raw & 1), pos + 1
+    second = data[pos + 1]
+    if second < 0x80:  # the common case the caller's inline path does not take
+        raw = (raw & 0x7F) | (second << 7)
+        return (raw >> 1) ^ -(raw & 1), pos + 2
+    raw = 0
+    shift = 0
+    for _ in range(max_bytes):
+        byte = data[pos]
+        pos += 1
+        raw |= (byte & 0x7F) << shift
+        if byte < 0x80:
+            if raw >> (32 if max_bytes == 5 else 64):
+                raise _Corrupt("varint out of range")
+            return (raw >> 1) ^ -(raw & 1), pos
+        shift += 7
+    raise _Corrupt("varint too long")
+
+
+def _decode(data: bytes, pos: int, end: int, count: int) -> list[Record]:
+    # Every varint takes the inline path when it is one byte long; _varint does the rest.
+    if count > (end - pos) // _MIN_RECORD_SIZE:
+        raise _Corrupt(f"{count} records cannot fit in {end - pos} bytes")
+    records: list[Record] = []
+    append = records.append
+    varint = _varint
+    for _ in range(count):
+        b = data[pos]
+        if b < 0x80:
+            length = (b >> 1) ^ -(b & 1)
+            pos += 1
+        else:
+            length, pos = varint(data, pos, 5)
+        if length < 0 or pos + length > end:
+            raise _Corrupt(f"record length {length} with {end - pos} bytes left")
+        record_end = pos + length
+
+        attributes = data[pos]
+        if attributes > 127:
+            attributes -= 256
+        b = data[pos + 1]
+        if b < 0x80:
+            timestamp_delta = (b >> 1) ^ -(b & 1)
+            pos += 2
+        else:
+            timestamp_delta, pos = varint(data, pos + 1, 10)
+        b = data[pos]
+        if b < 0x80:
+            offset_delta = (b >> 1) ^ -(b & 1)
+            pos += 1
+        else:
+            offset_delta, pos = varint(data, pos, 5)
+
+        b = data[pos]
+        if b < 0x80:
+            n = (b >> 1) ^ -(b & 1)
+            pos += 1
+        else:
+            n, pos = varint(data, pos, 5)
+        if n >= 0:
+            if pos + n > record_end:
+                raise _Corrupt(f"key length {n} past the record's end")
+            key: bytes | None = data[pos : pos + n]
+            pos += n
+        elif n == -1:
+            key = None
+        else:
+            raise _Corrupt(f"key length {n}")
+
+        b = data[pos]
+        if b < 0x80:
+            n = (b >> 1) ^ -(b & 1)
+            pos += 1
+        else:
+            n, pos = varint(data, pos, 5)
+        if n >= 0:
+            if pos + n > record_end:
+                raise _Corrupt(f"value length {n} past the record's end")
+            value: bytes | None = data[pos : pos + n]
+            pos += n
+        elif n == -1:
+            value = None
+        else:
+            raise _Corrupt(f"value length {n}")
+
+        b = data[pos]
+        if b < 0x80:
+            header_count = (b >> 1) ^ -(b & 1)
+            pos += 1
+        else:
+            header_count, pos = varint(data, pos, 5)
+        if header_count:
+            headers = _decode_headers(data, pos, record_end, header_count)
+            pos = record_end
+        else:
+            headers = ()
+            if pos != record_end:
+                raise _Corrupt(f"record length {length} does not match its fields")
+        record = _RecordBuilder(offset_delta, timestamp_delta, key, value, headers, attributes)
+        record.__class__ = Record  # type: ignore[assignment]
+        append(record)  # type: ignore[arg-type]
+    if pos != end:
+        raise _Corrupt(f"{end - pos} bytes after the last of {count} records")
+    return records
+
+
+def _decode_headers(
+    data: bytes, pos: int, end: int, count: int
+) -> tuple[tuple[str, bytes | None], ...]:
+    if count < 0 or count > (end - pos) // 2:
+        raise _Corrupt(f"header count {count} with {end - pos} bytes left")
+    headers: list[tuple[str, bytes | None]] = []
+    for _ in range(count):
+        n, pos = _varint(data, pos, 5)
+        if n < 0 or pos + n > end:
+            raise _Corrupt(f"header key length {n}")
+        key = data[pos : pos + n].decode("utf-8", "surrogateescape")
+        pos += n
+        n, pos = _varint(data, pos, 5)
+        if n >= 0:
+            if pos + n > end:
+                raise _Corrupt(f"header value length {n} past the record's end")
+            value: bytes | None = data[pos : pos + n]
+            pos += n
+        elif n == -1:
+            value = None
+        else:
+            raise _Corrupt(f"header value length {n}")
+        headers.append((key, value))
+    if pos != end:
+        raise _Corrupt("record length does not match its fields")
+    return tuple(headers)
+
+
+# ---------------------------------------------------------------------------------- encoding
+
+
+def _zigzag(value: int) -> bytes:
+    """The zigzag varint of a signed 64-bit ``value``."""
+    raw = (value << 1) ^ (value >> 63)
+    if raw < 0x80:
+        return _BYTE[raw]
+    if raw < 0x4000:
+        return bytes(((raw & 0x7F) | 0x80, raw >> 7))
+    out = bytearray()
+    while raw > 0x7F:
+        out.append((raw & 0x7F) | 0x80)
+        raw >>= 7
+    out.append(raw)
+    return bytes(out)
+
+
+def _encode_records(records: Sequence[Record]) -> bytearray:
+    out = bytearray()
+    zigzag = _zigzag
+    byte = _BYTE
+    for record in records:
+        start = len(out)
+        offset_delta = record.offset_delta
+        timestamp_delta = record.timestamp_delta
+        if not _INT32_MIN <= offset_delta <= _INT32_MAX:
+            raise ValueError(f"offset_delta {offset_delta} does not fit in 32 bits")
+        if not _INT64_MIN <= timestamp_delta <= _INT64_MAX:
+            raise ValueError(f"timestamp_delta {timestamp_delta} does not fit in 64 bits")
+        out += byte[record.attributes & 0xFF]
+        out += zigzag(timestamp_delta)
+        out += zigzag(offset_delta)
+        # Lengths are never negative: their zigzag form is n << 1, one byte below 64.
+        key = record.key
+        if key is None:
+            out += _NULL
+        else:
+            n = len(key)
+            out += byte[n << 1] if n < 64 else zigzag(n)
+            out += key
+        value = record.value
+        if value is None:
+            out += _NULL
+        else:
+            n = len(value)
+            out += byte[n << 1] if n < 64 else zigzag(n)
+            out += value
+        headers = record.headers
+        out += byte[len(headers) << 1] if len(headers) < 64 else zigzag(len(headers))
+        for header_key, header_value in headers:
+            raw_key = header_key.encode("utf-8", "surrogateescape")
+            out += zigzag(len(raw_key))
+            out += raw_key
+            if header_value is None:
+                out += _NULL
+            else:
+                out += zigzag(len(header_value))
+                out += header_value
+        # The length prefix goes before the body just written: moves this record's bytes only.
+        out[start:start] = zigzag(len(out) - start)
+    return out
+
+
+def encode_batch(
+    *,
+    base_offset: int,
+    records: Sequence[Record],
+    compression: int,
+    base_timestamp: int,
+    max_timestamp: int,
+    producer_id: int = -1,
+    producer_epoch: int = -1,
+    base_sequence: int = -1,
+    is_transactional: bool = False,
+    is_control: bool = False,
+    partition_leader_epoch: int = -1,
+    last_offset_delta: int | None = None,
+    log_append_time: bool = False,
+    delete_horizon: bool = False,
+) -> bytes:
+    """Encode a complete v2 batch: header, records compressed with ``compression``, CRC-32C.
+
+    ``last_offset_delta`` defaults to the last record's ``offset_delta``; pass the original one
+    to keep a batch's offset range when records were removed (compaction), and for a batch
+    without records, which Kafka keeps to retain a producer's state. With ``delete_horizon``,
+    ``base_timestamp`` is the delete horizon (KIP-534). Raises :class:`ValueError` for a field
+    out of its range and :class:`~.compression.UnsupportedCompressionError` for an unknown codec.
+    """
+    if last_offset_delta is None:
+        if not records:
+            raise ValueError("last_offset_delta is required for a batch without records")
+        last_offset_delta = records[-1].offset_delta
+    if compression & ~COMPRESSION_MASK:
+        raise _compression.UnsupportedCompressionError(compression)
+    attributes = compression
+    if log_append_time:
+        attributes |= TIMESTAMP_TYPE_BIT
+    if is_transactional:
+        attributes |= TRANSACTIONAL_BIT
+    if is_control:
+        attributes |= CONTROL_BIT
+    if delete_horizon:
+        attributes |= DELETE_HORIZON_BIT
+    payload = _encode_records(records)
+    body = (
+        payload if compression == _compression.NONE else _compression.compress(compression, payload)
+    )
+    return _assemble(
+        base_offset=base_offset,
+        partition_leader_epoch=partition_leader_epoch,
+        attributes=attributes,
+        last_offset_delta=last_offset_delta,
+        base_timestamp=base_timestamp,
+        max_timestamp=max_timestamp,
+        producer_id=producer_id,
+        producer_epoch=producer_epoch,
+        base_sequence=base_sequence,
+        record_count=len(records),
+        body=body,
+    )
+
+
+def recompress(buf: bytes | bytearray | memoryview, header: BatchHeader, compression: int) -> bytes:
+    """The batch that ``header`` describes, its records compressed with ``compression`` instead.
+
+    Offsets, timestamps, producer fields and the other attribute bits stay as they are; the
+    length and CRC are recomputed. The records are decompressed but not parsed: use
+    :func:`decode_records` to check them. Raises :class:`~.batch.InvalidBatchError` when the
+    records cannot be decompressed and :class:`~.compression.UnsupportedCompressionError` for
+    an unknown target codec.
+    """
+    if compression & ~COMPRESSION_MASK:
+        raise _compression.UnsupportedCompressionError(compression)
+    start = header.position + HEADER_SIZE
+    end = header.position + header.size
+    if end > len(buf):
+        raise InvalidBatchError("batch extends past the end of the data", corrupt=True)
+    view = memoryview(buf)
+    if compression == header.compression:
+        return bytes(view[header.position : end])
+    try:
+        payload = _compression.decompress(header.compression, view[start:end])
+    except _compression.UnsupportedCompressionError as exc:
+        raise InvalidBatchError(str(exc)) from exc
+    except _compression.DecompressionError as exc:
+        raise InvalidBatchError(str(exc), corrupt=True) from exc
+    body = (
+        payload if compression == _compression.NONE else _compression.compress(compression, payload)
+    )
+    return _assemble(
+        base_offset=header.base_offset,
+        partition_leader_epoch=header.partition_leader_epoch,
+        attributes=(header.attributes & ~COMPRESSION_MASK) | compression,
+        last_offset_delta=header.last_offset_delta,
+        base_timestamp=header.base_timestamp,
+        max_timestamp=header.max_timestamp,
+        producer_id=header.producer_id,
+        producer_epoch=header.producer_epoch,
+        base_sequence=header.base_sequence,
+        record_count=header.record_count,
+        body=body,
+    )
+
+
+def _assemble(
+    *,
+    base_offset: int,
+    partition_leader_epoch: int,
+    attributes: int,
+    last_offset_delta: int,
+    base_timestamp: int,
+    max_timestamp: int,
+    producer_id: int,
+    producer_epoch: int,
+    base_sequence: int,
+    record_count: int,
+    body: bytes | bytearray,
+) -> bytes:
+    head = bytearray(HEADER_SIZE)
+    try:
+        HEADER.pack_into(
+            head,
+            0,
+            base_offset,
+            HEADER_SIZE - LOG_OVERHEAD + len(body),
+            partition_leader_epoch,
+            MAGIC_V2,
+            0,
+            attributes,
+            last_offset_delta,
+            base_timestamp,
+            max_timestamp,
+            producer_id,
+            producer_epoch,
+            base_sequence,
+            record_count,
+        )
+    except struct.error as exc:
+        raise ValueError(f"batch header field out of range: {exc}") from None
+    crc = crc32c(body, crc32c(memoryview(head)[CRC_START:]))
+    _CRC.pack_into(head, _CRC_POSITION, crc)
+    return b"".join((head, body))  # the one copy of the body
