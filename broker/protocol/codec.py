@@ -25,7 +25,7 @@ import io
 import struct
 import types
 import typing
-from dataclasses import MISSING, dataclass, fields, is_dataclass
+from dataclasses import dataclass, fields, is_dataclass
 from functools import cache
 from typing import Any, TypeVar, cast
 
@@ -88,9 +88,15 @@ def decode_request(frame: bytes, prefix: RequestPrefix) -> tuple[Any, Any]:
     return header, body
 
 
-@cache
-def _tolerant_plan(schema: type[Any]) -> tuple[list[tuple[str, Any]], dict[int, tuple[str, Any]]]:
-    plain, tagged = [], {}
+_TolerantPlan = tuple[list[tuple[str, Any]], dict[int, tuple[str, Any]]]
+_TOLERANT_PLANS: dict[type[Any], _TolerantPlan] = {}
+
+
+def _tolerant_plan(schema: type[Any]) -> _TolerantPlan:
+    if (plan := _TOLERANT_PLANS.get(schema)) is not None:
+        return plan
+    plain: list[tuple[str, Any]] = []
+    tagged: dict[int, tuple[str, Any]] = {}
     for f in fields(schema):
         tag = f.metadata.get("tag")
         reader = get_field_reader(schema, f, False, tag is not None)
@@ -98,6 +104,7 @@ def _tolerant_plan(schema: type[Any]) -> tuple[list[tuple[str, Any]], dict[int, 
             plain.append((f.name, reader))
         else:
             tagged[int(tag)] = (f.name, reader)
+    _TOLERANT_PLANS[schema] = plain, tagged
     return plain, tagged
 
 
@@ -182,21 +189,27 @@ def _converter(annotation: Any) -> _Converter | None:
     return None
 
 
-@cache
-def _plan(cls: type[Any]) -> tuple[frozenset[str], dict[str, _Converter], frozenset[str]]:
-    names, converters, required = set(), {}, set()
+_Plan = tuple[frozenset[str], dict[str, _Converter]]
+_PLANS: dict[type[Any], _Plan] = {}
+
+
+def _plan(cls: type[Any]) -> _Plan:
+    """The field names of a message class and the converters its fields need (cached)."""
+    if (plan := _PLANS.get(cls)) is not None:
+        return plan
+    names: set[str] = set()
+    converters: dict[str, _Converter] = {}
     for f in fields(cls):
         names.add(f.name)
         if (conv := _converter(f.type)) is not None:
             converters[f.name] = conv
-        if f.default is MISSING and f.default_factory is MISSING:
-            required.add(f.name)
-    return frozenset(names), converters, frozenset(required)
+    plan = _PLANS[cls] = frozenset(names), converters
+    return plan
 
 
 def make(cls: type[T], **values: Any) -> T:
     """Build ``cls`` from the values it has fields for; ms ints become timedeltas/datetimes."""
-    names, converters, _ = _plan(cls)
+    names, converters = _plan(cls)
     kwargs = {}
     for name, value in values.items():
         if name in names:
