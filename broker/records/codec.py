@@ -102,7 +102,7 @@ class _RecordBuilder:
     attributes: int
 
 
-assert _RecordBuilder.__slots__ == Record.__slots__  # type: ignore[attr-defined]
+assert _RecordBuilder.__slots__ == Record.__slots__
 
 _INT32_MIN: Final = -(2**31)
 _INT32_MAX: Final = 2**31 - 1
@@ -115,7 +115,7 @@ _CRC: Final = struct.Struct(">I")
 _CRC_POSITION: Final = 17
 
 
-class _Corrupt(Exception):
+class _CorruptError(Exception):
     """Raised inside the decoder; turned into InvalidBatchError at its boundary."""
 
 
@@ -152,12 +152,10 @@ def decode_records(buf: bytes | bytearray | memoryview, header: BatchHeader) -> 
         position, end = 0, len(data)
     try:
         return _decode(data, position, end, header.record_count)
-    except _Corrupt as exc:
+    except _CorruptError as exc:
         raise InvalidBatchError(f"malformed record: {exc}", corrupt=True) from None
-    except IndexError:
+    except IndexError:  # a varint or fixed field ran past the end of the data
         raise InvalidBatchError("malformed record: truncated", corrupt=True) from None
-    except UnicodeDecodeError:  # pragma: no cover - surrogateescape decodes any bytes
-        raise InvalidBatchError("malformed record: header key", corrupt=True) from None
 
 
 def _varint(data: bytes, pos: int, max_bytes: int) -> tuple[int, int]:
@@ -177,16 +175,16 @@ def _varint(data: bytes, pos: int, max_bytes: int) -> tuple[int, int]:
         raw |= (byte & 0x7F) << shift
         if byte < 0x80:
             if raw >> (32 if max_bytes == 5 else 64):
-                raise _Corrupt("varint out of range")
+                raise _CorruptError("varint out of range")
             return (raw >> 1) ^ -(raw & 1), pos
         shift += 7
-    raise _Corrupt("varint too long")
+    raise _CorruptError("varint too long")
 
 
 def _decode(data: bytes, pos: int, end: int, count: int) -> list[Record]:
     # Every varint takes the inline path when it is one byte long; _varint does the rest.
     if count > (end - pos) // _MIN_RECORD_SIZE:
-        raise _Corrupt(f"{count} records cannot fit in {end - pos} bytes")
+        raise _CorruptError(f"{count} records cannot fit in {end - pos} bytes")
     records: list[Record] = []
     append = records.append
     varint = _varint
@@ -198,7 +196,7 @@ def _decode(data: bytes, pos: int, end: int, count: int) -> list[Record]:
         else:
             length, pos = varint(data, pos, 5)
         if length < 0 or pos + length > end:
-            raise _Corrupt(f"record length {length} with {end - pos} bytes left")
+            raise _CorruptError(f"record length {length} with {end - pos} bytes left")
         record_end = pos + length
 
         attributes = data[pos]
@@ -225,13 +223,13 @@ def _decode(data: bytes, pos: int, end: int, count: int) -> list[Record]:
             n, pos = varint(data, pos, 5)
         if n >= 0:
             if pos + n > record_end:
-                raise _Corrupt(f"key length {n} past the record's end")
+                raise _CorruptError(f"key length {n} past the record's end")
             key: bytes | None = data[pos : pos + n]
             pos += n
         elif n == -1:
             key = None
         else:
-            raise _Corrupt(f"key length {n}")
+            raise _CorruptError(f"key length {n}")
 
         b = data[pos]
         if b < 0x80:
@@ -241,13 +239,13 @@ def _decode(data: bytes, pos: int, end: int, count: int) -> list[Record]:
             n, pos = varint(data, pos, 5)
         if n >= 0:
             if pos + n > record_end:
-                raise _Corrupt(f"value length {n} past the record's end")
+                raise _CorruptError(f"value length {n} past the record's end")
             value: bytes | None = data[pos : pos + n]
             pos += n
         elif n == -1:
             value = None
         else:
-            raise _Corrupt(f"value length {n}")
+            raise _CorruptError(f"value length {n}")
 
         b = data[pos]
         if b < 0x80:
@@ -261,12 +259,12 @@ def _decode(data: bytes, pos: int, end: int, count: int) -> list[Record]:
         else:
             headers = ()
             if pos != record_end:
-                raise _Corrupt(f"record length {length} does not match its fields")
+                raise _CorruptError(f"record length {length} does not match its fields")
         record = _RecordBuilder(offset_delta, timestamp_delta, key, value, headers, attributes)
         record.__class__ = Record  # type: ignore[assignment]
         append(record)  # type: ignore[arg-type]
     if pos != end:
-        raise _Corrupt(f"{end - pos} bytes after the last of {count} records")
+        raise _CorruptError(f"{end - pos} bytes after the last of {count} records")
     return records
 
 
@@ -274,27 +272,27 @@ def _decode_headers(
     data: bytes, pos: int, end: int, count: int
 ) -> tuple[tuple[str, bytes | None], ...]:
     if count < 0 or count > (end - pos) // 2:
-        raise _Corrupt(f"header count {count} with {end - pos} bytes left")
+        raise _CorruptError(f"header count {count} with {end - pos} bytes left")
     headers: list[tuple[str, bytes | None]] = []
     for _ in range(count):
         n, pos = _varint(data, pos, 5)
         if n < 0 or pos + n > end:
-            raise _Corrupt(f"header key length {n}")
+            raise _CorruptError(f"header key length {n}")
         key = data[pos : pos + n].decode("utf-8", "surrogateescape")
         pos += n
         n, pos = _varint(data, pos, 5)
         if n >= 0:
             if pos + n > end:
-                raise _Corrupt(f"header value length {n} past the record's end")
+                raise _CorruptError(f"header value length {n} past the record's end")
             value: bytes | None = data[pos : pos + n]
             pos += n
         elif n == -1:
             value = None
         else:
-            raise _Corrupt(f"header value length {n}")
+            raise _CorruptError(f"header value length {n}")
         headers.append((key, value))
     if pos != end:
-        raise _Corrupt("record length does not match its fields")
+        raise _CorruptError("record length does not match its fields")
     return tuple(headers)
 
 

@@ -167,7 +167,7 @@ def _xerial_compress(data: bytes | bytearray | memoryview) -> bytes:
 
 def _snappy_decompress(data: bytes | bytearray | memoryview) -> bytes:
     view = memoryview(data)
-    if len(view) < _XERIAL_HEADER_SIZE or view[:8] != _XERIAL_MAGIC:
+    if len(view) < _XERIAL_HEADER_SIZE or view[:8].tobytes() != _XERIAL_MAGIC:
         return bytes(cramjam.snappy.decompress_raw(view))
     parts: list[cramjam.Buffer] = []
     position = _XERIAL_HEADER_SIZE

@@ -55,7 +55,11 @@ def read(raw: bytes, position: int = 0) -> BatchHeader:
 # ------------------------------------------------------------------------------- round trips
 
 
-@given(records=st.lists(records_strategy, min_size=1, max_size=25), fields=batch_fields, codec=st.sampled_from(CODECS))
+@given(
+    records=st.lists(records_strategy, min_size=1, max_size=25),
+    fields=batch_fields,
+    codec=st.sampled_from(CODECS),
+)
 def test_round_trip(records: list[Record], fields: dict[str, int | bool], codec: int) -> None:
     raw = encode_batch(records=records, compression=codec, **fields)  # type: ignore[arg-type]
     header = read(raw)
@@ -63,9 +67,18 @@ def test_round_trip(records: list[Record], fields: dict[str, int | bool], codec:
     assert header.compression == codec
     assert header.record_count == len(records)
     assert header.last_offset_delta == records[-1].offset_delta
-    for name in ("base_offset", "base_timestamp", "max_timestamp", "producer_id", "producer_epoch",
-                 "base_sequence", "partition_leader_epoch", "is_transactional", "is_control",
-                 "log_append_time"):
+    for name in (
+        "base_offset",
+        "base_timestamp",
+        "max_timestamp",
+        "producer_id",
+        "producer_epoch",
+        "base_sequence",
+        "partition_leader_epoch",
+        "is_transactional",
+        "is_control",
+        "log_append_time",
+    ):
         assert getattr(header, name) == fields[name], name
     assert bool(header.attributes & batch.DELETE_HORIZON_BIT) == fields["delete_horizon"]
     decoded = decode_records(raw, header)
@@ -73,16 +86,31 @@ def test_round_trip(records: list[Record], fields: dict[str, int | bool], codec:
     assert all(type(record) is Record for record in decoded)
 
 
-@given(records=st.lists(records_strategy, min_size=1, max_size=10), source=st.sampled_from(CODECS),
-       target=st.sampled_from(CODECS), fields=batch_fields)
-def test_recompress_round_trip(records: list[Record], source: int, target: int, fields: dict[str, int | bool]) -> None:
+@given(
+    records=st.lists(records_strategy, min_size=1, max_size=10),
+    source=st.sampled_from(CODECS),
+    target=st.sampled_from(CODECS),
+    fields=batch_fields,
+)
+def test_recompress_round_trip(
+    records: list[Record], source: int, target: int, fields: dict[str, int | bool]
+) -> None:
     raw = encode_batch(records=records, compression=source, **fields)  # type: ignore[arg-type]
     header = read(raw)
     again = recompress(raw, header, target)
     new = read(again)
     assert new.compression == target
-    same = ("base_offset", "partition_leader_epoch", "last_offset_delta", "base_timestamp",
-            "max_timestamp", "producer_id", "producer_epoch", "base_sequence", "record_count")
+    same = (
+        "base_offset",
+        "partition_leader_epoch",
+        "last_offset_delta",
+        "base_timestamp",
+        "max_timestamp",
+        "producer_id",
+        "producer_epoch",
+        "base_sequence",
+        "record_count",
+    )
     assert {f: getattr(new, f) for f in same} == {f: getattr(header, f) for f in same}
     assert new.attributes & ~batch.COMPRESSION_MASK == header.attributes & ~batch.COMPRESSION_MASK
     assert decode_records(again, new) == records
@@ -96,9 +124,17 @@ def test_recompress_round_trip(records: list[Record], source: int, target: int, 
     prefix=st.binary(max_size=100),
     suffix=st.binary(max_size=100),
 )
-def test_batch_inside_a_larger_buffer(records: list[Record], codec: int, prefix: bytes, suffix: bytes) -> None:
-    raw = encode_batch(base_offset=7, records=records, compression=codec, base_timestamp=0, max_timestamp=0)
-    for buffer in (prefix + raw + suffix, bytearray(prefix + raw + suffix), memoryview(prefix + raw + suffix)):
+def test_batch_inside_a_larger_buffer(
+    records: list[Record], codec: int, prefix: bytes, suffix: bytes
+) -> None:
+    raw = encode_batch(
+        base_offset=7, records=records, compression=codec, base_timestamp=0, max_timestamp=0
+    )
+    for buffer in (
+        prefix + raw + suffix,
+        bytearray(prefix + raw + suffix),
+        memoryview(prefix + raw + suffix),
+    ):
         header = read(buffer, len(prefix))  # type: ignore[arg-type]
         assert decode_records(buffer, header) == records
         moved = recompress(buffer, header, 4 - codec)
@@ -113,14 +149,21 @@ def test_big_records_cross_codec_blocks(codec: int) -> None:
         Record(1, 2**40, None, b"x" * 150_000),
         Record(2**31 - 1, -(2**63), b"", b""),
     ]
-    raw = encode_batch(base_offset=0, records=records, compression=codec, base_timestamp=1, max_timestamp=1)
+    raw = encode_batch(
+        base_offset=0, records=records, compression=codec, base_timestamp=1, max_timestamp=1
+    )
     assert decode_records(raw, read(raw)) == records
 
 
 @given(text=st.text(max_size=30))
 def test_header_keys_are_utf8(text: str) -> None:
-    raw = encode_batch(base_offset=0, records=[Record(0, 0, None, None, ((text, None),))],
-                       compression=0, base_timestamp=0, max_timestamp=0)
+    raw = encode_batch(
+        base_offset=0,
+        records=[Record(0, 0, None, None, ((text, None),))],
+        compression=0,
+        base_timestamp=0,
+        max_timestamp=0,
+    )
     assert text.encode() in raw
     assert decode_records(raw, read(raw))[0].headers == ((text, None),)
 
@@ -128,16 +171,28 @@ def test_header_keys_are_utf8(text: str) -> None:
 def test_header_keys_that_are_not_utf8_survive_byte_for_byte() -> None:
     # librdkafka accepts any bytes as a header name; compaction must not change them.
     records = [Record(0, 0, None, None, (("\udcffb", b"v"),))]
-    raw = encode_batch(base_offset=0, records=records, compression=0, base_timestamp=0, max_timestamp=0)
+    raw = encode_batch(
+        base_offset=0, records=records, compression=0, base_timestamp=0, max_timestamp=0
+    )
     assert b"\x04\xffb\x02v" in raw  # key length 2, key ff 62, value length 1, value
     decoded = decode_records(raw, read(raw))
     assert decoded == records
-    assert encode_batch(base_offset=0, records=decoded, compression=0, base_timestamp=0, max_timestamp=0) == raw
+    assert (
+        encode_batch(
+            base_offset=0, records=decoded, compression=0, base_timestamp=0, max_timestamp=0
+        )
+        == raw
+    )
 
 
 def test_record_is_frozen_and_hashable() -> None:
-    raw = encode_batch(base_offset=0, records=[Record(0, 0, b"k", b"v")], compression=3,
-                       base_timestamp=0, max_timestamp=0)
+    raw = encode_batch(
+        base_offset=0,
+        records=[Record(0, 0, b"k", b"v")],
+        compression=3,
+        base_timestamp=0,
+        max_timestamp=0,
+    )
     record = decode_records(raw, read(raw))[0]
     with pytest.raises(dataclasses.FrozenInstanceError):
         record.key = b"other"  # type: ignore[misc]
@@ -150,16 +205,31 @@ def test_record_is_frozen_and_hashable() -> None:
 
 def test_last_offset_delta_can_be_kept() -> None:
     # Compaction removed records 1..8 of a batch of 10: the batch keeps its offset range.
-    raw = encode_batch(base_offset=100, records=[Record(0, 0, b"a", b"1"), Record(9, 0, b"b", b"2")],
-                       compression=2, base_timestamp=5, max_timestamp=5, last_offset_delta=9)
+    raw = encode_batch(
+        base_offset=100,
+        records=[Record(0, 0, b"a", b"1"), Record(9, 0, b"b", b"2")],
+        compression=2,
+        base_timestamp=5,
+        max_timestamp=5,
+        last_offset_delta=9,
+    )
     header = read(raw)
     assert (header.last_offset, header.next_offset, header.record_count) == (109, 110, 2)
 
 
 def test_empty_batch_keeps_producer_state() -> None:
-    raw = encode_batch(base_offset=50, records=[], compression=0, base_timestamp=-1, max_timestamp=-1,
-                       producer_id=9, producer_epoch=2, base_sequence=40, last_offset_delta=4,
-                       is_transactional=True)
+    raw = encode_batch(
+        base_offset=50,
+        records=[],
+        compression=0,
+        base_timestamp=-1,
+        max_timestamp=-1,
+        producer_id=9,
+        producer_epoch=2,
+        base_sequence=40,
+        last_offset_delta=4,
+        is_transactional=True,
+    )
     header = read(raw)
     assert header.size == batch.HEADER_SIZE
     assert (header.record_count, header.last_offset, header.last_sequence) == (0, 54, 44)
@@ -169,9 +239,17 @@ def test_empty_batch_keeps_producer_state() -> None:
 
 
 def test_attribute_bits() -> None:
-    raw = encode_batch(base_offset=0, records=[Record(0, 0, None, b"")], compression=4,
-                       base_timestamp=0, max_timestamp=0, is_transactional=True, is_control=True,
-                       log_append_time=True, delete_horizon=True)
+    raw = encode_batch(
+        base_offset=0,
+        records=[Record(0, 0, None, b"")],
+        compression=4,
+        base_timestamp=0,
+        max_timestamp=0,
+        is_transactional=True,
+        is_control=True,
+        log_append_time=True,
+        delete_horizon=True,
+    )
     assert read(raw).attributes == 4 | 0x08 | 0x10 | 0x20 | 0x40
 
 
@@ -194,17 +272,32 @@ def test_fields_out_of_range(record: Record, fields: dict[str, int], message: st
 @pytest.mark.parametrize("codec", [5, 8, -1])
 def test_unknown_codec_on_encode(codec: int) -> None:
     with pytest.raises(compression.UnsupportedCompressionError):
-        encode_batch(base_offset=0, records=[Record(0, 0, None, None)], compression=codec,
-                     base_timestamp=0, max_timestamp=0)
-    raw = encode_batch(base_offset=0, records=[Record(0, 0, None, None)], compression=0,
-                       base_timestamp=0, max_timestamp=0)
+        encode_batch(
+            base_offset=0,
+            records=[Record(0, 0, None, None)],
+            compression=codec,
+            base_timestamp=0,
+            max_timestamp=0,
+        )
+    raw = encode_batch(
+        base_offset=0,
+        records=[Record(0, 0, None, None)],
+        compression=0,
+        base_timestamp=0,
+        max_timestamp=0,
+    )
     with pytest.raises(compression.UnsupportedCompressionError):
         recompress(raw, read(raw), codec)
 
 
 def test_unknown_codec_on_decode_is_unsupported_not_corrupt() -> None:
-    raw = encode_batch(base_offset=0, records=[Record(0, 0, None, None)], compression=0,
-                       base_timestamp=0, max_timestamp=0)
+    raw = encode_batch(
+        base_offset=0,
+        records=[Record(0, 0, None, None)],
+        compression=0,
+        base_timestamp=0,
+        max_timestamp=0,
+    )
     header = dataclasses.replace(read(raw), attributes=5)
     for call in (lambda: decode_records(raw, header), lambda: recompress(raw, header, 1)):
         with pytest.raises(InvalidBatchError, match="unsupported compression codec 5") as info:
@@ -215,12 +308,27 @@ def test_unknown_codec_on_decode_is_unsupported_not_corrupt() -> None:
 # ---------------------------------------------------------------------------- malformed input
 
 
-def with_payload(header: BatchHeader, payload: bytes, codec: int, record_count: int | None = None) -> bytes:
+def with_payload(
+    header: BatchHeader, payload: bytes, codec: int, record_count: int | None = None
+) -> bytes:
     """A batch with ``payload`` as its (uncompressed) record bytes, compressed with ``codec``."""
     body = compression.compress(codec, payload)
     count = header.record_count if record_count is None else record_count
-    head = batch.HEADER.pack(header.base_offset, batch.HEADER_SIZE - batch.LOG_OVERHEAD + len(body),
-                             -1, 2, 0, codec, header.last_offset_delta, 0, 0, -1, -1, -1, count)
+    head = batch.HEADER.pack(
+        header.base_offset,
+        batch.HEADER_SIZE - batch.LOG_OVERHEAD + len(body),
+        -1,
+        2,
+        0,
+        codec,
+        header.last_offset_delta,
+        0,
+        0,
+        -1,
+        -1,
+        -1,
+        count,
+    )
     return head + body
 
 
@@ -234,7 +342,9 @@ def decode_or_invalid(raw: bytes | bytearray | memoryview, header: BatchHeader) 
         assert all(type(record) is Record for record in records)
 
 
-mutation = st.tuples(st.sampled_from(["flip", "insert", "delete"]), st.integers(0, 10**6), st.integers(0, 255))
+mutation = st.tuples(
+    st.sampled_from(["flip", "insert", "delete"]), st.integers(0, 10**6), st.integers(0, 255)
+)
 
 
 def mutate(data: bytes, mutations: list[tuple[str, int, int]]) -> bytes:
@@ -251,10 +361,17 @@ def mutate(data: bytes, mutations: list[tuple[str, int, int]]) -> bytes:
 
 
 @settings(suppress_health_check=[HealthCheck.too_slow])
-@given(records=st.lists(records_strategy, min_size=1, max_size=8), codec=st.sampled_from(CODECS),
-       mutations=st.lists(mutation, min_size=1, max_size=4))
-def test_mutated_records(records: list[Record], codec: int, mutations: list[tuple[str, int, int]]) -> None:
-    raw = encode_batch(base_offset=0, records=records, compression=0, base_timestamp=0, max_timestamp=0)
+@given(
+    records=st.lists(records_strategy, min_size=1, max_size=8),
+    codec=st.sampled_from(CODECS),
+    mutations=st.lists(mutation, min_size=1, max_size=4),
+)
+def test_mutated_records(
+    records: list[Record], codec: int, mutations: list[tuple[str, int, int]]
+) -> None:
+    raw = encode_batch(
+        base_offset=0, records=records, compression=0, base_timestamp=0, max_timestamp=0
+    )
     header = read(raw)
     damaged = mutate(raw[batch.HEADER_SIZE :], mutations)
     assume(damaged != raw[batch.HEADER_SIZE :])
@@ -262,10 +379,17 @@ def test_mutated_records(records: list[Record], codec: int, mutations: list[tupl
     decode_or_invalid(bad, batch.read_header(bad))
 
 
-@given(records=st.lists(records_strategy, min_size=1, max_size=8), codec=st.sampled_from(CODECS[1:]),
-       mutations=st.lists(mutation, min_size=1, max_size=4))
-def test_mutated_compressed_stream(records: list[Record], codec: int, mutations: list[tuple[str, int, int]]) -> None:
-    raw = encode_batch(base_offset=0, records=records, compression=codec, base_timestamp=0, max_timestamp=0)
+@given(
+    records=st.lists(records_strategy, min_size=1, max_size=8),
+    codec=st.sampled_from(CODECS[1:]),
+    mutations=st.lists(mutation, min_size=1, max_size=4),
+)
+def test_mutated_compressed_stream(
+    records: list[Record], codec: int, mutations: list[tuple[str, int, int]]
+) -> None:
+    raw = encode_batch(
+        base_offset=0, records=records, compression=codec, base_timestamp=0, max_timestamp=0
+    )
     header = read(raw)
     body = mutate(raw[batch.HEADER_SIZE :], mutations)
     bad = raw[: batch.HEADER_SIZE] + body
@@ -277,10 +401,16 @@ def test_mutated_compressed_stream(records: list[Record], codec: int, mutations:
         assert exc.corrupt
 
 
-@given(records=st.lists(records_strategy, min_size=1, max_size=8), codec=st.sampled_from(CODECS),
-       cut=st.integers(1, 10**6), declared=st.booleans())
+@given(
+    records=st.lists(records_strategy, min_size=1, max_size=8),
+    codec=st.sampled_from(CODECS),
+    cut=st.integers(1, 10**6),
+    declared=st.booleans(),
+)
 def test_truncated(records: list[Record], codec: int, cut: int, declared: bool) -> None:
-    raw = encode_batch(base_offset=0, records=records, compression=codec, base_timestamp=0, max_timestamp=0)
+    raw = encode_batch(
+        base_offset=0, records=records, compression=codec, base_timestamp=0, max_timestamp=0
+    )
     header = read(raw)
     keep = batch.HEADER_SIZE + cut % (len(raw) - batch.HEADER_SIZE)
     if declared:  # the header says the batch is shorter (a torn write with a consistent length)
@@ -293,11 +423,16 @@ def test_truncated(records: list[Record], codec: int, cut: int, declared: bool) 
     assert info.value.corrupt
 
 
-@given(records=st.lists(records_strategy, min_size=1, max_size=8), codec=st.sampled_from(CODECS),
-       count=st.one_of(st.integers(-(2**31), 2**31 - 1), st.integers(-3, 12)))
+@given(
+    records=st.lists(records_strategy, min_size=1, max_size=8),
+    codec=st.sampled_from(CODECS),
+    count=st.one_of(st.integers(-(2**31), 2**31 - 1), st.integers(-3, 12)),
+)
 def test_wrong_record_count(records: list[Record], codec: int, count: int) -> None:
     assume(count != len(records))
-    raw = encode_batch(base_offset=0, records=records, compression=codec, base_timestamp=0, max_timestamp=0)
+    raw = encode_batch(
+        base_offset=0, records=records, compression=codec, base_timestamp=0, max_timestamp=0
+    )
     header = dataclasses.replace(read(raw), record_count=count)
     with pytest.raises(InvalidBatchError) as info:
         decode_records(raw, header)
@@ -305,10 +440,20 @@ def test_wrong_record_count(records: list[Record], codec: int, count: int) -> No
 
 
 def test_missing_record_does_not_read_into_the_next_batch() -> None:
-    first = encode_batch(base_offset=0, records=[Record(0, 0, b"a", b"1" * 20)], compression=0,
-                         base_timestamp=0, max_timestamp=0)
-    second = encode_batch(base_offset=1, records=[Record(0, 0, b"b", b"2")], compression=0,
-                          base_timestamp=0, max_timestamp=0)
+    first = encode_batch(
+        base_offset=0,
+        records=[Record(0, 0, b"a", b"1" * 20)],
+        compression=0,
+        base_timestamp=0,
+        max_timestamp=0,
+    )
+    second = encode_batch(
+        base_offset=1,
+        records=[Record(0, 0, b"b", b"2")],
+        compression=0,
+        base_timestamp=0,
+        max_timestamp=0,
+    )
     segment = first + second
     header = dataclasses.replace(read(segment), record_count=2)
     with pytest.raises(InvalidBatchError, match="record length 0 with -1 bytes left"):

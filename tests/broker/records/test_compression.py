@@ -3,6 +3,7 @@ write and read (checked against the reference libraries where they are installed
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import io
 import os
@@ -10,7 +11,9 @@ import struct
 import warnings
 
 import cramjam
+import lz4.frame as lz4_frame
 import pytest
+import zstandard
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -47,12 +50,16 @@ def test_round_trip(data: bytes, codec: int, kind: int) -> None:
 
 
 @pytest.mark.parametrize("codec", COMPRESSED)
-@pytest.mark.parametrize("payload", [b"", TEXT, RANDOM, TEXT + RANDOM], ids=["empty", "text", "random", "mixed"])
+@pytest.mark.parametrize(
+    "payload", [b"", TEXT, RANDOM, TEXT + RANDOM], ids=["empty", "text", "random", "mixed"]
+)
 def test_round_trip_sizes(codec: int, payload: bytes) -> None:
     assert decompress(codec, compress(codec, payload)) == payload
 
 
-@pytest.mark.parametrize(("codec", "level"), [(GZIP, 1), (GZIP, 9), (LZ4, 9), (ZSTD, 1), (ZSTD, 19)])
+@pytest.mark.parametrize(
+    ("codec", "level"), [(GZIP, 1), (GZIP, 9), (LZ4, 9), (ZSTD, 1), (ZSTD, 19)]
+)
 def test_levels(codec: int, level: int) -> None:
     assert decompress(codec, compress(codec, TEXT, level=level)) == TEXT
 
@@ -69,10 +76,8 @@ def test_unknown_codec(codec: int) -> None:
 
 @given(data=st.binary(max_size=300), codec=st.sampled_from(COMPRESSED))
 def test_garbage_raises_decompression_error_only(data: bytes, codec: int) -> None:
-    try:
+    with contextlib.suppress(DecompressionError):  # anything else fails the test
         decompress(codec, data)
-    except DecompressionError:
-        pass
 
 
 @given(codec=st.sampled_from(COMPRESSED), cut=st.floats(0.0, 0.999))
@@ -151,7 +156,6 @@ def test_snappy_bad_xerial_blocks(tail: bytes) -> None:
 
 
 def test_snappy_against_kafka_python() -> None:
-    pytest.importorskip("snappy", reason="python-snappy is needed for kafka-python's snappy")
     assert kafka_codec.snappy_decode(compress(SNAPPY, TEXT)) == TEXT
     assert decompress(SNAPPY, kafka_codec.snappy_encode(TEXT)) == TEXT
     assert decompress(SNAPPY, kafka_codec.snappy_encode(TEXT, xerial_compatible=False)) == TEXT
@@ -182,7 +186,6 @@ def test_lz4_frame_is_the_java_producers(payload: bytes) -> None:
 
 
 def test_lz4_against_lz4_frame() -> None:
-    lz4_frame = pytest.importorskip("lz4.frame")
     info = lz4_frame.get_frame_info(compress(LZ4, TEXT))
     assert info["block_linked"] is False
     assert info["block_checksum"] is False
@@ -199,7 +202,6 @@ def test_lz4_against_lz4_frame() -> None:
 
 
 def test_lz4_against_kafka_python() -> None:
-    pytest.importorskip("lz4.frame", reason="lz4 is needed for kafka-python's lz4")
     assert kafka_codec.lz4_decode(compress(LZ4, TEXT)) == TEXT
     assert decompress(LZ4, kafka_codec.lz4_encode(TEXT)) == TEXT
 
@@ -208,7 +210,6 @@ def test_lz4_against_kafka_python() -> None:
 
 
 def test_zstd_reads_frames_without_content_size() -> None:
-    zstandard = pytest.importorskip("zstandard")
     no_size = zstandard.ZstdCompressor(write_content_size=False).compress(TEXT)
     assert zstandard.get_frame_parameters(no_size).content_size == zstandard.CONTENTSIZE_UNKNOWN
     assert decompress(ZSTD, no_size) == TEXT
@@ -226,6 +227,5 @@ def test_zstd_reads_concatenated_frames() -> None:
 
 
 def test_zstd_against_kafka_python() -> None:
-    pytest.importorskip("zstandard", reason="zstandard is needed for kafka-python's zstd")
     assert kafka_codec.zstd_decode(compress(ZSTD, TEXT)) == TEXT
     assert decompress(ZSTD, kafka_codec.zstd_encode(TEXT)) == TEXT
