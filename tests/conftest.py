@@ -11,7 +11,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from pathlib import Path
 
 import pytest
@@ -127,6 +127,23 @@ def broker_factory(tmp_path: Path) -> Iterator[Callable[..., BrokerProcess]]:
             proc.kill()
 
 
+@pytest.fixture(scope="session")
+def shared_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
+    """One broker with default configuration for the whole session (starting one costs seconds).
+
+    Tests that share it stay apart by using topics of their own.
+    """
+    root = tmp_path_factory.mktemp("shared-broker")
+    proc = BrokerProcess(root / "data", {}, root / "broker.log")
+    try:
+        yield proc.start()
+    finally:
+        try:
+            proc.stop()
+        finally:
+            proc.kill()
+
+
 @pytest.fixture
 def broker(broker_factory: Callable[..., BrokerProcess]) -> BrokerProcess:
     """One broker with default configuration."""
@@ -165,3 +182,17 @@ def tansu() -> Iterator[str]:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    """Attach the tail of the broker's log to a failing test's report."""
+    report = yield
+    if report.failed:
+        funcargs = getattr(item, "funcargs", {})
+        procs = [v for v in funcargs.values() if isinstance(v, BrokerProcess)]
+        for proc in procs:
+            report.sections.append((f"broker log {proc.bootstrap}", proc.log_text()[-6000:]))
+    return report

@@ -175,7 +175,8 @@ def _clean_group(
                     if kept is None:
                         continue
                     data = memoryview(kept)
-                out.append(data, read_header(data))
+                written = read_header(data)
+                out.append(data, written.last_offset, written.max_timestamp)
         if not changed:
             out.delete()
             return 0, horizons

@@ -74,6 +74,22 @@ class AbstractIndex:
         """Whether loaded entries are consistent beyond sorted keys (subclasses add rules)."""
         return True
 
+    def looks_sane(self, log_size: int) -> bool:
+        """Cheap check at open: the file exists, holds whole entries (none beside an empty log)
+        and its last entry fits a log of ``log_size`` bytes."""
+        try:
+            size = self.path.stat().st_size
+        except FileNotFoundError:
+            return False
+        if size % self.ENTRY.size or (log_size == 0 and size):
+            return False
+        last = self.last_on_disk()
+        return self._last_fits(last, log_size)
+
+    def _last_fits(self, last: tuple[int, int] | None, log_size: int) -> bool:
+        """Whether the last entry on disk fits the log (subclasses)."""
+        return True
+
     def last_on_disk(self) -> tuple[int, int] | None:
         """The last entry of the file without loading it all (a cheap sanity check at open)."""
         try:

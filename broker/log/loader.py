@@ -7,11 +7,15 @@ What a restart finds and does, in order (Kafka's ``LogLoader``):
 2. ``<base>.log.swap`` with its indexes: a cleaned segment that was complete but not yet in
    place. It is recovered (CRC scan), every segment whose base offset lies in the swap's offset
    range is deleted, and the swap files are renamed to their plain names.
-3. Index files without their ``.log``: removed.
+3. Index files without their ``.log`` (or ``.log.swap``): removed.
 4. Each ``.log`` is opened; a missing or damaged index is rebuilt from its log.
 5. Unless ``clean-shutdown`` was present (written by a clean close), the last segment, the only
    one written since its last fsync (a roll fsyncs the old segment before creating the new one),
    is recovered: batches validated, a torn or corrupt tail truncated, indexes rebuilt.
+
+After a clean shutdown the last segment is trusted without a CRC scan (as Kafka does), but its
+batch headers after the last index entry are walked to find the log end: bytes that do not end
+on a batch boundary there (a tail torn after the close) still trigger the recovery.
 
 The marker is removed before the log is used, so a crash after opening is never taken for a
 clean shutdown.
@@ -54,6 +58,8 @@ def load_segments(directory: Path, config: LogConfig) -> list[LogSegment]:
             path.unlink()
     for base in _bases(directory, LOG_SUFFIX + SWAP_SUFFIX):
         _complete_swap(directory, base, config)
+    for path in directory.glob(f"*{SWAP_SUFFIX}"):  # indexes renamed before their log was
+        path.unlink()
     bases = set(_bases(directory, LOG_SUFFIX))
     for suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX):
         for base in _bases(directory, suffix):

@@ -37,7 +37,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from sluice.broker.log import cleaner
+from sluice.broker.log import cleaner, timestamps
 from sluice.broker.log.config import LogConfig
 from sluice.broker.log.errors import OffsetOutOfRangeError
 from sluice.broker.log.files import fsync_dir, read_checkpoint, write_atomically, write_checkpoint
@@ -51,7 +51,6 @@ from sluice.broker.records.batch import (
     set_base_offset,
     set_log_append_time,
 )
-from sluice.broker.records.codec import decode_records
 from sluice.errors import CorruptRecordError
 
 __all__ = ["AppendResult", "Log", "ReadResult"]
@@ -105,6 +104,7 @@ class Log:
         self._producers = producers
         self._unflushed_messages = 0
         self._first_unflushed_ms: int | None = None
+        self._closed = False
 
     @classmethod
     def open(cls, directory: Path, config: Mapping[str, Any]) -> Log:
@@ -189,25 +189,24 @@ class Log:
             return AppendResult(
                 duplicate.base_offset, duplicate.last_offset, -1, self._log_start_offset, True
             )
-        set_base_offset(records, 0, self.log_end_offset)
-        append_time = -1
+        base_offset = self.log_end_offset
+        last_offset = base_offset + header.last_offset_delta
+        set_base_offset(records, 0, base_offset)
+        max_timestamp, append_time = header.max_timestamp, -1
         if self.settings.log_append_time:
             set_log_append_time(records, 0, now_ms)
-            append_time = now_ms
-        header = read_header(records)
+            max_timestamp = append_time = now_ms
         segment = self._segments[-1]
-        if segment.should_roll(header, len(records), now_ms, self.settings):
+        if segment.should_roll(len(records), last_offset, max_timestamp, now_ms, self.settings):
             segment = self.roll(now_ms)
-        segment.append(records, header)
-        self._producers.update(header)
+        segment.append(records, last_offset, max_timestamp)
+        self._producers.update(header, base_offset, max_timestamp)
         self._unflushed_messages += max(header.record_count, 1)
         if self._first_unflushed_ms is None:
             self._first_unflushed_ms = now_ms
         if self._unflushed_messages >= self.settings.flush_messages:
             self.flush()
-        return AppendResult(
-            header.base_offset, header.last_offset, append_time, self.log_start_offset
-        )
+        return AppendResult(base_offset, last_offset, append_time, self._log_start_offset)
 
     def roll(self, now_ms: int) -> LogSegment:
         """Close the active segment (flushed, producer snapshot taken) and start a new one."""
@@ -282,49 +281,12 @@ class Log:
     def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
         """``(offset, timestamp)`` of the first record whose timestamp is >= ``timestamp``
         (ListOffsets by time), or None if there is none."""
-        for segment in self._segments:
-            if segment.max_timestamp < timestamp:
-                continue
-            min_offset = self._log_start_offset
-            while found := segment.find_by_timestamp(timestamp, min_offset):
-                position, header = found
-                for offset, ts in self._record_times(segment, position, header.size):
-                    if ts >= timestamp and offset >= min_offset:
-                        return offset, ts
-                min_offset = header.next_offset
-        return None
+        return timestamps.offset_for_timestamp(self._segments, timestamp, self._log_start_offset)
 
     def max_timestamp(self) -> tuple[int, int] | None:
         """``(offset, timestamp)`` of the record with the largest timestamp (the first such),
         or None when the log holds no timestamps."""
-        best: LogSegment | None = None
-        for segment in self._segments:
-            if segment.max_timestamp >= 0 and (
-                best is None or segment.max_timestamp > best.max_timestamp
-            ):
-                best = segment
-        if best is None or (found := best.locate(best.offset_of_max_timestamp)) is None:
-            return None
-        position, header = found
-        for offset, ts in self._record_times(best, position, header.size):
-            if ts == header.max_timestamp:
-                return offset, ts
-        return header.last_offset, header.max_timestamp
-
-    @staticmethod
-    def _record_times(segment: LogSegment, position: int, size: int) -> list[tuple[int, int]]:
-        data = segment.read_batch(position, size)
-        header = read_header(data)
-        try:
-            records = decode_records(data, header)
-        except InvalidBatchError as exc:
-            raise CorruptRecordError(f"{segment.log_path}: {exc.reason}") from exc
-        if header.log_append_time:
-            return [(header.base_offset + r.offset_delta, header.max_timestamp) for r in records]
-        return [
-            (header.base_offset + r.offset_delta, header.base_timestamp + r.timestamp_delta)
-            for r in records
-        ]
+        return timestamps.max_timestamp(self._segments)
 
     # -- deleting ------------------------------------------------------------------------------
 
@@ -379,7 +341,11 @@ class Log:
     # -- closing -------------------------------------------------------------------------------
 
     def close(self) -> None:
-        """Flush, write the producer snapshot and the clean-shutdown marker, close the files."""
+        """Flush, write the producer snapshot and the clean-shutdown marker, close the files.
+        Closing twice does nothing."""
+        if self._closed:
+            return
+        self._closed = True
         try:
             self._segments[-1].finalize()
             self._producers.take_snapshot(self.log_end_offset)
@@ -390,6 +356,7 @@ class Log:
 
     def delete(self) -> None:
         """Close the files and remove the whole directory."""
+        self._closed = True
         for segment in self._segments:
             segment.close()
         shutil.rmtree(self.directory, ignore_errors=True)

@@ -46,6 +46,9 @@ class OffsetIndex(AbstractIndex):
     def _check(self, keys: array[int], values: array[int]) -> bool:
         return (not keys or keys[0] >= 0) and all(a < b for a, b in pairwise(values))
 
+    def _last_fits(self, last: tuple[int, int] | None, log_size: int) -> bool:
+        return last is None or (last[0] >= 0 and 0 <= last[1] < log_size)
+
     def append(self, offset: int, position: int) -> None:
         """Index the batch at ``position`` whose last offset is ``offset``."""
         self._append(offset - self.base_offset, position)

@@ -168,18 +168,23 @@ class ProducerStateManager:
             )
         return None
 
-    def update(self, header: BatchHeader) -> None:
-        """Record a batch written with its final offsets (also used to replay the log)."""
+    def update(
+        self, header: BatchHeader, base_offset: int | None = None, max_timestamp: int | None = None
+    ) -> None:
+        """Record a written batch (also used to replay the log); ``base_offset`` and
+        ``max_timestamp`` override the header's when the log assigned them after reading it."""
         pid = header.producer_id
         if pid < 0:
             return
+        base = header.base_offset if base_offset is None else base_offset
+        timestamp = header.max_timestamp if max_timestamp is None else max_timestamp
         state = self.producers.get(pid)
         if state is None:
             state = self.producers[pid] = ProducerState(pid, header.producer_epoch)
         elif header.producer_epoch > state.epoch:
             state.epoch = header.producer_epoch
             state.batches.clear()
-        state.last_timestamp = max(state.last_timestamp, header.max_timestamp)
+        state.last_timestamp = max(state.last_timestamp, timestamp)
         if header.is_control:
             state.current_txn_first_offset = -1
             return
@@ -188,13 +193,13 @@ class ProducerStateManager:
                 BatchMetadata(
                     header.base_sequence,
                     header.last_sequence,
-                    header.base_offset,
-                    header.last_offset,
-                    header.max_timestamp,
+                    base,
+                    base + header.last_offset_delta,
+                    timestamp,
                 )
             )
         if header.is_transactional and state.current_txn_first_offset < 0:
-            state.current_txn_first_offset = header.base_offset
+            state.current_txn_first_offset = base
 
     def first_unstable_offset(self) -> int | None:
         """First offset of the oldest open transaction, or None when none is open."""

@@ -30,6 +30,7 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
+from sluice.broker.log import scan
 from sluice.broker.log.config import LogConfig
 from sluice.broker.log.files import (
     DELETED_SUFFIX,
@@ -43,9 +44,9 @@ from sluice.broker.log.offset_index import OffsetIndex
 from sluice.broker.log.time_index import TimeIndex
 from sluice.broker.records.batch import (
     HEADER_SIZE,
+    LOG_OVERHEAD,
     BatchHeader,
     InvalidBatchError,
-    iter_headers,
     read_header,
     validate,
 )
@@ -56,10 +57,6 @@ __all__ = ["LogSegment"]
 log = logging.getLogger(__name__)
 
 INT_MAX = 2**31 - 1
-_BLOCK = 64 * 1024
-"""Bytes read at once when scanning headers on the read path."""
-_CHUNK = 4 * 1024 * 1024
-"""Bytes read at once when scanning whole batches (recovery, cleaning)."""
 
 
 class LogSegment:
@@ -118,7 +115,12 @@ class LogSegment:
 
     @classmethod
     def open(
-        cls, directory: Path, base_offset: int, config: LogConfig, *, suffix: str = "",
+        cls,
+        directory: Path,
+        base_offset: int,
+        config: LogConfig,
+        *,
+        suffix: str = "",
         recover: bool = False,
     ) -> LogSegment:
         """An existing segment, trusted as written unless ``recover``; indexes that fail a
@@ -137,21 +139,8 @@ class LogSegment:
         return segment
 
     def _sane(self) -> bool:
-        """Cheap checks at open: index files present, whole entries, last entries in bounds."""
-        for index in (self.index, self.time_index):
-            if not index.path.exists() or index.path.stat().st_size % index.ENTRY.size:
-                return False
-            if self.size == 0 and index.path.stat().st_size:
-                return False
-        last = self.index.last_on_disk()
-        if last is not None and not (last[0] >= 0 and 0 <= last[1] < self.size):
-            return False
-        # A segment that stopped being active indexes its largest timestamp: an empty time
-        # index beside a non-empty log was lost (or the log holds no timestamps at all).
-        last_time = self.time_index.last_on_disk()
-        if last_time is None:
-            return self.size == 0
-        return last_time[1] >= 0
+        """Cheap checks at open (no index is read whole); see ``AbstractIndex.looks_sane``."""
+        return self.index.looks_sane(self.size) and self.time_index.looks_sane(self.size)
 
     def _load_indexes(self) -> None:
         try:
@@ -172,8 +161,8 @@ class LogSegment:
             _, position = self.index.last_entry()
             next_offset = self.base_offset
             try:
-                for _, header in self._walk(position):
-                    next_offset = header.next_offset
+                for _, fields in self._walk(position):
+                    next_offset = scan.last_offset(fields) + 1
             except InvalidBatchError:
                 self.recover()
                 return self.next_offset
@@ -184,11 +173,8 @@ class LogSegment:
     def rolling_timestamp(self) -> int:
         """Max timestamp of the first batch (-1 if none): the clock of ``segment.ms``."""
         if self._rolling_timestamp is None:
-            self._rolling_timestamp = -1
-            if self.size >= HEADER_SIZE:
-                self._rolling_timestamp = read_header(
-                    os.pread(self._fd, HEADER_SIZE, 0)
-                ).max_timestamp
+            first = os.pread(self._fd, HEADER_SIZE, 0) if self.size >= HEADER_SIZE else b""
+            self._rolling_timestamp = read_header(first).max_timestamp if first else -1
         return self._rolling_timestamp
 
     def largest_timestamp(self) -> int:
@@ -197,14 +183,16 @@ class LogSegment:
             return self.max_timestamp
         return os.stat(self.log_path).st_mtime_ns // 1_000_000
 
-    def should_roll(self, header: BatchHeader, size: int, now_ms: int, config: LogConfig) -> bool:
-        """Whether a batch of ``size`` bytes with offsets assigned must go to a new segment."""
+    def should_roll(
+        self, size: int, last_offset: int, max_timestamp: int, now_ms: int, config: LogConfig
+    ) -> bool:
+        """Whether a batch of ``size`` bytes up to ``last_offset`` must go to a new segment."""
         if self.created_ms is None:
             self.created_ms = now_ms
         if self.size == 0:
             return False
-        if self.rolling_timestamp >= 0 and header.max_timestamp >= 0:
-            waited = header.max_timestamp - self.rolling_timestamp
+        if self.rolling_timestamp >= 0 and max_timestamp >= 0:
+            waited = max_timestamp - self.rolling_timestamp
         else:
             waited = now_ms - self.created_ms
         return (
@@ -212,12 +200,14 @@ class LogSegment:
             or waited > config.segment_ms
             or self.index.is_full
             or self.time_index.is_full
-            or header.last_offset - self.base_offset > INT_MAX
+            or last_offset - self.base_offset > INT_MAX
         )
 
     # -- writing -------------------------------------------------------------------------------
 
-    def append(self, data: bytes | bytearray | memoryview, header: BatchHeader) -> None:
+    def append(
+        self, data: bytes | bytearray | memoryview, last_offset: int, max_timestamp: int
+    ) -> None:
         """Write one batch (offsets assigned) at the end; on failure cut it off and raise."""
         position = self.size
         view = memoryview(data)
@@ -229,23 +219,23 @@ class LogSegment:
             with contextlib.suppress(OSError):
                 os.ftruncate(self._fd, position)
             raise StorageError(f"cannot write to {self.log_path}: {exc.strerror or exc}") from exc
-        self._account(header, position)
+        self._account(position, len(data), last_offset, max_timestamp)
         self._dirty = True
 
-    def _account(self, header: BatchHeader, position: int) -> None:
+    def _account(self, position: int, size: int, last_offset: int, max_timestamp: int) -> None:
         """Index bookkeeping for the batch now at ``position`` (as Kafka's LogSegment.append)."""
         if position == 0:
-            self._rolling_timestamp = header.max_timestamp
-        if header.max_timestamp > self.max_timestamp:
-            self.max_timestamp = header.max_timestamp
-            self.offset_of_max_timestamp = header.last_offset
+            self._rolling_timestamp = max_timestamp
+        if max_timestamp > self.max_timestamp:
+            self.max_timestamp = max_timestamp
+            self.offset_of_max_timestamp = last_offset
         if self.bytes_since_index > self.index_interval_bytes:
-            self.index.append(header.last_offset, position)
+            self.index.append(last_offset, position)
             self.time_index.maybe_append(self.max_timestamp, self.offset_of_max_timestamp)
             self.bytes_since_index = 0
-        self.bytes_since_index += header.size
-        self.size = position + header.size
-        self._next_offset = header.next_offset
+        self.bytes_since_index += size
+        self.size = position + size
+        self._next_offset = last_offset + 1
 
     def flush(self) -> None:
         """fsync the log and write + fsync the indexes."""
@@ -266,28 +256,22 @@ class LogSegment:
 
     # -- reading -------------------------------------------------------------------------------
 
-    def _walk(self, position: int) -> Iterator[tuple[int, BatchHeader]]:
-        """``(position, header)`` of each batch from ``position`` (a batch start) to the end."""
-        size, block, block_start = self.size, b"", 0
-        while position < size:
-            at = position - block_start
-            if at < 0 or at + HEADER_SIZE > len(block):
-                block, block_start, at = (
-                    os.pread(self._fd, min(_BLOCK, size - position), position),
-                    position,
-                    0,
-                )
-            header = read_header(block, at)
-            yield position, header
-            position += header.size
+    def _walk(self, position: int) -> Iterator[tuple[int, tuple[int, ...]]]:
+        return scan.walk(self._fd, position, self.size)
 
-    def _locate(self, offset: int) -> tuple[int, BatchHeader] | None:
-        """Position and header of the first batch whose last offset is >= ``offset``."""
+    @contextlib.contextmanager
+    def _reading(self) -> Iterator[None]:
+        """Turn a damaged batch header met while reading into :class:`CorruptRecordError`."""
+        self._load_indexes()
+        try:
+            yield
+        except InvalidBatchError as exc:
+            raise CorruptRecordError(f"{self.log_path}: {exc.reason}") from exc
+
+    def _locate(self, offset: int) -> tuple[int, tuple[int, ...]] | None:
+        """Position and fields of the first batch whose last offset is >= ``offset``."""
         _, position = self.index.lookup(offset)
-        for found in self._walk(position):
-            if found[1].last_offset >= offset:
-                return found
-        return None
+        return next((f for f in self._walk(position) if scan.last_offset(f[1]) >= offset), None)
 
     def read(
         self, offset: int, max_bytes: int, upper_bound: int, min_one_batch: bool
@@ -297,88 +281,57 @@ class LogSegment:
 
         None when no batch of this segment reaches ``offset``.
         """
-        self._load_indexes()
-        try:
+        with self._reading():
             found = self._locate(offset)
             if found is None:
                 return None
             start, first = found
-            if first.last_offset >= upper_bound:
+            if scan.last_offset(first) >= upper_bound:
                 return b""
             limit = min(self.size, start + max(max_bytes, 0))
             if upper_bound < self.next_offset and (bound := self._locate(upper_bound)):
                 limit = min(limit, bound[0])
             _, entry = self.index.floor_position(limit)
             end = max(entry, start)  # a batch boundary at or below the limit
-            for position, header in self._walk(end):
-                if position + header.size > limit:
+            for position, fields in self._walk(end):
+                if position + LOG_OVERHEAD + fields[scan.LENGTH] > limit:
                     break
-                end = position + header.size
-        except InvalidBatchError as exc:
-            raise CorruptRecordError(f"{self.log_path}: {exc.reason} reading {offset}") from exc
+                end = position + LOG_OVERHEAD + fields[scan.LENGTH]
         if end == start:
             if not min_one_batch:
                 return b""
-            end = start + first.size
+            end = start + LOG_OVERHEAD + first[scan.LENGTH]
         return os.pread(self._fd, end - start, start)
 
-    def find_by_timestamp(self, timestamp: int, min_offset: int) -> tuple[int, BatchHeader] | None:
+    def find_by_timestamp(self, timestamp: int, min_offset: int) -> BatchHeader | None:
         """The first batch with max timestamp >= ``timestamp`` and offsets reaching
-        ``min_offset``, found through the time index."""
-        self._load_indexes()
-        _, offset = self.time_index.lookup(timestamp)
-        _, entry = self.index.lookup(max(offset, min_offset))
-        try:
-            for position, header in self._walk(entry):
-                if header.max_timestamp >= timestamp and header.last_offset >= min_offset:
-                    return position, header
-        except InvalidBatchError as exc:
-            raise CorruptRecordError(f"{self.log_path}: {exc.reason}") from exc
+        ``min_offset``, found through the time index (``position``: in the file)."""
+        with self._reading():
+            _, offset = self.time_index.lookup(timestamp)
+            _, entry = self.index.lookup(max(offset, min_offset))
+            for position, fields in self._walk(entry):
+                if fields[scan.MAX_TIMESTAMP] >= timestamp and (
+                    scan.last_offset(fields) >= min_offset
+                ):
+                    return scan.make_header(fields, position)
         return None
 
-    def locate(self, offset: int) -> tuple[int, BatchHeader] | None:
-        """Position and header of the first batch whose last offset is >= ``offset``."""
-        self._load_indexes()
-        try:
-            return self._locate(offset)
-        except InvalidBatchError as exc:
-            raise CorruptRecordError(f"{self.log_path}: {exc.reason}") from exc
-
     def headers(self, from_offset: int) -> Iterator[BatchHeader]:
-        """Headers of the batches whose offsets reach ``from_offset``, in order."""
-        self._load_indexes()
-        _, position = self.index.lookup(from_offset)
-        try:
-            for _, header in self._walk(position):
-                if header.last_offset >= from_offset:
-                    yield header
-        except InvalidBatchError as exc:
-            raise CorruptRecordError(f"{self.log_path}: {exc.reason}") from exc
+        """Headers of the batches whose offsets reach ``from_offset``, in order (``position``:
+        in the file)."""
+        with self._reading():
+            _, position = self.index.lookup(from_offset)
+            for at, fields in self._walk(position):
+                if scan.last_offset(fields) >= from_offset:
+                    yield scan.make_header(fields, at)
 
     def read_batch(self, position: int, size: int) -> bytes:
         """The ``size`` bytes of the batch at ``position``."""
         return os.pread(self._fd, size, position)
 
     def batches(self, end: int | None = None) -> Iterator[tuple[int, BatchHeader, bytes]]:
-        """Every whole batch up to ``end`` (default: ``size``) as ``(file position, header,
-        buffer)``, the header's ``position`` pointing into the buffer. Stops at a torn tail;
-        raises :class:`~sluice.broker.records.batch.InvalidBatchError` at a bad header."""
-        end = self.size if end is None else end
-        position = 0
-        while end - position >= HEADER_SIZE:
-            chunk = os.pread(self._fd, min(_CHUNK, end - position), position)
-            consumed = 0
-            for header in iter_headers(chunk):
-                yield position + header.position, header, chunk
-                consumed = header.position + header.size
-            if consumed == 0:
-                header = read_header(chunk)
-                if position + header.size > end:
-                    return
-                chunk = os.pread(self._fd, header.size, position)
-                yield position, header, chunk
-                consumed = header.size
-            position += consumed
+        """Every whole batch up to ``end`` (default: ``size``); see :func:`.scan.batches`."""
+        return scan.batches(self._fd, self.size if end is None else end)
 
     # -- recovery ------------------------------------------------------------------------------
 
@@ -400,7 +353,7 @@ class LogSegment:
                     or header.last_offset - self.base_offset > INT_MAX
                 ):
                     raise InvalidBatchError(f"offset {header.base_offset} out of order")
-                self._account(header, position)
+                self._account(position, header.size, header.last_offset, header.max_timestamp)
         except InvalidBatchError as exc:
             log.warning("%s: %s at byte %d", self.log_path, exc.reason, self.size)
         truncated = file_size - self.size

@@ -42,6 +42,11 @@ class TimeIndex(AbstractIndex):
     def _check(self, keys: array[int], values: array[int]) -> bool:
         return (not values or values[0] >= 0) and all(a <= b for a, b in pairwise(values))
 
+    def _last_fits(self, last: tuple[int, int] | None, log_size: int) -> bool:
+        # A segment that stopped being active indexes its largest timestamp: an empty time
+        # index beside a non-empty log was lost (or the log holds no timestamps at all).
+        return last[1] >= 0 if last is not None else log_size == 0
+
     def maybe_append(self, timestamp: int, offset: int) -> None:
         """Add ``(timestamp, offset)`` if the timestamp is larger than the last entry's."""
         last = self.last()

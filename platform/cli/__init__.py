@@ -14,12 +14,18 @@ configuration, 130 interrupted. The reference is ``docs/cli.md``.
 
 from __future__ import annotations
 
+import logging
+import os
+import sys
 from importlib.metadata import PackageNotFoundError, version
 from typing import Annotated
 
 import typer
+from confluent_kafka import KafkaException
 
+from sluice import clients
 from sluice.cli import broker, topics
+from sluice.cli._common import EXIT_FAILED, CliError, describe_error, error_of
 from sluice.cli.consume import consume
 from sluice.cli.produce import produce
 
@@ -63,4 +69,24 @@ def _root(
 
 def main() -> None:
     """The ``sluice`` executable."""
-    app()
+    _quiet_rdkafka()
+    try:
+        app()
+    except CliError as exc:
+        typer.echo(f"error: {exc.message}", err=True)
+        sys.exit(exc.exit_code)
+    except KafkaException as exc:  # a client error no command foresaw: still no traceback
+        error = error_of(exc)
+        typer.echo(f"error: {describe_error(error) if error else exc}", err=True)
+        sys.exit(EXIT_FAILED)
+
+
+def _quiet_rdkafka() -> None:
+    """librdkafka's own log lines (retries, reconnects) are noise on a terminal: the commands
+    report what matters themselves. ``SLUICE_DEBUG=1`` shows them."""
+    logger = clients.RDKAFKA_LOGGER
+    if os.environ.get("SLUICE_DEBUG"):
+        logging.basicConfig(level=logging.DEBUG, format="%(name)s: %(message)s")
+    else:
+        logger.addHandler(logging.NullHandler())
+        logger.propagate = False

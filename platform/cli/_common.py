@@ -7,13 +7,15 @@ not delivered); 2 the command line or a configuration file is wrong; 130 interru
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Sequence
-from typing import IO, Annotated, Any
+from collections.abc import Callable, Iterable, Sequence
+from typing import Annotated, Any, TypeVar
 
-import click
 import typer
-from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
+from confluent_kafka.admin import AdminClient, ClusterMetadata  # type: ignore[attr-defined]
 from rich.console import Console
+
+C = TypeVar("C")
 
 EXIT_FAILED = 1
 EXIT_USAGE = 2
@@ -57,19 +59,26 @@ RequestTimeout = Annotated[
 DEFAULT_TIMEOUT = 10.0
 
 
-class CliError(click.ClickException):
-    """An error the user can act on: printed as ``error: <message>``, no traceback."""
+class CliError(Exception):
+    """An error the user can act on: ``main()`` prints ``error: <message>``, no traceback."""
 
     def __init__(self, message: str, exit_code: int = EXIT_FAILED) -> None:
         super().__init__(message)
+        self.message = message
         self.exit_code = exit_code
-
-    def show(self, file: IO[Any] | None = None) -> None:
-        click.echo(f"error: {self.message}", err=True)
 
 
 def warn(message: str) -> None:
     stderr.print(f"warning: {message}", markup=False)
+
+
+def records(count: int) -> str:
+    """``1 record``, ``2 records``.
+
+    >>> records(1), records(0)
+    ('1 record', '0 records')
+    """
+    return f"{count} record" if count == 1 else f"{count} records"
 
 
 def parse_pairs(values: Iterable[str] | None, option: str) -> dict[str, str]:
@@ -120,11 +129,11 @@ def print_table(headers: Sequence[str], rows: Iterable[Sequence[object]]) -> Non
     widths = [max(len(row[i]) for row in text) for i in range(len(headers))]
     for row in text:
         line = "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True))
-        click.echo(line.rstrip())
+        typer.echo(line.rstrip())
 
 
 def heading(title: str) -> None:
-    click.echo(f"{title}\n{'=' * len(title)}")
+    typer.echo(f"{title}\n{'=' * len(title)}")
 
 
 class Connection:
@@ -160,7 +169,9 @@ class Connection:
             "Set --bootstrap-server or SLUICE_BOOTSTRAP."
         )
 
-    def metadata(self, client: Any, topic: str | None = None) -> Any:
+    def metadata(
+        self, client: Producer | Consumer | AdminClient, topic: str | None = None
+    ) -> ClusterMetadata:
         """The cluster's metadata (of one ``topic`` if given), or a clear error within the timeout.
 
         ``client`` is a producer, admin client, or a consumer that has not been assigned yet
@@ -176,12 +187,14 @@ class Connection:
                     f"no answer from {self.bootstrap} within {self.timeout:g}s (--timeout)"
                 )
             try:
-                metadata = client.list_topics(topic=topic, timeout=min(1.0, remaining))
+                metadata: ClusterMetadata = client.list_topics(
+                    topic=topic, timeout=min(1.0, remaining)
+                )
             except KafkaException as exc:
                 code = exc.args[0].code()
                 if code not in (KafkaError._TRANSPORT, KafkaError._TIMED_OUT):
                     raise CliError(describe_error(exc.args[0])) from None
-                client.poll(0)
+                client.poll(0.05)  # serves error_cb; a consumer is not assigned yet
                 if self._down is not None:
                     raise self.unreachable() from None
                 continue
@@ -213,5 +226,11 @@ def error_of(exc: BaseException) -> KafkaError | None:
     return None
 
 
-def client_overrides(client_config: list[str] | None) -> dict[str, str]:
-    return parse_pairs(client_config, "--client-config")
+def make_client(factory: Callable[..., C], bootstrap: str, config: dict[str, Any]) -> C:
+    """``factory(bootstrap, **config)``; a property librdkafka refuses is a usage error."""
+    try:
+        return factory(bootstrap, **config)
+    except (KafkaException, ValueError, TypeError) as exc:
+        error = error_of(exc)
+        reason = error.str() if error is not None else str(exc)
+        raise CliError(f"client config: {reason}", exit_code=EXIT_USAGE) from None

@@ -17,6 +17,7 @@ app = typer.Typer(help="Run a broker.", no_args_is_help=True, rich_markup_mode="
 
 @app.command()
 def start(
+    *,
     config: Annotated[
         Path | None,
         typer.Option(
@@ -62,10 +63,15 @@ def start(
         raise typer.BadParameter(f"unknown level {log_level!r}", param_hint="--log-level")
     logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     overrides: dict[str, str] = {}
-    try:
-        if listen is not None:
+    if listen is not None:
+        try:
             parse_listener(listen)
-            overrides["listeners"] = f"PLAINTEXT://{listen}"
+        except ConfigError:
+            raise typer.BadParameter(
+                f"expected HOST:PORT, got {listen!r}", param_hint="--listen"
+            ) from None
+        overrides["listeners"] = f"PLAINTEXT://{listen}"
+    try:
         if data_dir is not None:
             overrides["log.dir"] = overrides["log.dirs"] = str(data_dir)
         broker_config = BrokerConfig.load(config, overrides)

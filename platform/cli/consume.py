@@ -19,6 +19,7 @@ b'1:42 \thello\n'
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import time
@@ -30,7 +31,9 @@ from confluent_kafka import (
     OFFSET_BEGINNING,
     OFFSET_END,
     TIMESTAMP_NOT_AVAILABLE,
+    Consumer,
     KafkaError,
+    Message,
     TopicPartition,
 )
 
@@ -39,11 +42,13 @@ from sluice.cli._common import (
     DEFAULT_TIMEOUT,
     EXIT_INTERRUPTED,
     Bootstrap,
-    CliError,
     ClientConfig,
+    CliError,
     Connection,
     describe_error,
+    make_client,
     parse_pairs,
+    records,
     stderr,
     unescape,
     warn,
@@ -52,28 +57,35 @@ from sluice.cli._common import (
 OFFSET_TAIL_BASE = -2000
 """librdkafka's logical offset ``RD_KAFKA_OFFSET_TAIL(n)`` is ``-2000 - n``: n before the end."""
 BATCH = 500
+GROUP_HINT_AFTER = 30.0
+"""Seconds in a group without an assignment after which a hint is printed."""
 
-Formatter = Callable[[Any], bytes]
+Formatter = Callable[[Message], bytes]
 
 
-def _headers(message: Any) -> bytes:
+def _headers(message: Message) -> bytes:
     headers = message.headers() or []
-    return b",".join(
-        name.encode() + (b"" if value is None else b"=" + value) for name, value in headers
-    )
+    pairs = headers.items() if isinstance(headers, dict) else headers
+    return b",".join(name.encode() + _header_value(value) for name, value in pairs)
+
+
+def _header_value(value: str | bytes | None) -> bytes:
+    if value is None:
+        return b""
+    return b"=" + (value if isinstance(value, bytes) else value.encode())
 
 
 def _length(data: bytes | None) -> bytes:
     return b"-1" if data is None else str(len(data)).encode()
 
 
-def _timestamp(message: Any) -> bytes:
+def _timestamp(message: Message) -> bytes:
     kind, value = message.timestamp()
     return b"-1" if kind == TIMESTAMP_NOT_AVAILABLE else str(value).encode()
 
 
 _TOKENS: dict[str, Formatter] = {
-    "t": lambda m: m.topic().encode(),
+    "t": lambda m: (m.topic() or "").encode(),
     "p": lambda m: str(m.partition()).encode(),
     "o": lambda m: str(m.offset()).encode(),
     "k": lambda m: m.key() or b"",
@@ -116,7 +128,7 @@ def compile_format(text: str) -> Formatter:
     if literal:
         parts.append("".join(literal).encode())
 
-    def render(message: Any) -> bytes:
+    def render(message: Message) -> bytes:
         return b"".join(part if isinstance(part, bytes) else part(message) for part in parts)
 
     return render
@@ -143,6 +155,7 @@ def parse_offset(text: str) -> int:
 
 def consume(
     topic: Annotated[str, typer.Argument(metavar="TOPIC", help="Topic to read.")],
+    *,
     from_beginning: Annotated[
         bool,
         typer.Option(
@@ -223,9 +236,8 @@ def consume(
     }
     if group is not None:
         config["group.id"] = group
-    consumer = clients.consumer(
-        bootstrap, **{**config, **parse_pairs(client_config, "--client-config")}
-    )
+    config.update(parse_pairs(client_config, "--client-config"))
+    consumer = make_client(clients.consumer, bootstrap, config)
     printed = _Counter()
     try:
         metadata = connection.metadata(consumer, topic).topics.get(topic)
@@ -245,10 +257,18 @@ def consume(
                     )
                 ids = [partition]
             consumer.assign([TopicPartition(topic, p, start) for p in ids])
-        _loop(consumer, render, printed, max_messages, timeout, end)
+        _loop(
+            consumer,
+            render=render,
+            counter=printed,
+            max_messages=max_messages,
+            idle_timeout=timeout,
+            end=end,
+            group=group,
+        )
     except KeyboardInterrupt:
         _close(consumer)
-        stderr.print(f"consumed {printed.count} records", markup=False)
+        stderr.print(f"consumed {records(printed.count)}", markup=False)
         raise typer.Exit(EXIT_INTERRUPTED) from None
     except BrokenPipeError:
         # The reader went away (`sluice consume … | head`): stop quietly, as kcat does.
@@ -260,14 +280,12 @@ def consume(
         _close(consumer)
         raise
     _close(consumer)
-    stderr.print(f"consumed {printed.count} records", markup=False)
+    stderr.print(f"consumed {records(printed.count)}", markup=False)
 
 
-def _close(consumer: Any) -> None:
-    try:
+def _close(consumer: Consumer) -> None:
+    with contextlib.suppress(RuntimeError):  # already closed
         consumer.close()  # with --group: commits what was printed
-    except RuntimeError:
-        pass  # already closed
 
 
 class _Counter:
@@ -278,15 +296,18 @@ class _Counter:
 
 
 def _loop(
-    consumer: Any,
+    consumer: Consumer,
+    *,
     render: Formatter,
     counter: _Counter,
     max_messages: int | None,
     idle_timeout: float | None,
     end: bool,
+    group: str | None,
 ) -> None:
     out = sys.stdout.buffer
-    last = time.monotonic()
+    started = last = time.monotonic()
+    hinted = group is None
     at_end: set[tuple[str, int]] = set()
     while max_messages is None or counter.count < max_messages:
         want = BATCH if max_messages is None else min(BATCH, max_messages - counter.count)
@@ -298,7 +319,7 @@ def _loop(
             error = message.error()
             if error is not None:
                 if error.code() == KafkaError._PARTITION_EOF:
-                    at_end.add((message.topic(), message.partition()))
+                    at_end.add(_where(message))
                 elif error.fatal() or error.code() in (
                     KafkaError.UNKNOWN_TOPIC_OR_PART,
                     KafkaError._UNKNOWN_PARTITION,
@@ -309,7 +330,7 @@ def _loop(
                 else:
                     warn(describe_error(error))
                 continue
-            at_end.discard((message.topic(), message.partition()))
+            at_end.discard(_where(message))
             out.write(render(message))
             counter.count += 1
             printed = True
@@ -320,8 +341,20 @@ def _loop(
             break
         if end and at_end and _all_at_end(consumer, at_end):
             break
+        if not hinted and now - started >= GROUP_HINT_AFTER:
+            hinted = True
+            if not consumer.assignment():
+                warn(
+                    f"no partition assigned to group {group!r} after {GROUP_HINT_AFTER:g}s; "
+                    "does the broker have a group coordinator?"
+                )
 
 
-def _all_at_end(consumer: Any, at_end: set[tuple[str, int]]) -> bool:
+def _where(message: Message) -> tuple[str, int]:
+    partition = message.partition()
+    return message.topic() or "", -1 if partition is None else partition
+
+
+def _all_at_end(consumer: Consumer, at_end: set[tuple[str, int]]) -> bool:
     assignment = {(tp.topic, tp.partition) for tp in consumer.assignment()}
     return bool(assignment) and assignment <= at_end

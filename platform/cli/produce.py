@@ -7,11 +7,12 @@ import enum
 import sys
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
-from typing import Annotated, Any, BinaryIO
+from typing import Annotated, BinaryIO
 
 import typer
-from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka import KafkaError, KafkaException, Message, Producer
 from rich.filesize import decimal
 from rich.progress import (
     BarColumn,
@@ -27,11 +28,13 @@ from sluice.cli._common import (
     EXIT_FAILED,
     EXIT_INTERRUPTED,
     Bootstrap,
-    CliError,
     ClientConfig,
+    CliError,
     Connection,
     describe_error,
+    make_client,
     parse_pairs,
+    records,
     stderr,
     unescape,
 )
@@ -54,40 +57,53 @@ class Compression(enum.StrEnum):
 
 
 class _Deliveries:
-    """Counts what the broker acknowledged; reports the first failures as they come."""
+    """Counts records sent and failed; reports the first failures as they come.
+
+    librdkafka reports only failed deliveries (``delivery.report.only.error``): a callback per
+    acknowledged record would cost more than producing it. What was sent and did not fail was
+    delivered once ``flush()`` has nothing left.
+    """
 
     def __init__(self) -> None:
-        self.delivered = 0
-        self.bytes = 0
+        self.sent = 0
+        self.sent_bytes = 0
         self.failed = 0
+        self.failed_bytes = 0
 
-    def fail(self, line: int, reason: str) -> None:
+    @property
+    def delivered(self) -> int:
+        return self.sent - self.failed
+
+    @property
+    def delivered_bytes(self) -> int:
+        return self.sent_bytes - self.failed_bytes
+
+    def fail(self, where: str, reason: str) -> None:
         self.failed += 1
         if self.failed <= MAX_SHOWN_FAILURES:
-            stderr.print(f"error: line {line}: {reason}", markup=False)
+            stderr.print(f"error: {where}: {reason}", markup=False)
         if self.failed == MAX_SHOWN_FAILURES:
             stderr.print("error: further failures are counted, not shown", markup=False)
 
-    def callback(self, line: int) -> Callable[[KafkaError | None, Any], None]:
-        def done(error: KafkaError | None, message: Any) -> None:
-            if error is not None:
-                self.fail(line, f"not delivered: {describe_error(error)}")
-            else:
-                self.delivered += 1
-                self.bytes += len(message.value() or b"") + len(message.key() or b"")
-
-        return done
+    def on_delivery(self, error: KafkaError | None, message: Message) -> None:
+        if error is not None:
+            self.failed_bytes += len(message.value() or b"") + len(message.key() or b"")
+            self.fail(
+                f"record at partition {message.partition()}",
+                f"not delivered: {describe_error(error)}",
+            )
 
 
 def produce(
     topic: Annotated[str, typer.Argument(metavar="TOPIC", help="Topic to write to.")],
+    *,
     key_separator: Annotated[
         str | None,
         typer.Option(
             "--key-separator",
             "-K",
             metavar="SEP",
-            help=r"Split each line at the first SEP into key and value (`\t` `\n` `\\` understood).",
+            help=r"Split each line at the first SEP into key and value (`\t` `\\` escapes).",
         ),
     ] = None,
     acks: Annotated[
@@ -107,8 +123,11 @@ def produce(
     partition: Annotated[
         int | None,
         typer.Option(
-            "--partition", "-p", min=0, help="Write every record to this partition (default: "
-            "by key hash, or spread when keyless)."
+            "--partition",
+            "-p",
+            min=0,
+            help="Write every record to this partition (default: "
+            "by key hash, or spread when keyless).",
         ),
     ] = None,
     compression: Annotated[
@@ -139,20 +158,23 @@ def produce(
             raise typer.BadParameter("must not be empty", param_hint="--key-separator")
     connection = Connection(bootstrap, timeout)
     overrides = parse_pairs(client_config, "--client-config")
-    producer = clients.producer(
+    deliveries = _Deliveries()
+    producer = make_client(
+        clients.producer,
         bootstrap,
-        **{
+        {
             "client.id": "sluice-cli",
             "acks": acks.value,
             "compression.type": compression.value,
             "message.timeout.ms": int(timeout * 1000),
             "error_cb": connection.error_cb,
+            "on_delivery": deliveries.on_delivery,
+            "delivery.report.only.error": True,
             **overrides,
         },
     )
     _check_topic(connection, producer, topic, partition)
 
-    deliveries = _Deliveries()
     started = time.monotonic()
     interrupted = False
     with contextlib.ExitStack() as stack:
@@ -177,9 +199,20 @@ def produce(
             if sys.stdin.isatty():
                 stderr.print("Type one record per line; end with Ctrl-D.", markup=False)
         size = file.stat().st_size if file is not None else 0
-        task = progress.add_task(f"producing {file}", total=size) if progress else None
+        advance: Callable[[int], None] | None = None
+        if progress is not None:
+            task = progress.add_task(f"producing {file}", total=size)
+            advance = partial(progress.advance, task)
         try:
-            _send(producer, topic, source, separator, partition, deliveries, progress, task)
+            _send(
+                producer,
+                topic=topic,
+                source=source,
+                separator=separator,
+                partition=partition,
+                deliveries=deliveries,
+                advance=advance,
+            )
         except KeyboardInterrupt:
             interrupted = True
     try:
@@ -188,11 +221,12 @@ def produce(
         left, interrupted = len(producer), True
     if left:
         deliveries.failed += left
-        stderr.print(f"error: {left} records still unacknowledged, given up", markup=False)
+        stderr.print(f"error: {records(left)} still unacknowledged, given up", markup=False)
+        deliveries.failed_bytes = deliveries.sent_bytes  # unknown share: claim no bytes
 
     elapsed = time.monotonic() - started
     summary = (
-        f"produced {deliveries.delivered} records ({decimal(deliveries.bytes)}) "
+        f"produced {records(deliveries.delivered)} ({decimal(deliveries.delivered_bytes)}) "
         f"to {topic} in {elapsed:.1f}s"
     )
     if deliveries.failed:
@@ -204,7 +238,9 @@ def produce(
         raise typer.Exit(EXIT_FAILED)
 
 
-def _check_topic(connection: Connection, producer: Any, topic: str, partition: int | None) -> None:
+def _check_topic(
+    connection: Connection, producer: Producer, topic: str, partition: int | None
+) -> None:
     """Fail early and clearly: broker unreachable, topic missing, partition out of range."""
     deadline = time.monotonic() + connection.timeout
     while True:
@@ -232,14 +268,14 @@ def _check_topic(connection: Connection, producer: Any, topic: str, partition: i
 
 
 def _send(
-    producer: Any,
+    producer: Producer,
+    *,
     topic: str,
     source: BinaryIO,
     separator: bytes | None,
     partition: int | None,
     deliveries: _Deliveries,
-    progress: Progress | None,
-    task: Any,
+    advance: Callable[[int], None] | None,
 ) -> None:
     target = -1 if partition is None else partition
     unreported = 0
@@ -252,23 +288,26 @@ def _send(
         if separator is not None:
             key, found, value = value.partition(separator)
             if not found:
-                deliveries.fail(number, "no key separator")
+                deliveries.sent += 1
+                deliveries.fail(f"line {number}", "no key separator")
                 continue
+        size = len(value) + (len(key) if key is not None else 0)
+        deliveries.sent += 1
+        deliveries.sent_bytes += size
         while True:
             try:
-                producer.produce(
-                    topic, value, key, partition=target, on_delivery=deliveries.callback(number)
-                )
+                producer.produce(topic, value, key, partition=target)
                 break
             except BufferError:
                 producer.poll(0.05)  # the local queue is full: let deliveries drain it
             except KafkaException as exc:
-                deliveries.fail(number, describe_error(exc.args[0]))
+                deliveries.failed_bytes += size
+                deliveries.fail(f"line {number}", describe_error(exc.args[0]))
                 break
         if number % 1000 == 0:
             producer.poll(0)
-        if progress is not None and unreported >= 65536:
-            progress.advance(task, unreported)
+        if advance is not None and unreported >= 65536:
+            advance(unreported)
             unreported = 0
-    if progress is not None:
-        progress.advance(task, unreported)
+    if advance is not None:
+        advance(unreported)

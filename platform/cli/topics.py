@@ -5,13 +5,14 @@ from __future__ import annotations
 import concurrent.futures
 from typing import Annotated, Any
 
-import click
 import typer
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
-from confluent_kafka.admin import (
+from confluent_kafka.admin import (  # type: ignore[attr-defined]  # exported without __all__
     AlterConfigOpType,
     ConfigEntry,
     ConfigResource,
+    ConfigSource,
+    NewPartitions,
     NewTopic,
     OffsetSpec,
     ResourceType,
@@ -22,13 +23,14 @@ from sluice.cli._common import (
     DEFAULT_TIMEOUT,
     EXIT_FAILED,
     Bootstrap,
-    CliError,
     ClientConfig,
+    CliError,
     Connection,
     RequestTimeout,
     describe_error,
     error_of,
     heading,
+    make_client,
     parse_pairs,
     print_table,
     warn,
@@ -58,9 +60,10 @@ class _Admin:
         self.connection = Connection(bootstrap, timeout)
         self.timeout = timeout
         overrides = parse_pairs(client_config, "--client-config")
-        self.client = clients.admin(
+        self.client = make_client(
+            clients.admin,
             bootstrap,
-            **{"client.id": "sluice-cli", "error_cb": self.connection.error_cb, **overrides},
+            {"client.id": "sluice-cli", "error_cb": self.connection.error_cb, **overrides},
         )
 
     def metadata(self, topic: str | None = None) -> Any:
@@ -105,9 +108,12 @@ def _topic_error(name: str, exc: Exception, doing: str) -> str:
 @app.command()
 def create(
     names: Annotated[list[str], typer.Argument(metavar="NAME...", help="Topics to create.")],
+    *,
     partitions: Annotated[
         int,
-        typer.Option("--partitions", "-p", help="Partitions (default: the broker's num.partitions)."),
+        typer.Option(
+            "--partitions", "-p", help="Partitions (default: the broker's num.partitions)."
+        ),
     ] = -1,
     replication_factor: Annotated[
         int,
@@ -145,13 +151,13 @@ def create(
     for name, future in futures.items():
         try:
             admin.wait(future)
-            click.echo(f"Created topic {name}.")
+            typer.echo(f"Created topic {name}.")
         except KafkaException as exc:
             error = error_of(exc)
             if if_not_exists and error and error.code() == KafkaError.TOPIC_ALREADY_EXISTS:
-                click.echo(f"Topic {name} already exists.")
+                typer.echo(f"Topic {name} already exists.")
                 continue
-            click.echo(f"error: {_topic_error(name, exc, 'create')}", err=True)
+            typer.echo(f"error: {_topic_error(name, exc, 'create')}", err=True)
             failed = True
     if failed:
         raise typer.Exit(EXIT_FAILED)
@@ -159,8 +165,12 @@ def create(
 
 @app.command("list")
 def list_(
+    *,
     internal: Annotated[
-        bool, typer.Option("--internal", "-i", help="Include internal topics (names starting with `__`).")
+        bool,
+        typer.Option(
+            "--internal", "-i", help="Include internal topics (names starting with `__`)."
+        ),
     ] = False,
     bootstrap: Bootstrap = clients.DEFAULT_BOOTSTRAP,
     client_config: ClientConfig = None,
@@ -182,6 +192,7 @@ def list_(
 @app.command()
 def describe(
     name: Annotated[str, typer.Argument(metavar="NAME", help="Topic to describe.")],
+    *,
     bootstrap: Bootstrap = clients.DEFAULT_BOOTSTRAP,
     client_config: ClientConfig = None,
     timeout: RequestTimeout = DEFAULT_TIMEOUT,
@@ -200,7 +211,7 @@ def describe(
     heading("SUMMARY")
     print_table(["NAME", name], [["PARTITIONS", len(partitions)], ["REPLICAS", replicas]])
 
-    click.echo()
+    typer.echo()
     heading("CONFIGS")
     resource = ConfigResource(ResourceType.TOPIC, name)
     try:
@@ -216,7 +227,7 @@ def describe(
         warn(_topic_error(name, exc, "describe configs of"))
         complete = False
 
-    click.echo()
+    typer.echo()
     heading("PARTITIONS")
     earliest, latest = _watermarks(admin, name, [p.id for p in partitions])
     if not earliest and partitions:
@@ -250,14 +261,18 @@ def _config_value(entry: Any) -> str:
 
 
 def _source_name(source: Any) -> str:
-    name = getattr(source, "name", None)
-    return str(name) if name else str(source)
+    """Kafka's name of a config source, as ``kafka-configs`` prints it."""
+    try:
+        return str(ConfigSource(source).name)
+    except ValueError:
+        return str(source)
 
 
 def _watermarks(admin: _Admin, name: str, ids: list[int]) -> tuple[dict[int, int], dict[int, int]]:
     """Earliest and latest offset of each partition (ListOffsets); empty if unavailable."""
     found: list[dict[int, int]] = []
-    for spec in (OffsetSpec.earliest(), OffsetSpec.latest()):
+    specs = (OffsetSpec.earliest(), OffsetSpec.latest())  # type: ignore[no-untyped-call]
+    for spec in specs:
         offsets: dict[int, int] = {}
         if ids:
             request = {TopicPartition(name, i): spec for i in ids}
@@ -275,6 +290,7 @@ def _watermarks(admin: _Admin, name: str, ids: list[int]) -> tuple[dict[int, int
 @app.command()
 def alter(
     name: Annotated[str, typer.Argument(metavar="NAME", help="Topic to alter.")],
+    *,
     config: TopicConfig = None,
     delete_config: Annotated[
         list[str] | None,
@@ -285,39 +301,69 @@ def alter(
             help="Remove a topic override (back to the broker default), repeatable.",
         ),
     ] = None,
+    partitions: Annotated[
+        int | None,
+        typer.Option(
+            "--partitions",
+            "-p",
+            min=1,
+            help="Grow the topic to this many partitions (keys may move to other partitions).",
+        ),
+    ] = None,
     bootstrap: Bootstrap = clients.DEFAULT_BOOTSTRAP,
     client_config: ClientConfig = None,
     timeout: RequestTimeout = DEFAULT_TIMEOUT,
 ) -> None:
-    """Set or remove topic configs; other keys keep their values.
+    """Set or remove topic configs (other keys keep their values), or add partitions.
 
     Example: `sluice topics alter orders -c retention.ms=3600000 -d cleanup.policy`
     """
     to_set = parse_pairs(config, "--config")
     to_delete = list(delete_config or ())
-    if not to_set and not to_delete:
-        raise typer.BadParameter("give at least one --config or --delete-config")
+    if not to_set and not to_delete and partitions is None:
+        raise typer.BadParameter("give --config, --delete-config or --partitions")
     if overlap := set(to_set) & set(to_delete):
         raise typer.BadParameter(f"both set and deleted: {', '.join(sorted(overlap))}")
     admin = _Admin(bootstrap, client_config, timeout)
-    admin.topic_metadata(name)
-    entries = [
-        ConfigEntry(key, value, incremental_operation=AlterConfigOpType.SET)
-        for key, value in to_set.items()
-    ] + [ConfigEntry(key, None, incremental_operation=AlterConfigOpType.DELETE) for key in to_delete]
-    resource = ConfigResource(ResourceType.TOPIC, name, incremental_configs=entries)
-    futures = admin.client.incremental_alter_configs([resource], **admin.options)
-    try:
-        admin.wait(futures[resource])
-    except KafkaException as exc:
-        raise CliError(_topic_error(name, exc, "alter")) from None
-    changes = [f"set {k}={v}" for k, v in to_set.items()] + [f"deleted {k}" for k in to_delete]
-    click.echo(f"Altered topic {name}: {', '.join(changes)}.")
+    current = len(admin.topic_metadata(name).partitions)
+    if partitions is not None and partitions < current:
+        raise CliError(
+            f"topic {name!r} has {current} partitions; partitions can be added, never removed"
+        )
+    changes: list[str] = []
+    if to_set or to_delete:
+        entries = [
+            ConfigEntry(key, value, incremental_operation=AlterConfigOpType.SET)
+            for key, value in to_set.items()
+        ]
+        entries += [
+            ConfigEntry(key, None, incremental_operation=AlterConfigOpType.DELETE)
+            for key in to_delete
+        ]
+        resource = ConfigResource(ResourceType.TOPIC, name, incremental_configs=entries)
+        futures = admin.client.incremental_alter_configs([resource], **admin.options)
+        try:
+            admin.wait(futures[resource])
+        except KafkaException as exc:
+            raise CliError(_topic_error(name, exc, "alter")) from None
+        changes += [f"set {k}={v}" for k, v in to_set.items()]
+        changes += [f"deleted {k}" for k in to_delete]
+    if partitions is not None and partitions != current:
+        grown = admin.client.create_partitions(
+            [NewPartitions(name, partitions)], operation_timeout=timeout, **admin.options
+        )
+        try:
+            admin.wait(grown[name])
+        except KafkaException as exc:
+            raise CliError(_topic_error(name, exc, "add partitions to")) from None
+        changes.append(f"partitions {current} -> {partitions}")
+    typer.echo(f"Altered topic {name}: {', '.join(changes) or 'nothing to change'}.")
 
 
 @app.command()
 def delete(
     names: Annotated[list[str], typer.Argument(metavar="NAME...", help="Topics to delete.")],
+    *,
     if_exists: Annotated[
         bool, typer.Option("--if-exists", help="Succeed if a topic does not exist.")
     ] = False,
@@ -333,13 +379,13 @@ def delete(
     for name, future in futures.items():
         try:
             admin.wait(future)
-            click.echo(f"Deleted topic {name}.")
+            typer.echo(f"Deleted topic {name}.")
         except KafkaException as exc:
             error = error_of(exc)
             if if_exists and error and error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART:
-                click.echo(f"Topic {name} does not exist.")
+                typer.echo(f"Topic {name} does not exist.")
                 continue
-            click.echo(f"error: {_topic_error(name, exc, 'delete')}", err=True)
+            typer.echo(f"error: {_topic_error(name, exc, 'delete')}", err=True)
             failed = True
     if failed:
         raise typer.Exit(EXIT_FAILED)

@@ -1,17 +1,15 @@
 """Fixtures for the compat suite: real clients against one real ``sluice broker start`` process.
 
-The compat tests share one broker (``compat_broker``; starting one costs seconds) and stay apart
+The compat tests share one broker (``shared_broker``) and stay apart
 by using their own topics (``topic_name`` is unique per test). A test that needs a broker with
-other ``server.properties`` starts its own through ``broker_factory``. When a test fails, the
-tail of the shared broker's log is attached to the report.
+other ``server.properties`` starts its own through ``broker_factory``.
 """
 
 from __future__ import annotations
 
 import re
 import uuid
-from collections.abc import Callable, Generator, Iterator
-from pathlib import Path
+from collections.abc import Callable
 
 import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
@@ -23,24 +21,9 @@ TIMEOUT = 15.0  # seconds: the bound on every single client wait in this suite
 
 
 @pytest.fixture(scope="session")
-def compat_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
-    """A ``sluice broker start`` process with default configuration, shared by the suite."""
-    root: Path = tmp_path_factory.mktemp("compat-broker")
-    proc = BrokerProcess(root / "data", {}, root / "broker.log")
-    try:
-        proc.start()
-        yield proc
-    finally:
-        try:
-            proc.stop()
-        finally:
-            proc.kill()
-
-
-@pytest.fixture(scope="session")
-def bootstrap(compat_broker: BrokerProcess) -> str:
+def bootstrap(shared_broker: BrokerProcess) -> str:
     """``host:port`` of the shared broker."""
-    return compat_broker.bootstrap
+    return shared_broker.bootstrap
 
 
 @pytest.fixture
@@ -70,16 +53,3 @@ def create_topic(bootstrap: str, topic_name: str) -> Callable[..., str]:
         return name
 
     return create
-
-
-@pytest.hookimpl(wrapper=True)
-def pytest_runtest_makereport(
-    item: pytest.Item, call: pytest.CallInfo[None]
-) -> Generator[None, pytest.TestReport, pytest.TestReport]:
-    report = yield
-    if report.failed:
-        funcargs = getattr(item, "funcargs", {})
-        procs = [v for v in funcargs.values() if isinstance(v, BrokerProcess)]
-        for proc in procs:
-            report.sections.append((f"broker log {proc.bootstrap}", proc.log_text()[-6000:]))
-    return report

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 
 def test_roll_by_segment_bytes_names_segments_by_base_offset(open_log, batch, log_dir):
     log = open_log({"segment.bytes": 1000})
@@ -121,3 +123,32 @@ def test_timestamps_survive_reopen(open_log, batch):
     assert ([log.offset_for_timestamp(1_000 + i) for i in range(21)], log.max_timestamp()) == (
         expected
     )
+
+
+def test_flush_messages_fsyncs_after_that_many_records(open_log, batch, monkeypatch):
+    synced = []
+    real_fsync = os.fsync
+    monkeypatch.setattr(os, "fsync", lambda fd: synced.append(fd) or real_fsync(fd))
+    log = open_log({"flush.messages": 3})
+    synced.clear()  # creating the log's files fsyncs them
+    log.append(batch(b"a", b"b"), now_ms=0)
+    assert not synced, "two records are below flush.messages"
+    log.append(batch(b"c"), now_ms=0)
+    assert synced, "the third record must trigger an fsync"
+
+
+def test_flush_if_due_follows_flush_ms(open_log, batch):
+    log = open_log({"flush.ms": 1_000})
+    assert not log.flush_if_due(5_000), "nothing to flush"
+    log.append(batch(b"a"), now_ms=10_000)
+    log.append(batch(b"b"), now_ms=10_600)
+    assert not log.flush_if_due(10_999)
+    assert log.flush_if_due(11_000)
+    assert not log.flush_if_due(20_000)
+
+
+def test_delete_removes_the_directory(open_log, batch, log_dir):
+    log = open_log()
+    log.append(batch(b"a"), now_ms=0)
+    log.delete()
+    assert not log_dir.exists()
