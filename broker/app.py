@@ -11,7 +11,6 @@ import asyncio
 import contextlib
 import logging
 import signal
-import sys
 
 import uvloop
 
@@ -54,10 +53,5 @@ async def run(config: BrokerConfig, *, ready: asyncio.Event | None = None) -> No
 
 
 def serve(config: BrokerConfig) -> None:
-    """Run the broker in the foreground (blocking) with uvloop."""
-    logging.basicConfig(
-        level=logging.INFO,
-        stream=sys.stderr,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
+    """Run the broker in the foreground (blocking) with uvloop; the caller sets up logging."""
     uvloop.run(run(config))

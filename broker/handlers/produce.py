@@ -9,6 +9,8 @@ Checks, with the error code Kafka answers:
 - unknown topic or partition → UNKNOWN_TOPIC_OR_PARTITION
 - batch larger than ``max.message.bytes`` → MESSAGE_TOO_LARGE
 - not exactly one well-formed v2 batch → INVALID_RECORD (magic < 2: UNSUPPORTED_FOR_MESSAGE_FORMAT)
+- a record without a key on a compacted topic → INVALID_RECORD (the cleaner would drop it; the
+  one case where the records are decoded)
 - CRC mismatch or torn batch → CORRUPT_MESSAGE
 - idempotence: sequence gaps → OUT_OF_ORDER_SEQUENCE_NUMBER, stale epoch →
   INVALID_PRODUCER_EPOCH, unknown producer → UNKNOWN_PRODUCER_ID; a duplicate of one of the
@@ -35,6 +37,7 @@ from sluice.broker.log import (
 from sluice.broker.protocol.codec import make, nested, response_schema
 from sluice.broker.protocol.versions import PRODUCE
 from sluice.broker.records import batch as rb
+from sluice.broker.records.codec import decode_records, recompress
 from sluice.broker.topics import Partition
 from sluice.errors import StorageError
 
@@ -113,6 +116,8 @@ def _append(partition: Partition, records: bytes | None, now: int) -> tuple[int,
             f"record count {header.record_count} does not match last offset delta "
             f"{header.last_offset_delta}",
         )
+    if "compact" in config["cleanup.policy"]:
+        _require_keys(records, header)
     data = bytearray(_recompressed(records, header, config["compression.type"]))
     try:
         result = partition.log.append(data, now_ms=now)
@@ -130,10 +135,21 @@ def _append(partition: Partition, records: bytes | None, now: int) -> tuple[int,
     return result.base_offset, result.log_append_time_ms, result.log_start_offset
 
 
+def _require_keys(records: bytes, header: rb.BatchHeader) -> None:
+    """Compaction keeps the latest record per key: refuse keyless records, as Kafka does."""
+    try:
+        decoded = decode_records(records, header)
+    except rb.InvalidBatchError as exc:
+        code = ErrorCode.corrupt_message if exc.corrupt else ErrorCode.unsupported_compression_type
+        raise KafkaError(code, exc.reason) from None
+    if any(record.key is None for record in decoded):
+        raise KafkaError(
+            ErrorCode.invalid_record, "a compacted topic cannot accept a record without a key"
+        )
+
+
 def _recompressed(records: bytes, header: rb.BatchHeader, topic_codec: str) -> bytes:
     """The batch as the topic's ``compression.type`` wants it stored."""
     if topic_codec == "producer" or CODECS[topic_codec] == header.compression:
         return records
-    from sluice.broker.records.codec import recompress
-
     return recompress(records, header, CODECS[topic_codec])
