@@ -16,6 +16,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from sluice.broker.errors import KafkaError
+from sluice.broker.group.coordinator import GroupCoordinator
+from sluice.broker.group.store import NAME as OFFSETS_TOPIC
 from sluice.broker.producer_ids import ProducerIdManager
 from sluice.broker.topics import Topic, TopicManager, atomic_write
 from sluice.config import BrokerConfig
@@ -42,6 +44,7 @@ class Broker:
         self.cluster_id = ""
         self.topics = TopicManager(self.data_dir, config)
         self.producer_ids: ProducerIdManager | None = None
+        self.groups = GroupCoordinator(self.topics, config, clock)
         self._tasks: list[asyncio.Task[None]] = []
 
     def open(self) -> None:
@@ -50,6 +53,7 @@ class Broker:
         self.cluster_id = self._load_meta()
         self.topics.load()
         self.producer_ids = ProducerIdManager(self.data_dir)
+        self.groups.load()
 
     def start_housekeeping(self) -> None:
         cfg = self.config
@@ -62,6 +66,12 @@ class Broker:
                 self._every(cfg["log.flush.scheduler.interval.ms"], self._flush_due), name="flush"
             ),
         ]
+        self._tasks.append(
+            asyncio.create_task(
+                self._every(cfg["offsets.retention.check.interval.ms"], self._expire_offsets),
+                name="offsets",
+            )
+        )
         if cfg["log.cleaner.enable"]:
             self._tasks.append(
                 asyncio.create_task(
@@ -70,7 +80,8 @@ class Broker:
             )
 
     async def close(self) -> None:
-        """Stop housekeeping, flush and close every log."""
+        """Stop housekeeping and group timers, flush and close every log."""
+        self.groups.close()
         for task in self._tasks:
             task.cancel()
         for task in self._tasks:
@@ -82,6 +93,8 @@ class Broker:
 
     def auto_create(self, name: str) -> Topic | None:
         """Create ``name`` with the broker defaults if auto-creation is on and the name legal."""
+        if name == OFFSETS_TOPIC:
+            return self.groups.store.ensure()
         if not self.config["auto.create.topics.enable"]:
             return None
         try:
@@ -119,6 +132,11 @@ class Broker:
         for partition in self.topics.all_partitions():
             if "compact" in partition.log.config["cleanup.policy"]:
                 partition.log.compact(now)
+
+    def _expire_offsets(self) -> None:
+        expired = self.groups.expire_offsets(self.config["offsets.retention.minutes"] * 60_000)
+        if expired:
+            log.info("expired %d committed offsets of empty groups", expired)
 
     def _flush_due(self) -> None:
         now = self.clock()

@@ -27,6 +27,7 @@ from sluice.broker.protocol.codec import (
     encode_response,
     read_prefix,
 )
+from sluice.broker.protocol.context import Connection
 from sluice.broker.protocol.versions import API_VERSIONS, is_supported
 
 log = logging.getLogger(__name__)
@@ -78,7 +79,8 @@ class Server:
             writer.close()
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        client = Connection(peer=str(writer.get_extra_info("peername")))
+        peer = writer.get_extra_info("peername")
+        client = Connection(f"/{peer[0]}" if isinstance(peer, tuple) else str(peer))
         while True:
             size = _SIZE.unpack(await reader.readexactly(4))[0]
             if size < 8 or size > self.max_request:
@@ -104,17 +106,7 @@ class Server:
         header, request = decode_request(frame, prefix)
         client.client_id = header.client_id
         handler = HANDLERS[prefix.api_key]
-        response = await handler(self.broker, request)
+        response = await handler(self.broker, request, client)
         if response is None:
             return None
         return encode_response(prefix.api_key, prefix.api_version, prefix.correlation_id, response)
-
-
-class Connection:
-    """What the broker knows about one client connection."""
-
-    __slots__ = ("client_id", "peer")
-
-    def __init__(self, peer: str) -> None:
-        self.peer = peer
-        self.client_id: str | None = None

@@ -1,4 +1,7 @@
-"""Request handlers, one module per API: ``async handle(broker, request) -> response | None``."""
+"""Request handlers, one module per API: ``async handle(broker, request, client)``.
+
+A handler returns the response, or None when none is due (acks=0).
+"""
 
 from __future__ import annotations
 
@@ -11,15 +14,18 @@ from sluice.broker.handlers import (
     configs,
     delete_records,
     fetch,
+    groups,
     init_producer_id,
     list_offsets,
     metadata,
+    offsets,
     produce,
     topics_admin,
 )
 from sluice.broker.protocol import versions as v
+from sluice.broker.protocol.context import Connection
 
-Handler = Callable[[Broker, Any], Awaitable[Any]]
+Handler = Callable[[Broker, Any, Connection], Awaitable[Any]]
 
 HANDLERS: dict[int, Handler] = {
     v.PRODUCE: produce.handle,
@@ -35,6 +41,17 @@ HANDLERS: dict[int, Handler] = {
     v.DESCRIBE_CONFIGS: configs.describe_configs,
     v.ALTER_CONFIGS: configs.alter_configs,
     v.INCREMENTAL_ALTER_CONFIGS: configs.incremental_alter_configs,
+    v.FIND_COORDINATOR: groups.find_coordinator,
+    v.JOIN_GROUP: groups.join_group,
+    v.SYNC_GROUP: groups.sync_group,
+    v.HEARTBEAT: groups.heartbeat,
+    v.LEAVE_GROUP: groups.leave_group,
+    v.DESCRIBE_GROUPS: groups.describe_groups,
+    v.LIST_GROUPS: groups.list_groups,
+    v.DELETE_GROUPS: groups.delete_groups,
+    v.OFFSET_COMMIT: offsets.offset_commit,
+    v.OFFSET_FETCH: offsets.offset_fetch,
+    v.OFFSET_DELETE: offsets.offset_delete,
 }
 
 assert set(HANDLERS) == set(v.SUPPORTED), "every supported API needs a handler"

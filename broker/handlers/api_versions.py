@@ -14,6 +14,7 @@ from kio.schema.errors import ErrorCode
 
 from sluice.broker.broker import Broker
 from sluice.broker.protocol.codec import encode_response, make, nested, response_schema
+from sluice.broker.protocol.context import Connection
 from sluice.broker.protocol.versions import API_VERSIONS, SUPPORTED
 
 
@@ -35,7 +36,7 @@ def _response(schema: type[Any], error: ErrorCode) -> Any:
     )
 
 
-async def handle(broker: Broker, request: Any) -> Any:
+async def handle(broker: Broker, request: Any, _client: Connection) -> Any:
     return _response(response_schema(API_VERSIONS, request.__version__), ErrorCode.none)
 
 

@@ -20,6 +20,7 @@ from kio.schema.errors import ErrorCode
 from sluice.broker.broker import Broker
 from sluice.broker.errors import KafkaError
 from sluice.broker.protocol.codec import make, nested, response_schema
+from sluice.broker.protocol.context import Connection
 from sluice.broker.protocol.versions import (
     ALTER_CONFIGS,
     DESCRIBE_CONFIGS,
@@ -45,7 +46,7 @@ def _synonyms(broker: Broker, topic: Topic | None, name: str) -> list[tuple[str,
     return found
 
 
-async def describe_configs(broker: Broker, request: Any) -> Any:
+async def describe_configs(broker: Broker, request: Any, _client: Connection) -> Any:
     schema = response_schema(DESCRIBE_CONFIGS, request.__version__)
     result_cls = nested(schema, "results")
     entry_cls = nested(schema, "results", "configs")
@@ -133,7 +134,7 @@ def _apply(broker: Broker, resource: Any, change: Any, validate_only: bool) -> t
     return ErrorCode.none, None
 
 
-async def alter_configs(broker: Broker, request: Any) -> Any:
+async def alter_configs(broker: Broker, request: Any, _client: Connection) -> Any:
     schema = response_schema(ALTER_CONFIGS, request.__version__)
     result_cls = nested(schema, "responses")
     results = []
@@ -187,7 +188,7 @@ def _incremental(topic: Topic, configs: Any) -> dict[str, str | None]:
     return overrides
 
 
-async def incremental_alter_configs(broker: Broker, request: Any) -> Any:
+async def incremental_alter_configs(broker: Broker, request: Any, _client: Connection) -> Any:
     schema = response_schema(INCREMENTAL_ALTER_CONFIGS, request.__version__)
     result_cls = nested(schema, "responses")
     results = []

@@ -12,11 +12,12 @@ from kio.schema.errors import ErrorCode
 
 from sluice.broker.broker import Broker
 from sluice.broker.protocol.codec import make, nested, response_schema
+from sluice.broker.protocol.context import Connection
 from sluice.broker.protocol.versions import DELETE_RECORDS
 from sluice.errors import StorageError
 
 
-async def handle(broker: Broker, request: Any) -> Any:
+async def handle(broker: Broker, request: Any, _client: Connection) -> Any:
     schema = response_schema(DELETE_RECORDS, request.__version__)
     topic_cls = nested(schema, "topics")
     partition_cls = nested(schema, "topics", "partitions")

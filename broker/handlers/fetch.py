@@ -22,6 +22,7 @@ from kio.schema.errors import ErrorCode
 from sluice.broker.broker import Broker
 from sluice.broker.log import OffsetOutOfRangeError
 from sluice.broker.protocol.codec import make, millis, nested, response_schema
+from sluice.broker.protocol.context import Connection
 from sluice.broker.protocol.versions import FETCH
 from sluice.broker.topics import Partition
 from sluice.errors import StorageError
@@ -29,7 +30,7 @@ from sluice.errors import StorageError
 READ_COMMITTED = 1
 
 
-async def handle(broker: Broker, request: Any) -> Any:
+async def handle(broker: Broker, request: Any, _client: Connection) -> Any:
     schema = response_schema(FETCH, request.__version__)
     topic_cls = nested(schema, "responses")
     partition_cls = nested(schema, "responses", "partitions")

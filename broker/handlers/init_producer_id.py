@@ -17,6 +17,7 @@ from kio.schema.errors import ErrorCode
 
 from sluice.broker.broker import Broker
 from sluice.broker.protocol.codec import make, response_schema
+from sluice.broker.protocol.context import Connection
 from sluice.broker.protocol.versions import INIT_PRODUCER_ID
 
 log = logging.getLogger(__name__)
@@ -24,7 +25,7 @@ log = logging.getLogger(__name__)
 MAX_EPOCH = 2**15 - 1
 
 
-async def handle(broker: Broker, request: Any) -> Any:
+async def handle(broker: Broker, request: Any, _client: Connection) -> Any:
     schema = response_schema(INIT_PRODUCER_ID, request.__version__)
     if request.transactional_id is not None:
         log.warning(

@@ -13,13 +13,14 @@ from kio.schema.errors import ErrorCode
 
 from sluice.broker.broker import Broker
 from sluice.broker.protocol.codec import make, nested, response_schema
+from sluice.broker.protocol.context import Connection
 from sluice.broker.protocol.versions import LIST_OFFSETS
 from sluice.errors import StorageError
 
 LATEST, EARLIEST, MAX_TIMESTAMP = -1, -2, -3
 
 
-async def handle(broker: Broker, request: Any) -> Any:
+async def handle(broker: Broker, request: Any, _client: Connection) -> Any:
     schema = response_schema(LIST_OFFSETS, request.__version__)
     topic_cls = nested(schema, "topics")
     partition_cls = nested(schema, "topics", "partitions")

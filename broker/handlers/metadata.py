@@ -14,13 +14,14 @@ from kio.schema.errors import ErrorCode
 from sluice.broker.broker import Broker
 from sluice.broker.errors import KafkaError
 from sluice.broker.protocol.codec import make, nested, response_schema
+from sluice.broker.protocol.context import Connection
 from sluice.broker.protocol.versions import METADATA
 from sluice.broker.topics import Topic, validate_topic_name
 
 INT32_MIN = -(2**31)
 
 
-async def handle(broker: Broker, request: Any) -> Any:
+async def handle(broker: Broker, request: Any, _client: Connection) -> Any:
     schema = response_schema(METADATA, request.__version__)
     topic_cls = nested(schema, "topics")
     partition_cls = nested(schema, "topics", "partitions")

@@ -35,6 +35,7 @@ from sluice.broker.log import (
     UnknownProducerIdError,
 )
 from sluice.broker.protocol.codec import make, nested, response_schema
+from sluice.broker.protocol.context import Connection
 from sluice.broker.protocol.versions import PRODUCE
 from sluice.broker.records import batch as rb
 from sluice.broker.records.codec import decode_records, recompress
@@ -46,7 +47,7 @@ log = logging.getLogger(__name__)
 CODECS = {"uncompressed": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
 
 
-async def handle(broker: Broker, request: Any) -> Any:
+async def handle(broker: Broker, request: Any, _client: Connection) -> Any:
     acks = request.acks
     schema = response_schema(PRODUCE, request.__version__)
     topic_cls = nested(schema, "responses")

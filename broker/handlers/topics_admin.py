@@ -15,11 +15,12 @@ from kio.schema.errors import ErrorCode
 from sluice.broker.broker import Broker
 from sluice.broker.errors import KafkaError
 from sluice.broker.protocol.codec import make, nested, response_schema
+from sluice.broker.protocol.context import Connection
 from sluice.broker.protocol.versions import CREATE_PARTITIONS, CREATE_TOPICS, DELETE_TOPICS
 from sluice.config import ConfigSource, render
 
 
-async def create_topics(broker: Broker, request: Any) -> Any:
+async def create_topics(broker: Broker, request: Any, _client: Connection) -> Any:
     schema = response_schema(CREATE_TOPICS, request.__version__)
     result_cls = nested(schema, "topics")
     config_cls = nested(schema, "topics", "configs")
@@ -86,7 +87,7 @@ async def create_topics(broker: Broker, request: Any) -> Any:
     return make(schema, throttle_time=0, topics=tuple(results))
 
 
-async def delete_topics(broker: Broker, request: Any) -> Any:
+async def delete_topics(broker: Broker, request: Any, _client: Connection) -> Any:
     schema = response_schema(DELETE_TOPICS, request.__version__)
     result_cls = nested(schema, "responses")
     names = list(getattr(request, "topic_names", None) or [t.name for t in request.topics])
@@ -104,7 +105,7 @@ async def delete_topics(broker: Broker, request: Any) -> Any:
     return make(schema, throttle_time=0, responses=tuple(results))
 
 
-async def create_partitions(broker: Broker, request: Any) -> Any:
+async def create_partitions(broker: Broker, request: Any, _client: Connection) -> Any:
     schema = response_schema(CREATE_PARTITIONS, request.__version__)
     result_cls = nested(schema, "results")
     results = []

@@ -1,0 +1,727 @@
+"""The group coordinator: Kafka's classic group protocol and committed offsets.
+
+Every group of this broker is coordinated here (one node). The transitions follow Kafka's
+``GroupCoordinator``:
+
+- **JoinGroup** of an unknown member: v4+ gets MEMBER_ID_REQUIRED with a new id to join with
+  (KIP-394); a static member (``group.instance.id``) rejoining a stable group with unchanged
+  protocols gets its old place back without a rebalance (KIP-345). A new member, a member whose
+  protocols changed, or the leader rejoining starts a rebalance (PreparingRebalance). The
+  rebalance completes when every member has rejoined or the largest rebalance timeout passed
+  (members that did not rejoin are removed); a group that was Empty first waits
+  ``group.initial.rebalance.delay.ms`` (extended as members arrive, up to the rebalance timeout).
+  Then the generation is bumped, a protocol chosen, and the leader receives the member list.
+- **SyncGroup** from the leader carries every member's assignment: the group becomes Stable,
+  its metadata is written to ``__consumer_offsets`` and every waiting member gets its part.
+- **Heartbeat** keeps a member alive for ``session.timeout.ms``; an expired member is removed and
+  the group rebalances. Stale generations get ILLEGAL_GENERATION, unknown members
+  UNKNOWN_MEMBER_ID, and members of a rebalancing group REBALANCE_IN_PROGRESS so they rejoin.
+- **OffsetCommit** from the current generation (or from anyone when the group has no members,
+  generation -1) is appended to ``__consumer_offsets`` before it is acknowledged;
+  ``offsets.retention.minutes`` after a group became empty its offsets expire.
+
+Time: timers run on the event loop's monotonic clock; commit and state timestamps come from the
+injected wall clock. Not thread-safe: the broker's event loop only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from kio.schema.errors import ErrorCode
+
+from sluice.broker.errors import KafkaError
+from sluice.broker.group import records as rec
+from sluice.broker.group.group import CommittedOffset, Group, GroupState, Member
+from sluice.broker.group.store import OffsetsTopic
+from sluice.broker.topics import TopicManager
+from sluice.config import BrokerConfig
+from sluice.errors import StorageError
+
+log = logging.getLogger(__name__)
+
+S = GroupState
+
+
+@dataclass(frozen=True, slots=True)
+class JoinResult:
+    error: ErrorCode
+    generation: int = -1
+    protocol_type: str | None = None
+    protocol: str | None = None
+    leader: str = ""
+    member_id: str = ""
+    members: tuple[tuple[str, str | None, bytes], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class SyncResult:
+    error: ErrorCode
+    protocol_type: str | None = None
+    protocol: str | None = None
+    assignment: bytes = b""
+
+
+class GroupCoordinator:
+    """All groups of the broker; the handlers of the group APIs call into it."""
+
+    def __init__(
+        self, topics: TopicManager, config: BrokerConfig, clock: Callable[[], int]
+    ) -> None:
+        self.config = config
+        self.clock = clock
+        self.store = OffsetsTopic(topics, config, clock)
+        self.topics = topics
+        self.groups: dict[str, Group] = {}
+        self.min_session = int(config["group.min.session.timeout.ms"])
+        self.max_session = int(config["group.max.session.timeout.ms"])
+        self.initial_delay = int(config["group.initial.rebalance.delay.ms"])
+        self.max_metadata = int(config["offset.metadata.max.bytes"])
+        self.max_size = int(config["group.max.size"])
+
+    # -- loading --------------------------------------------------------------------------
+
+    def load(self) -> None:
+        """Rebuild groups and offsets from ``__consumer_offsets`` (members are not restored:
+        they rejoin, as after a coordinator move in Kafka)."""
+        for key_bytes, value in self.store.replay():
+            try:
+                key = rec.decode_key(key_bytes)
+                if isinstance(key, rec.OffsetKey):
+                    group = self.groups.setdefault(key.group, Group(key.group))
+                    if value is None:
+                        group.offsets.pop((key.topic, key.partition), None)
+                    else:
+                        v = rec.decode_offset_value(value)
+                        group.offsets[(key.topic, key.partition)] = CommittedOffset(
+                            v.offset, v.leader_epoch, v.metadata, v.commit_timestamp
+                        )
+                elif value is None:
+                    self.groups.pop(key.group, None)
+                else:
+                    meta = rec.decode_group_value(value)
+                    group = self.groups.setdefault(key.group, Group(key.group))
+                    group.protocol_type = meta.protocol_type or None
+                    group.generation = meta.generation
+                    group.state_timestamp = meta.state_timestamp
+            except rec.RecordFormatError as exc:
+                log.warning("skipping an unreadable record of __consumer_offsets: %s", exc)
+        for group in self.groups.values():
+            group.state = S.EMPTY
+        log.info("loaded %d groups from __consumer_offsets", len(self.groups))
+
+    # -- JoinGroup ------------------------------------------------------------------------
+
+    async def join(
+        self,
+        *,
+        group_id: str,
+        member_id: str,
+        instance_id: str | None,
+        session_timeout: int,
+        rebalance_timeout: int,
+        protocol_type: str,
+        protocols: list[tuple[str, bytes]],
+        client_id: str,
+        client_host: str,
+        require_known_member: bool,
+    ) -> JoinResult:
+        if not group_id:
+            return JoinResult(ErrorCode.invalid_group_id, member_id=member_id)
+        if not self.min_session <= session_timeout <= self.max_session:
+            return JoinResult(ErrorCode.invalid_session_timeout, member_id=member_id)
+        group = self.groups.get(group_id)
+        if group is None:
+            if member_id:
+                return JoinResult(ErrorCode.unknown_member_id, member_id=member_id)
+            group = self.groups[group_id] = Group(group_id, state_timestamp=self.clock())
+        if group.state is S.DEAD:
+            return JoinResult(ErrorCode.coordinator_not_available, member_id=member_id)
+        if not group.supports(protocol_type, protocols):
+            return JoinResult(ErrorCode.inconsistent_group_protocol, member_id=member_id)
+        rebalance_timeout = rebalance_timeout if rebalance_timeout > 0 else session_timeout
+        known_static = instance_id is not None and instance_id in group.static_members
+
+        if not member_id or (known_static and member_id not in group.members):
+            if len(group.members) >= self.max_size and not known_static:
+                return JoinResult(ErrorCode.group_max_size_reached)
+            new_id = f"{client_id or 'member'}-{uuid.uuid4()}"
+            if instance_id is not None:
+                if known_static:
+                    return await self._rejoin_static(
+                        group,
+                        instance_id,
+                        new_id,
+                        protocols=protocols,
+                        session_timeout=session_timeout,
+                        rebalance_timeout=rebalance_timeout,
+                    )
+            elif require_known_member:
+                self._add_pending(group, new_id, session_timeout)
+                return JoinResult(ErrorCode.member_id_required, member_id=new_id)
+            member = Member(
+                new_id,
+                instance_id,
+                client_id,
+                client_host,
+                rebalance_timeout,
+                session_timeout,
+                protocol_type,
+                protocols,
+            )
+            return await self._join_new(group, member)
+
+        if member_id in group.pending_members:
+            group.pending_members.pop(member_id).cancel()
+            member = Member(
+                member_id,
+                instance_id,
+                client_id,
+                client_host,
+                rebalance_timeout,
+                session_timeout,
+                protocol_type,
+                protocols,
+            )
+            return await self._join_new(group, member)
+        existing = group.members.get(member_id)
+        if existing is None:
+            return JoinResult(ErrorCode.unknown_member_id, member_id=member_id)
+        if instance_id is not None and group.static_members.get(instance_id) != member_id:
+            return JoinResult(ErrorCode.fenced_instance_id, member_id=member_id)
+        return await self._join_existing(
+            group, existing, protocols, session_timeout, rebalance_timeout
+        )
+
+    def _add_pending(self, group: Group, member_id: str, session_timeout: int) -> None:
+        loop = asyncio.get_running_loop()
+
+        def expire() -> None:
+            if group.pending_members.pop(member_id, None) is not None:
+                self._maybe_complete_join(group)
+
+        group.pending_members[member_id] = loop.call_later(session_timeout / 1000, expire)
+
+    async def _join_new(self, group: Group, member: Member) -> JoinResult:
+        loop = asyncio.get_running_loop()
+        member.join_waiter = loop.create_future()
+        group.add(member)
+        self._prepare_rebalance(group, f"{member.member_id} joined")
+        self._maybe_complete_join(group)
+        result: JoinResult = await member.join_waiter
+        return result
+
+    async def _join_existing(
+        self,
+        group: Group,
+        member: Member,
+        protocols: list[tuple[str, bytes]],
+        session_timeout: int,
+        rebalance_timeout: int,
+    ) -> JoinResult:
+        loop = asyncio.get_running_loop()
+        if group.state is S.COMPLETING_REBALANCE and member.same_protocols(protocols):
+            return self._join_response(group, member)  # a resend of the join just answered
+        if (
+            group.state is S.STABLE
+            and member.member_id != group.leader
+            and (member.same_protocols(protocols))
+        ):
+            self._schedule_expiry(group, member)
+            return self._join_response(group, member)
+        member.protocols = protocols
+        member.session_timeout_ms = session_timeout
+        member.rebalance_timeout_ms = rebalance_timeout
+        if member.join_waiter is not None and not member.join_waiter.done():
+            member.join_waiter.set_result(JoinResult(ErrorCode.rebalance_in_progress))
+        member.join_waiter = loop.create_future()
+        member.cancel_expiry()
+        self._prepare_rebalance(group, f"{member.member_id} rejoined")
+        self._maybe_complete_join(group)
+        result: JoinResult = await member.join_waiter
+        return result
+
+    async def _rejoin_static(
+        self,
+        group: Group,
+        instance_id: str,
+        new_id: str,
+        *,
+        protocols: list[tuple[str, bytes]],
+        session_timeout: int,
+        rebalance_timeout: int,
+    ) -> JoinResult:
+        """A static member back under a new member id: it takes its old place (KIP-345)."""
+        old_id = group.static_members[instance_id]
+        old = group.members.pop(old_id)
+        old.cancel_expiry()
+        for waiter in (old.join_waiter, old.sync_waiter):
+            if waiter is not None and not waiter.done():
+                waiter.set_result(
+                    JoinResult(ErrorCode.fenced_instance_id)
+                    if waiter is old.join_waiter
+                    else SyncResult(ErrorCode.fenced_instance_id)
+                )
+        old.member_id, old.join_waiter, old.sync_waiter = new_id, None, None
+        old.session_timeout_ms, old.rebalance_timeout_ms = session_timeout, rebalance_timeout
+        group.members[new_id] = old
+        group.static_members[instance_id] = new_id
+        was_leader = group.leader == old_id
+        if was_leader:
+            group.leader = new_id
+        if group.state is S.STABLE and old.same_protocols(protocols) and not was_leader:
+            self._schedule_expiry(group, old)
+            return self._join_response(group, old)
+        old.protocols = protocols
+        loop = asyncio.get_running_loop()
+        old.join_waiter = loop.create_future()
+        self._prepare_rebalance(group, f"static member {instance_id} rejoined")
+        self._maybe_complete_join(group)
+        result: JoinResult = await old.join_waiter
+        return result
+
+    def _join_response(self, group: Group, member: Member) -> JoinResult:
+        assert group.protocol is not None
+        members: tuple[tuple[str, str | None, bytes], ...] = ()
+        if member.member_id == group.leader:
+            members = tuple(
+                (m.member_id, m.group_instance_id, m.metadata(group.protocol))
+                for m in group.members.values()
+            )
+        return JoinResult(
+            ErrorCode.none,
+            group.generation,
+            group.protocol_type,
+            group.protocol,
+            group.leader or "",
+            member.member_id,
+            members,
+        )
+
+    # -- the rebalance --------------------------------------------------------------------
+
+    def _prepare_rebalance(self, group: Group, reason: str) -> None:
+        loop = asyncio.get_running_loop()
+        if group.state is S.COMPLETING_REBALANCE:
+            for member in group.members.values():
+                member.assignment = b""
+                if member.sync_waiter is not None and not member.sync_waiter.done():
+                    member.sync_waiter.set_result(SyncResult(ErrorCode.rebalance_in_progress))
+                    member.sync_waiter = None
+        timeout = max((m.rebalance_timeout_ms for m in group.members.values()), default=0)
+        if group.state is S.PREPARING_REBALANCE:
+            if group.initial_delay_ms and group.rebalance_timer is not None:
+                # Kafka's InitialDelayedJoin: each arrival extends the wait, up to the timeout.
+                remaining = group.rebalance_deadline - loop.time()
+                delay = min(group.initial_delay_ms / 1000, max(remaining, 0))
+                group.rebalance_timer.cancel()
+                group.rebalance_timer = loop.call_later(delay, self._complete_join, group, True)
+            return
+        log.info(
+            "group %s rebalancing (generation %d): %s", group.group_id, group.generation, reason
+        )
+        was_empty = group.state is S.EMPTY
+        self._transition(group, S.PREPARING_REBALANCE)
+        group.rebalance_deadline = loop.time() + timeout / 1000
+        if was_empty and self.initial_delay > 0:
+            group.initial_delay_ms = self.initial_delay
+            group.rebalance_timer = loop.call_later(
+                min(self.initial_delay, timeout) / 1000, self._complete_join, group, True
+            )
+        else:
+            group.initial_delay_ms = 0
+            group.rebalance_timer = loop.call_later(
+                timeout / 1000, self._complete_join, group, True
+            )
+
+    def _maybe_complete_join(self, group: Group) -> None:
+        if (
+            group.state is S.PREPARING_REBALANCE
+            and group.all_joined()
+            and not group.initial_delay_ms
+        ):
+            self._complete_join(group, False)
+
+    def _complete_join(self, group: Group, timed_out: bool) -> None:
+        if group.state is not S.PREPARING_REBALANCE:
+            return
+        if timed_out and group.initial_delay_ms:
+            group.initial_delay_ms = 0
+            if not group.all_joined():
+                loop = asyncio.get_running_loop()
+                remaining = max(group.rebalance_deadline - loop.time(), 0)
+                group.rebalance_timer = loop.call_later(remaining, self._complete_join, group, True)
+                return
+        if group.rebalance_timer is not None:
+            group.rebalance_timer.cancel()
+            group.rebalance_timer = None
+        for member in [m for m in group.members.values() if m.join_waiter is None]:
+            log.info("group %s: member %s did not rejoin in time", group.group_id, member.member_id)
+            group.remove(member.member_id)
+        for handle in group.pending_members.values():
+            handle.cancel()
+        group.pending_members.clear()
+        group.generation += 1
+        if not group.members:
+            group.protocol = None
+            self._transition(group, S.EMPTY)
+            self._persist_group(group)
+            return
+        group.protocol = group.select_protocol()
+        self._transition(group, S.COMPLETING_REBALANCE)
+        log.info(
+            "group %s generation %d with %d members, protocol %s",
+            group.group_id,
+            group.generation,
+            len(group.members),
+            group.protocol,
+        )
+        for member in group.members.values():
+            waiter, member.join_waiter = member.join_waiter, None
+            member.is_new = False
+            self._schedule_expiry(group, member)
+            if waiter is not None and not waiter.done():
+                waiter.set_result(self._join_response(group, member))
+
+    def _schedule_expiry(self, group: Group, member: Member) -> None:
+        member.cancel_expiry()
+        loop = asyncio.get_running_loop()
+        member.expiry = loop.call_later(
+            member.session_timeout_ms / 1000, self._expire, group, member
+        )
+
+    def _expire(self, group: Group, member: Member) -> None:
+        if group.members.get(member.member_id) is not member or member.join_waiter is not None:
+            return
+        log.info(
+            "group %s: member %s expired (no heartbeat for %d ms)",
+            group.group_id,
+            member.member_id,
+            member.session_timeout_ms,
+        )
+        self._remove_member(group, member.member_id, "session timeout")
+
+    def _remove_member(self, group: Group, member_id: str, reason: str) -> None:
+        member = group.remove(member_id)
+        if member is None:
+            return
+        for waiter, result in (
+            (member.join_waiter, JoinResult(ErrorCode.unknown_member_id)),
+            (member.sync_waiter, SyncResult(ErrorCode.unknown_member_id)),
+        ):
+            if waiter is not None and not waiter.done():
+                waiter.set_result(result)
+        if group.is_in(S.STABLE, S.COMPLETING_REBALANCE):
+            self._prepare_rebalance(group, f"{member_id} left ({reason})")
+        self._maybe_complete_join(group)
+
+    def _transition(self, group: Group, state: GroupState) -> None:
+        group.state = state
+        group.state_timestamp = self.clock()
+
+    # -- SyncGroup, Heartbeat, LeaveGroup -------------------------------------------------
+
+    def _member(
+        self, group_id: str, member_id: str, instance_id: str | None, generation: int
+    ) -> tuple[Group, Member]:
+        group = self.groups.get(group_id)
+        if group is None or group.state is S.DEAD:
+            raise KafkaError(
+                ErrorCode.unknown_member_id
+                if group is None
+                else ErrorCode.coordinator_not_available,
+                "unknown group",
+            )
+        if (
+            instance_id is not None
+            and instance_id in group.static_members
+            and (group.static_members[instance_id] != member_id)
+        ):
+            raise KafkaError(ErrorCode.fenced_instance_id, "fenced static member")
+        member = group.members.get(member_id)
+        if member is None:
+            raise KafkaError(ErrorCode.unknown_member_id, f"unknown member {member_id}")
+        if generation != group.generation:
+            raise KafkaError(
+                ErrorCode.illegal_generation,
+                f"generation {generation}, group is at {group.generation}",
+            )
+        return group, member
+
+    async def sync(
+        self,
+        *,
+        group_id: str,
+        member_id: str,
+        instance_id: str | None,
+        generation: int,
+        protocol_type: str | None,
+        protocol: str | None,
+        assignments: dict[str, bytes],
+    ) -> SyncResult:
+        try:
+            group, member = self._member(group_id, member_id, instance_id, generation)
+        except KafkaError as exc:
+            return SyncResult(exc.code)
+        if (protocol_type is not None and protocol_type != group.protocol_type) or (
+            protocol is not None and protocol != group.protocol
+        ):
+            return SyncResult(ErrorCode.inconsistent_group_protocol)
+        if group.state is S.PREPARING_REBALANCE:
+            return SyncResult(ErrorCode.rebalance_in_progress)
+        self._schedule_expiry(group, member)
+        if group.state is S.STABLE:
+            return SyncResult(
+                ErrorCode.none, group.protocol_type, group.protocol, member.assignment
+            )
+        loop = asyncio.get_running_loop()
+        waiter: asyncio.Future[SyncResult] = loop.create_future()
+        member.sync_waiter = waiter
+        if member_id == group.leader:
+            for m in group.members.values():
+                m.assignment = assignments.get(m.member_id, b"")
+            try:
+                self._persist_group(group)
+            except StorageError:
+                self._prepare_rebalance(group, "could not store the assignment")
+                return SyncResult(ErrorCode.coordinator_not_available)
+            self._transition(group, S.STABLE)
+            for m in group.members.values():
+                if m.sync_waiter is not None and not m.sync_waiter.done():
+                    m.sync_waiter.set_result(
+                        SyncResult(
+                            ErrorCode.none, group.protocol_type, group.protocol, m.assignment
+                        )
+                    )
+                m.sync_waiter = None
+        return await waiter
+
+    def heartbeat(
+        self, *, group_id: str, member_id: str, instance_id: str | None, generation: int
+    ) -> ErrorCode:
+        group = self.groups.get(group_id)
+        if (
+            group is not None
+            and group.state is S.PREPARING_REBALANCE
+            and (member_id in group.members)
+        ):
+            self._schedule_expiry(group, group.members[member_id])
+            return ErrorCode.rebalance_in_progress
+        try:
+            group, member = self._member(group_id, member_id, instance_id, generation)
+        except KafkaError as exc:
+            return exc.code
+        self._schedule_expiry(group, member)
+        return ErrorCode.none
+
+    def leave(
+        self, group_id: str, members: list[tuple[str, str | None]]
+    ) -> tuple[ErrorCode, list[ErrorCode]]:
+        group = self.groups.get(group_id)
+        if group is None or group.state is S.DEAD:
+            return ErrorCode.unknown_member_id, [ErrorCode.unknown_member_id] * len(members)
+        codes = []
+        for given_id, instance_id in members:
+            member_id = given_id
+            if instance_id is not None:
+                known = group.static_members.get(instance_id)
+                if known is None:
+                    codes.append(ErrorCode.unknown_member_id)
+                    continue
+                if given_id and given_id != known:
+                    codes.append(ErrorCode.fenced_instance_id)
+                    continue
+                member_id = known
+            if member_id in group.pending_members:
+                group.pending_members.pop(member_id).cancel()
+                self._maybe_complete_join(group)
+                codes.append(ErrorCode.none)
+            elif member_id in group.members:
+                self._remove_member(group, member_id, "left the group")
+                codes.append(ErrorCode.none)
+            else:
+                codes.append(ErrorCode.unknown_member_id)
+        return ErrorCode.none, codes
+
+    # -- offsets --------------------------------------------------------------------------
+
+    def commit(
+        self,
+        *,
+        group_id: str,
+        member_id: str,
+        instance_id: str | None,
+        generation: int,
+        offsets: list[tuple[str, int, int, int, str | None]],
+    ) -> list[ErrorCode]:
+        """Commit ``(topic, partition, offset, leader_epoch, metadata)`` entries."""
+        group = self.groups.get(group_id)
+        if not group_id:
+            return [ErrorCode.invalid_group_id] * len(offsets)
+        if generation < 0 and (group is None or group.state is S.EMPTY):
+            if group is None:
+                group = self.groups[group_id] = Group(group_id, state_timestamp=self.clock())
+        else:
+            try:
+                group, _member = self._member(group_id, member_id, instance_id, generation)
+                if group.state is S.COMPLETING_REBALANCE:
+                    raise KafkaError(ErrorCode.rebalance_in_progress, "rebalancing")
+                self._schedule_expiry(group, _member)
+            except KafkaError as exc:
+                return [exc.code] * len(offsets)
+        now = self.clock()
+        codes: list[ErrorCode] = []
+        entries: list[tuple[bytes, bytes | None]] = []
+        accepted: dict[tuple[str, int], CommittedOffset] = {}
+        for topic, partition, offset, epoch, metadata in offsets:
+            if self.topics.partition(topic, partition) is None:
+                codes.append(ErrorCode.unknown_topic_or_partition)
+            elif metadata is not None and len(metadata.encode()) > self.max_metadata:
+                codes.append(ErrorCode.offset_metadata_too_large)
+            else:
+                committed = CommittedOffset(offset, epoch, metadata or "", now)
+                accepted[(topic, partition)] = committed
+                entries.append(
+                    (
+                        rec.offset_key(group_id, topic, partition),
+                        rec.offset_value(rec.OffsetValue(offset, epoch, metadata or "", now)),
+                    )
+                )
+                codes.append(ErrorCode.none)
+        try:
+            self.store.append(group_id, entries)
+        except StorageError as exc:
+            log.error("could not store offsets of group %s: %s", group_id, exc)
+            return [
+                ErrorCode.coordinator_not_available if c is ErrorCode.none else c for c in codes
+            ]
+        group.offsets.update(accepted)
+        return codes
+
+    def fetch(
+        self, group_id: str, wanted: list[tuple[str, list[int]]] | None
+    ) -> list[tuple[str, int, CommittedOffset | None]]:
+        """Committed offsets of ``group_id``: all of them when ``wanted`` is None."""
+        group = self.groups.get(group_id)
+        offsets = group.offsets if group is not None else {}
+        if wanted is None:
+            return [(t, p, o) for (t, p), o in sorted(offsets.items())]
+        return [(topic, p, offsets.get((topic, p))) for topic, parts in wanted for p in parts]
+
+    def delete_offsets(
+        self, group_id: str, partitions: list[tuple[str, int]]
+    ) -> tuple[ErrorCode, list[ErrorCode]]:
+        group = self.groups.get(group_id)
+        if group is None or group.state is S.DEAD:
+            return ErrorCode.group_id_not_found, []
+        subscribed = group.subscribed_topics() if group.members else set()
+        if group.members and subscribed is None:
+            return ErrorCode.non_empty_group, []
+        codes: list[ErrorCode] = []
+        entries: list[tuple[bytes, bytes | None]] = []
+        for topic, partition in partitions:
+            if subscribed and topic in subscribed:
+                codes.append(ErrorCode.group_subscribed_to_topic)
+                continue
+            codes.append(ErrorCode.none)
+            if group.offsets.pop((topic, partition), None) is not None:
+                entries.append((rec.offset_key(group_id, topic, partition), None))
+        try:
+            self.store.append(group_id, entries)
+        except StorageError:
+            return ErrorCode.coordinator_not_available, []
+        return ErrorCode.none, codes
+
+    # -- admin ----------------------------------------------------------------------------
+
+    def describe(self, group_id: str) -> Group | None:
+        return self.groups.get(group_id)
+
+    def list(self) -> list[Group]:
+        return [g for g in self.groups.values() if g.state is not S.DEAD]
+
+    def delete(self, group_id: str) -> ErrorCode:
+        group = self.groups.get(group_id)
+        if group is None or group.state is S.DEAD:
+            return ErrorCode.group_id_not_found
+        if group.state is not S.EMPTY:
+            return ErrorCode.non_empty_group
+        entries: list[tuple[bytes, bytes | None]] = [
+            (rec.offset_key(group_id, t, p), None) for t, p in group.offsets
+        ]
+        entries.append((rec.group_key(group_id), None))
+        try:
+            self.store.append(group_id, entries)
+        except StorageError:
+            return ErrorCode.coordinator_not_available
+        self._transition(group, S.DEAD)
+        del self.groups[group_id]
+        return ErrorCode.none
+
+    def expire_offsets(self, retention_ms: int) -> int:
+        """Drop offsets of empty groups older than ``retention_ms``; returns how many."""
+        now = self.clock()
+        expired = 0
+        for group in list(self.groups.values()):
+            if group.state is not S.EMPTY:
+                continue
+            stale = [
+                key
+                for key, o in group.offsets.items()
+                if max(o.commit_timestamp, group.state_timestamp) + retention_ms <= now
+            ]
+            if not stale:
+                continue
+            entries: list[tuple[bytes, bytes | None]] = [
+                (rec.offset_key(group.group_id, t, p), None) for t, p in stale
+            ]
+            if len(stale) == len(group.offsets) and group.generation == 0:
+                entries.append((rec.group_key(group.group_id), None))
+            try:
+                self.store.append(group.group_id, entries)
+            except StorageError as exc:
+                log.error("could not expire offsets of %s: %s", group.group_id, exc)
+                continue
+            for key in stale:
+                del group.offsets[key]
+            expired += len(stale)
+            if not group.offsets and group.generation == 0:
+                del self.groups[group.group_id]
+        return expired
+
+    def _persist_group(self, group: Group) -> None:
+        members = tuple(
+            rec.MemberValue(
+                m.member_id,
+                m.group_instance_id,
+                m.client_id,
+                m.client_host,
+                m.rebalance_timeout_ms,
+                m.session_timeout_ms,
+                m.metadata(group.protocol) if group.protocol else b"",
+                m.assignment,
+            )
+            for m in group.members.values()
+        )
+        value = rec.GroupValue(
+            group.protocol_type or "",
+            group.generation,
+            group.protocol,
+            group.leader if group.members else None,
+            group.state_timestamp,
+            members,
+        )
+        self.store.append(group.group_id, [(rec.group_key(group.group_id), rec.group_value(value))])
+
+    def close(self) -> None:
+        for group in self.groups.values():
+            if group.rebalance_timer is not None:
+                group.rebalance_timer.cancel()
+            for member in group.members.values():
+                member.cancel_expiry()
+            for handle in group.pending_members.values():
+                handle.cancel()

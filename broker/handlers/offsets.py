@@ -1,0 +1,107 @@
+"""OffsetCommit, OffsetFetch and OffsetDelete: a group's committed positions.
+
+A commit is acknowledged only after it was appended to ``__consumer_offsets``. A fetch of a
+partition without a committed offset answers offset -1 (the client then applies its
+``auto.offset.reset``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from sluice.broker.broker import Broker
+from sluice.broker.protocol.codec import make, nested, response_schema
+from sluice.broker.protocol.context import Connection
+from sluice.broker.protocol.versions import OFFSET_COMMIT, OFFSET_DELETE, OFFSET_FETCH
+
+
+async def offset_commit(broker: Broker, request: Any, _client: Connection) -> Any:
+    schema = response_schema(OFFSET_COMMIT, request.__version__)
+    topic_cls = nested(schema, "topics")
+    partition_cls = nested(schema, "topics", "partitions")
+    entries = [
+        (
+            t.name,
+            p.partition_index,
+            p.committed_offset,
+            getattr(p, "committed_leader_epoch", -1),
+            p.committed_metadata,
+        )
+        for t in request.topics
+        for p in t.partitions
+    ]
+    codes = iter(
+        broker.groups.commit(
+            group_id=request.group_id,
+            member_id=request.member_id,
+            instance_id=getattr(request, "group_instance_id", None),
+            generation=request.generation_id_or_member_epoch,
+            offsets=entries,
+        )
+    )
+    topics = tuple(
+        make(
+            topic_cls,
+            name=t.name,
+            partitions=tuple(
+                make(partition_cls, partition_index=p.partition_index, error_code=next(codes))
+                for p in t.partitions
+            ),
+        )
+        for t in request.topics
+    )
+    return make(schema, throttle_time=0, topics=topics)
+
+
+async def offset_fetch(broker: Broker, request: Any, _client: Connection) -> Any:
+    schema = response_schema(OFFSET_FETCH, request.__version__)
+    topic_cls = nested(schema, "topics")
+    partition_cls = nested(schema, "topics", "partitions")
+    wanted = (
+        None
+        if request.topics is None
+        else [(t.name, list(t.partition_indexes)) for t in request.topics]
+    )
+    by_topic: dict[str, list[Any]] = {}
+    for topic, partition, committed in broker.groups.fetch(request.group_id, wanted):
+        by_topic.setdefault(topic, []).append(
+            make(
+                partition_cls,
+                partition_index=partition,
+                committed_offset=committed.offset if committed else -1,
+                committed_leader_epoch=committed.leader_epoch if committed else -1,
+                metadata=committed.metadata if committed else "",
+                error_code=ErrorCode.none,
+            )
+        )
+    topics = tuple(
+        make(topic_cls, name=name, partitions=tuple(parts)) for name, parts in by_topic.items()
+    )
+    return make(schema, throttle_time=0, topics=topics, error_code=ErrorCode.none)
+
+
+async def offset_delete(broker: Broker, request: Any, _client: Connection) -> Any:
+    schema = response_schema(OFFSET_DELETE, request.__version__)
+    topic_cls = nested(schema, "topics")
+    partition_cls = nested(schema, "topics", "partitions")
+    wanted = [(t.name, p.partition_index) for t in request.topics for p in t.partitions]
+    code, codes = broker.groups.delete_offsets(request.group_id, wanted)
+    results = iter(codes)
+    topics = (
+        ()
+        if code is not ErrorCode.none
+        else tuple(
+            make(
+                topic_cls,
+                name=t.name,
+                partitions=tuple(
+                    make(partition_cls, partition_index=p.partition_index, error_code=next(results))
+                    for p in t.partitions
+                ),
+            )
+            for t in request.topics
+        )
+    )
+    return make(schema, error_code=code, throttle_time=0, topics=topics)
