@@ -208,12 +208,12 @@ class GroupCoordinator:
 
     async def _join_new(self, group: Group, member: Member) -> JoinResult:
         loop = asyncio.get_running_loop()
-        member.join_waiter = loop.create_future()
+        waiter: asyncio.Future[JoinResult] = loop.create_future()
+        member.join_waiter = waiter
         group.add(member)
         self._prepare_rebalance(group, f"{member.member_id} joined")
         self._maybe_complete_join(group)
-        result: JoinResult = await member.join_waiter
-        return result
+        return await waiter
 
     async def _join_existing(
         self,
@@ -238,12 +238,12 @@ class GroupCoordinator:
         member.rebalance_timeout_ms = rebalance_timeout
         if member.join_waiter is not None and not member.join_waiter.done():
             member.join_waiter.set_result(JoinResult(ErrorCode.rebalance_in_progress))
-        member.join_waiter = loop.create_future()
+        waiter: asyncio.Future[JoinResult] = loop.create_future()
+        member.join_waiter = waiter
         member.cancel_expiry()
         self._prepare_rebalance(group, f"{member.member_id} rejoined")
         self._maybe_complete_join(group)
-        result: JoinResult = await member.join_waiter
-        return result
+        return await waiter
 
     async def _rejoin_static(
         self,
@@ -278,11 +278,11 @@ class GroupCoordinator:
             return self._join_response(group, old)
         old.protocols = protocols
         loop = asyncio.get_running_loop()
-        old.join_waiter = loop.create_future()
+        waiter: asyncio.Future[JoinResult] = loop.create_future()
+        old.join_waiter = waiter
         self._prepare_rebalance(group, f"static member {instance_id} rejoined")
         self._maybe_complete_join(group)
-        result: JoinResult = await old.join_waiter
-        return result
+        return await waiter
 
     def _join_response(self, group: Group, member: Member) -> JoinResult:
         assert group.protocol is not None

