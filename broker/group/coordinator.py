@@ -259,13 +259,10 @@ class GroupCoordinator:
         old_id = group.static_members[instance_id]
         old = group.members.pop(old_id)
         old.cancel_expiry()
-        for waiter in (old.join_waiter, old.sync_waiter):
-            if waiter is not None and not waiter.done():
-                waiter.set_result(
-                    JoinResult(ErrorCode.fenced_instance_id)
-                    if waiter is old.join_waiter
-                    else SyncResult(ErrorCode.fenced_instance_id)
-                )
+        if old.join_waiter is not None and not old.join_waiter.done():
+            old.join_waiter.set_result(JoinResult(ErrorCode.fenced_instance_id))
+        if old.sync_waiter is not None and not old.sync_waiter.done():
+            old.sync_waiter.set_result(SyncResult(ErrorCode.fenced_instance_id))
         old.member_id, old.join_waiter, old.sync_waiter = new_id, None, None
         old.session_timeout_ms, old.rebalance_timeout_ms = session_timeout, rebalance_timeout
         group.members[new_id] = old
@@ -277,8 +274,7 @@ class GroupCoordinator:
             self._schedule_expiry(group, old)
             return self._join_response(group, old)
         old.protocols = protocols
-        loop = asyncio.get_running_loop()
-        waiter: asyncio.Future[JoinResult] = loop.create_future()
+        waiter: asyncio.Future[JoinResult] = asyncio.get_running_loop().create_future()
         old.join_waiter = waiter
         self._prepare_rebalance(group, f"static member {instance_id} rejoined")
         self._maybe_complete_join(group)
