@@ -424,6 +424,8 @@ class GroupCoordinator:
     def _member(
         self, group_id: str, member_id: str, instance_id: str | None, generation: int
     ) -> tuple[Group, Member]:
+        if not group_id:
+            raise KafkaError(ErrorCode.invalid_group_id, "empty group id")
         group = self.groups.get(group_id)
         if group is None or group.state is S.DEAD:
             raise KafkaError(
@@ -517,6 +519,8 @@ class GroupCoordinator:
     def leave(
         self, group_id: str, members: list[tuple[str, str | None]]
     ) -> tuple[ErrorCode, list[ErrorCode]]:
+        if not group_id:
+            return ErrorCode.invalid_group_id, [ErrorCode.invalid_group_id] * len(members)
         group = self.groups.get(group_id)
         if group is None or group.state is S.DEAD:
             return ErrorCode.unknown_member_id, [ErrorCode.unknown_member_id] * len(members)
@@ -555,9 +559,10 @@ class GroupCoordinator:
         offsets: list[tuple[str, int, int, int, str | None]],
     ) -> list[ErrorCode]:
         """Commit ``(topic, partition, offset, leader_epoch, metadata)`` entries."""
-        group = self.groups.get(group_id)
-        if not group_id:
-            return [ErrorCode.invalid_group_id] * len(offsets)
+        group = self.groups.get(group_id)  # "" is a valid id here, as in Kafka (old clients)
+        if group is None and generation >= 0:
+            # Kafka: a generation for a group that does not exist is one that is gone
+            return [ErrorCode.illegal_generation] * len(offsets)
         if generation < 0 and (group is None or group.state is S.EMPTY):
             if group is None:
                 group = self.groups[group_id] = Group(group_id, state_timestamp=self.clock())
