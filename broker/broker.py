@@ -16,10 +16,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 from sluice.broker.errors import KafkaError
-from sluice.broker.group.coordinator import GroupCoordinator
-from sluice.broker.group.store import NAME as OFFSETS_TOPIC
+from sluice.broker.group.coordinator import OFFSETS_TOPIC, GroupCoordinator
 from sluice.broker.producer_ids import ProducerIdManager
 from sluice.broker.topics import Topic, TopicManager, atomic_write
+from sluice.broker.txn.coordinator import TXN_TOPIC, TransactionCoordinator
 from sluice.config import BrokerConfig
 from sluice.errors import ConfigError, StorageError
 
@@ -45,6 +45,9 @@ class Broker:
         self.topics = TopicManager(self.data_dir, config)
         self.producer_ids: ProducerIdManager | None = None
         self.groups = GroupCoordinator(self.topics, config, clock)
+        self.transactions = TransactionCoordinator(
+            self.topics, self.groups, self._producer_ids, config, clock
+        )
         self._tasks: list[asyncio.Task[None]] = []
 
     def open(self) -> None:
@@ -54,6 +57,7 @@ class Broker:
         self.topics.load()
         self.producer_ids = ProducerIdManager(self.data_dir)
         self.groups.load()
+        self.transactions.load()
 
     def start_housekeeping(self) -> None:
         cfg = self.config
@@ -70,6 +74,15 @@ class Broker:
             asyncio.create_task(
                 self._every(cfg["offsets.retention.check.interval.ms"], self._expire_offsets),
                 name="offsets",
+            )
+        )
+        self._tasks.append(
+            asyncio.create_task(
+                self._every(
+                    cfg["transaction.abort.timed.out.transaction.cleanup.interval.ms"],
+                    self._abort_timed_out,
+                ),
+                name="transactions",
             )
         )
         if cfg["log.cleaner.enable"]:
@@ -95,6 +108,8 @@ class Broker:
         """Create ``name`` with the broker defaults if auto-creation is on and the name legal."""
         if name == OFFSETS_TOPIC:
             return self.groups.store.ensure()
+        if name == TXN_TOPIC:
+            return self.transactions.store.ensure()
         if not self.config["auto.create.topics.enable"]:
             return None
         try:
@@ -132,6 +147,13 @@ class Broker:
         for partition in self.topics.all_partitions():
             if "compact" in partition.log.config["cleanup.policy"]:
                 partition.log.compact(now)
+
+    def _producer_ids(self) -> ProducerIdManager:
+        assert self.producer_ids is not None, "Broker.open() first"
+        return self.producer_ids
+
+    def _abort_timed_out(self) -> None:
+        self.transactions.abort_timed_out()
 
     def _expire_offsets(self) -> None:
         expired = self.groups.expire_offsets(self.config["offsets.retention.minutes"] * 60_000)

@@ -37,7 +37,8 @@ from kio.schema.errors import ErrorCode
 from sluice.broker.errors import KafkaError
 from sluice.broker.group import records as rec
 from sluice.broker.group.group import CommittedOffset, Group, GroupState, Member
-from sluice.broker.group.store import OffsetsTopic
+from sluice.broker.internal_topic import InternalTopic
+from sluice.broker.records.codec import Record
 from sluice.broker.topics import TopicManager
 from sluice.config import BrokerConfig
 from sluice.errors import StorageError
@@ -45,6 +46,7 @@ from sluice.errors import StorageError
 log = logging.getLogger(__name__)
 
 S = GroupState
+OFFSETS_TOPIC = "__consumer_offsets"
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,7 +76,13 @@ class GroupCoordinator:
     ) -> None:
         self.config = config
         self.clock = clock
-        self.store = OffsetsTopic(topics, config, clock)
+        self.store = InternalTopic(
+            topics,
+            OFFSETS_TOPIC,
+            int(config["offsets.topic.num.partitions"]),
+            int(config["offsets.topic.segment.bytes"]),
+            clock,
+        )
         self.topics = topics
         self.groups: dict[str, Group] = {}
         self.min_session = int(config["group.min.session.timeout.ms"])
@@ -87,32 +95,57 @@ class GroupCoordinator:
 
     def load(self) -> None:
         """Rebuild groups and offsets from ``__consumer_offsets`` (members are not restored:
-        they rejoin, as after a coordinator move in Kafka)."""
-        for key_bytes, value in self.store.replay():
-            try:
-                key = rec.decode_key(key_bytes)
-                if isinstance(key, rec.OffsetKey):
-                    group = self.groups.setdefault(key.group, Group(key.group))
-                    if value is None:
-                        group.offsets.pop((key.topic, key.partition), None)
-                    else:
-                        v = rec.decode_offset_value(value)
-                        group.offsets[(key.topic, key.partition)] = CommittedOffset(
-                            v.offset, v.leader_epoch, v.metadata, v.commit_timestamp
-                        )
-                elif value is None:
-                    self.groups.pop(key.group, None)
-                else:
-                    meta = rec.decode_group_value(value)
-                    group = self.groups.setdefault(key.group, Group(key.group))
-                    group.protocol_type = meta.protocol_type or None
-                    group.generation = meta.generation
-                    group.state_timestamp = meta.state_timestamp
-            except rec.RecordFormatError as exc:
-                log.warning("skipping an unreadable record of __consumer_offsets: %s", exc)
+        they rejoin, as after a coordinator move in Kafka). Transactional offset commits are
+        applied when their commit marker follows; those still open stay pending."""
+        pending: dict[int, list[Record]] = {}
+        for batch in self.store.replay():
+            if batch.control:
+                records = pending.pop(batch.producer_id, [])
+                if batch.commits:
+                    for record in records:
+                        self._replay(record)
+            elif batch.transactional:
+                pending.setdefault(batch.producer_id, []).extend(batch.records)
+            else:
+                for record in batch.records:
+                    self._replay(record)
+        for producer_id, records in pending.items():
+            for record in records:
+                self._replay(record, pending_for=producer_id)
         for group in self.groups.values():
             group.state = S.EMPTY
         log.info("loaded %d groups from __consumer_offsets", len(self.groups))
+
+    def _replay(self, record: Record, pending_for: int | None = None) -> None:
+        if record.key is None:
+            return
+        try:
+            key = rec.decode_key(record.key)
+            value = record.value
+            if isinstance(key, rec.OffsetKey):
+                group = self.groups.setdefault(key.group, Group(key.group))
+                target = (
+                    group.offsets
+                    if pending_for is None
+                    else (group.pending_txn_offsets.setdefault(pending_for, {}))
+                )
+                if value is None:
+                    target.pop((key.topic, key.partition), None)
+                else:
+                    v = rec.decode_offset_value(value)
+                    target[(key.topic, key.partition)] = CommittedOffset(
+                        v.offset, v.leader_epoch, v.metadata, v.commit_timestamp
+                    )
+            elif value is None:
+                self.groups.pop(key.group, None)
+            else:
+                meta = rec.decode_group_value(value)
+                group = self.groups.setdefault(key.group, Group(key.group))
+                group.protocol_type = meta.protocol_type or None
+                group.generation = meta.generation
+                group.state_timestamp = meta.state_timestamp
+        except rec.RecordFormatError as exc:
+            log.warning("skipping an unreadable record of __consumer_offsets: %s", exc)
 
     # -- JoinGroup ------------------------------------------------------------------------
 
@@ -602,6 +635,74 @@ class GroupCoordinator:
             ]
         group.offsets.update(accepted)
         return codes
+
+    def txn_commit(
+        self,
+        *,
+        group_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        member_id: str,
+        instance_id: str | None,
+        generation: int,
+        offsets: list[tuple[str, int, int, int, str | None]],
+    ) -> list[ErrorCode]:
+        """TxnOffsetCommit: offsets that become visible when the transaction commits.
+
+        They are written to ``__consumer_offsets`` now, as a transactional batch of the
+        producer, so that a commit marker written after a crash still finds them.
+        """
+        group = self.groups.get(group_id)
+        if not group_id:
+            return [ErrorCode.invalid_group_id] * len(offsets)
+        if group is not None and group.members and generation >= 0:
+            try:
+                self._member(group_id, member_id, instance_id, generation)
+            except KafkaError as exc:
+                return [exc.code] * len(offsets)
+        if group is None:
+            group = self.groups[group_id] = Group(group_id, state_timestamp=self.clock())
+        now = self.clock()
+        codes: list[ErrorCode] = []
+        entries: list[tuple[bytes, bytes | None]] = []
+        accepted: dict[tuple[str, int], CommittedOffset] = {}
+        for topic, partition, offset, epoch, metadata in offsets:
+            if self.topics.partition(topic, partition) is None:
+                codes.append(ErrorCode.unknown_topic_or_partition)
+                continue
+            accepted[(topic, partition)] = CommittedOffset(offset, epoch, metadata or "", now)
+            entries.append(
+                (
+                    rec.offset_key(group_id, topic, partition),
+                    rec.offset_value(rec.OffsetValue(offset, epoch, metadata or "", now)),
+                )
+            )
+            codes.append(ErrorCode.none)
+        try:
+            self.store.append(
+                group_id, entries, producer_id=producer_id, producer_epoch=producer_epoch
+            )
+        except StorageError as exc:
+            log.error("could not store transactional offsets of %s: %s", group_id, exc)
+            return [
+                ErrorCode.coordinator_not_available if c is ErrorCode.none else c for c in codes
+            ]
+        group.pending_txn_offsets.setdefault(producer_id, {}).update(accepted)
+        return codes
+
+    def has_pending(self, group_id: str, topic: str, partition: int) -> bool:
+        """Whether an open transaction holds an offset of this partition for the group."""
+        group = self.groups.get(group_id)
+        return group is not None and any(
+            (topic, partition) in offsets for offsets in group.pending_txn_offsets.values()
+        )
+
+    def complete_transaction(self, producer_id: int, commit: bool) -> None:
+        """A transaction's marker reached ``__consumer_offsets``: apply or drop its offsets."""
+        for group in self.groups.values():
+            offsets = group.pending_txn_offsets.pop(producer_id, None)
+            if offsets and commit:
+                group.offsets.update(offsets)
 
     def fetch(
         self, group_id: str, wanted: list[tuple[str, list[int]]] | None

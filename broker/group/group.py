@@ -85,6 +85,10 @@ class Group:
     pending_members: dict[str, asyncio.TimerHandle] = field(default_factory=dict)
     """Member ids handed out with MEMBER_ID_REQUIRED that have not joined yet."""
     offsets: dict[tuple[str, int], CommittedOffset] = field(default_factory=dict)
+    pending_txn_offsets: dict[int, dict[tuple[str, int], CommittedOffset]] = field(
+        default_factory=dict
+    )
+    """Offsets committed in a transaction not yet ended, by producer id."""
     state_timestamp: int = -1
     """Wall-clock ms of the last state change (Kafka's currentStateTimestamp)."""
     rebalance_timer: asyncio.TimerHandle | None = None

@@ -240,18 +240,3 @@ def decode_group_value(data: bytes) -> GroupValue:
             )
         )
     return GroupValue(protocol_type, generation, protocol, leader, timestamp, tuple(members))
-
-
-def partition_for(group: str, partitions: int) -> int:
-    """The ``__consumer_offsets`` partition of ``group``: Java's ``String.hashCode``, as Kafka.
-
-    >>> partition_for("my-group", 50)
-    12
-    """
-    data = group.encode("utf-16-be")
-    h = 0
-    for unit in struct.unpack(f">{len(data) // 2}H", data):
-        h = (31 * h + unit) & 0xFFFFFFFF
-    if h >= 2**31:
-        h -= 2**32
-    return (0 if h == -(2**31) else abs(h)) % partitions  # Kafka's Utils.abs

@@ -21,6 +21,7 @@ from sluice.broker.handlers import (
     offsets,
     produce,
     topics_admin,
+    transactions,
 )
 from sluice.broker.protocol import versions as v
 from sluice.broker.protocol.context import Connection
@@ -52,6 +53,12 @@ HANDLERS: dict[int, Handler] = {
     v.OFFSET_COMMIT: offsets.offset_commit,
     v.OFFSET_FETCH: offsets.offset_fetch,
     v.OFFSET_DELETE: offsets.offset_delete,
+    v.ADD_PARTITIONS_TO_TXN: transactions.add_partitions_to_txn,
+    v.ADD_OFFSETS_TO_TXN: transactions.add_offsets_to_txn,
+    v.END_TXN: transactions.end_txn,
+    v.TXN_OFFSET_COMMIT: transactions.txn_offset_commit,
+    v.DESCRIBE_TRANSACTIONS: transactions.describe_transactions,
+    v.LIST_TRANSACTIONS: transactions.list_transactions,
 }
 
 assert set(HANDLERS) == set(v.SUPPORTED), "every supported API needs a handler"

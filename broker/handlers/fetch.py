@@ -6,10 +6,11 @@ Limits are honoured at batch boundaries: ``partition_max_bytes`` per partition a
 returned whole even when larger (KIP-74), so a consumer always makes progress.
 
 If fewer than ``min_bytes`` are available the request waits, up to ``max_wait_ms``, for an
-append to any of its partitions. ``read_committed`` reads up to the last stable offset
-(equal to the high watermark until transactions exist); ``read_uncommitted`` up to the high
-watermark. Fetch sessions (KIP-227) are not kept: the response's session id is 0, which tells
-clients to send full fetch requests.
+append to any of its partitions. ``read_uncommitted`` reads up to the high watermark;
+``read_committed`` up to the last stable offset (the first offset of the oldest open
+transaction), and the response lists the aborted transactions in the range read so that the
+client drops their records. Fetch sessions (KIP-227) are not kept: the response's session id
+is 0, which tells clients to send full fetch requests.
 """
 
 from __future__ import annotations
@@ -34,13 +35,14 @@ async def handle(broker: Broker, request: Any, _client: Connection) -> Any:
     schema = response_schema(FETCH, request.__version__)
     topic_cls = nested(schema, "responses")
     partition_cls = nested(schema, "responses", "partitions")
+    aborted_cls = nested(schema, "responses", "partitions", "aborted_transactions")
     committed = getattr(request, "isolation_level", 0) == READ_COMMITTED
     max_bytes = getattr(request, "max_bytes", 2**31 - 1)
     loop = asyncio.get_running_loop()
     deadline = loop.time() + millis(request.max_wait) / 1000
 
     while True:
-        results, total, waitable = _read_all(broker, request, max_bytes, committed)
+        results, total, waitable = _read_all(broker, request, max_bytes, committed, aborted_cls)
         remaining = deadline - loop.time()
         if total >= request.min_bytes or remaining <= 0 or not waitable:
             break
@@ -65,7 +67,7 @@ async def handle(broker: Broker, request: Any, _client: Connection) -> Any:
 
 
 def _read_all(
-    broker: Broker, request: Any, max_bytes: int, committed: bool
+    broker: Broker, request: Any, max_bytes: int, committed: bool, aborted_cls: type[Any]
 ) -> tuple[list[tuple[str, list[dict[str, Any]]]], int, list[Partition]]:
     total = 0
     results: list[tuple[str, list[dict[str, Any]]]] = []
@@ -89,14 +91,17 @@ def _read_all(
                 entry["error_code"] = ErrorCode.unknown_topic_or_partition
                 continue
             plog = partition.log
-            hwm = plog.high_watermark
+            hwm, lso = plog.high_watermark, plog.last_stable_offset
             entry.update(
-                high_watermark=hwm, last_stable_offset=hwm, log_start_offset=plog.log_start_offset
+                high_watermark=hwm, last_stable_offset=lso, log_start_offset=plog.log_start_offset
             )
             budget = min(wanted.partition_max_bytes, max_bytes - total)
             try:
                 read = plog.read(
-                    wanted.fetch_offset, max(budget, 0), upper_bound=hwm, min_one_batch=total == 0
+                    wanted.fetch_offset,
+                    max(budget, 0),
+                    upper_bound=lso if committed else hwm,
+                    min_one_batch=total == 0,
                 )
             except OffsetOutOfRangeError:
                 entry["error_code"] = ErrorCode.offset_out_of_range
@@ -108,6 +113,11 @@ def _read_all(
             if data:
                 entry["records"] = bytes(data)
                 total += len(data)
+                if committed:
+                    entry["aborted_transactions"] = tuple(
+                        make(aborted_cls, producer_id=pid, first_offset=first)
+                        for pid, first in plog.aborted_transactions(wanted.fetch_offset, lso)
+                    )
             else:
                 waitable.append(partition)
         results.append((topic.topic, entries))

@@ -1,9 +1,6 @@
 """FindCoordinator and the group membership APIs: JoinGroup, SyncGroup, Heartbeat, LeaveGroup,
 DescribeGroups, ListGroups, DeleteGroups. The decisions are the coordinator's
 (:mod:`sluice.broker.group.coordinator`); this module translates requests and responses.
-
-FindCoordinator for a transactional id answers COORDINATOR_NOT_AVAILABLE: there is no
-transaction coordinator yet.
 """
 
 from __future__ import annotations
@@ -27,23 +24,20 @@ from sluice.broker.protocol.versions import (
     SYNC_GROUP,
 )
 
-GROUP_KEY = 0
+GROUP_KEY, TXN_KEY = 0, 1
 INT32_MIN = -(2**31)
 
 
 async def find_coordinator(broker: Broker, request: Any, _client: Connection) -> Any:
+    """This node coordinates every group and transactional id; the internal topic is created
+    on first use, as Kafka does."""
     schema = response_schema(FIND_COORDINATOR, request.__version__)
-    if getattr(request, "key_type", GROUP_KEY) != GROUP_KEY:
-        return make(
-            schema,
-            throttle_time=0,
-            error_code=ErrorCode.coordinator_not_available,
-            error_message="transactions are not supported yet",
-            node_id=-1,
-            host="",
-            port=-1,
-        )
-    broker.groups.store.ensure()
+    store = (
+        broker.transactions.store
+        if getattr(request, "key_type", GROUP_KEY) == TXN_KEY
+        else broker.groups.store
+    )
+    store.ensure()
     return make(
         schema,
         throttle_time=0,

@@ -4,44 +4,37 @@ A new producer gets a fresh id with epoch 0. A producer that sends its current i
 (KIP-360, after an UNKNOWN_PRODUCER_ID or a sequence it cannot recover) gets the same id with
 the epoch bumped, or a fresh id when the epoch would overflow.
 
-Transactional ids need the transaction coordinator, which this broker does not have yet; such
-requests are answered with INVALID_REQUEST (and a log line) rather than a pretend id.
+With a ``transactional.id`` the transaction coordinator answers: the id keeps its producer id,
+the epoch is bumped (fencing older instances), and an open transaction of an older instance is
+aborted first.
 """
 
 from __future__ import annotations
 
-import logging
 from typing import Any
 
 from kio.schema.errors import ErrorCode
 
 from sluice.broker.broker import Broker
-from sluice.broker.protocol.codec import make, response_schema
+from sluice.broker.protocol.codec import make, millis, response_schema
 from sluice.broker.protocol.context import Connection
 from sluice.broker.protocol.versions import INIT_PRODUCER_ID
-
-log = logging.getLogger(__name__)
 
 MAX_EPOCH = 2**15 - 1
 
 
 async def handle(broker: Broker, request: Any, _client: Connection) -> Any:
     schema = response_schema(INIT_PRODUCER_ID, request.__version__)
-    if request.transactional_id is not None:
-        log.warning(
-            "refused InitProducerId for transactional.id %r: transactions are not supported yet",
-            request.transactional_id,
-        )
-        return make(
-            schema,
-            throttle_time=0,
-            error_code=ErrorCode.invalid_request,
-            producer_id=-1,
-            producer_epoch=-1,
-        )
-    assert broker.producer_ids is not None
     producer_id = getattr(request, "producer_id", -1)
     epoch = getattr(request, "producer_epoch", -1)
+    if request.transactional_id is not None:
+        code, new_id, new_epoch = broker.transactions.init_producer_id(
+            request.transactional_id, millis(request.transaction_timeout), producer_id, epoch
+        )
+        return make(
+            schema, throttle_time=0, error_code=code, producer_id=new_id, producer_epoch=new_epoch
+        )
+    assert broker.producer_ids is not None
     if producer_id >= 0 and 0 <= epoch < MAX_EPOCH - 1:
         new_id, new_epoch = producer_id, epoch + 1
     else:

@@ -18,12 +18,14 @@ from sluice.broker.protocol.versions import LIST_OFFSETS
 from sluice.errors import StorageError
 
 LATEST, EARLIEST, MAX_TIMESTAMP = -1, -2, -3
+READ_COMMITTED = 1
 
 
 async def handle(broker: Broker, request: Any, _client: Connection) -> Any:
     schema = response_schema(LIST_OFFSETS, request.__version__)
     topic_cls = nested(schema, "topics")
     partition_cls = nested(schema, "topics", "partitions")
+    committed = getattr(request, "isolation_level", 0) == READ_COMMITTED
     topics = []
     for topic in request.topics:
         entries = []
@@ -36,7 +38,7 @@ async def handle(broker: Broker, request: Any, _client: Connection) -> Any:
                 plog = partition.log
                 try:
                     if wanted.timestamp == LATEST:
-                        offset = plog.high_watermark
+                        offset = plog.last_stable_offset if committed else plog.high_watermark
                     elif wanted.timestamp == EARLIEST:
                         offset = plog.log_start_offset
                     else:

@@ -2,7 +2,8 @@
 
 A commit is acknowledged only after it was appended to ``__consumer_offsets``. A fetch of a
 partition without a committed offset answers offset -1 (the client then applies its
-``auto.offset.reset``).
+``auto.offset.reset``). With ``require_stable`` (read_committed consumers), a partition with
+offsets pending in an open transaction answers UNSTABLE_OFFSET_COMMIT, and the client retries.
 """
 
 from __future__ import annotations
@@ -64,8 +65,10 @@ async def offset_fetch(broker: Broker, request: Any, _client: Connection) -> Any
         if request.topics is None
         else [(t.name, list(t.partition_indexes)) for t in request.topics]
     )
+    stable = getattr(request, "require_stable", False)
     by_topic: dict[str, list[Any]] = {}
     for topic, partition, committed in broker.groups.fetch(request.group_id, wanted):
+        unstable = stable and broker.groups.has_pending(request.group_id, topic, partition)
         by_topic.setdefault(topic, []).append(
             make(
                 partition_cls,
@@ -73,7 +76,7 @@ async def offset_fetch(broker: Broker, request: Any, _client: Connection) -> Any
                 committed_offset=committed.offset if committed else -1,
                 committed_leader_epoch=committed.leader_epoch if committed else -1,
                 metadata=committed.metadata if committed else "",
-                error_code=ErrorCode.none,
+                error_code=ErrorCode.unstable_offset_commit if unstable else ErrorCode.none,
             )
         )
     topics = tuple(

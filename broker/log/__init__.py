@@ -1,17 +1,20 @@
 """The partition log: Kafka's storage design (segments, sparse indexes, retention, compaction).
 
 A partition is a directory of segments (``00000000000000000000.log`` + ``.index`` +
-``.timeindex``), idempotent-producer snapshots and small checkpoint files; every module states
+``.timeindex`` + ``.txnindex``), idempotent-producer snapshots and small checkpoint files; every module states
 its own on-disk format and crash behaviour:
 
 ==================  ==========================================================================
 module              concept
 ==================  ==========================================================================
-``log``             :class:`Log`: append, read, offsets by time, DeleteRecords, flush, close
+``log``             :class:`Log`: append, read, offsets by time, DeleteRecords, flush, close,
+                    transaction markers, last stable offset, aborted transactions
 ``segment``         one ``.log`` file with its indexes; recovery of a torn or corrupt tail
 ``offset_index``    sparse offset → position entries
 ``time_index``      sparse timestamp → offset entries
-``producer_state``  idempotent producer sequences and epochs, ``.snapshot`` files
+``txn_index``       aborted transactions whose markers a segment holds
+``markers``         commit/abort control batches (Kafka's ``EndTransactionMarker``)
+``producer_state``  producer sequences, epochs, open transactions, ``.snapshot`` files
 ``loader``          what opening a directory repairs after a crash
 ``retention``       which old segments ``retention.ms``/``retention.bytes`` delete
 ``cleaner``         compaction (``cleanup.policy=compact``)
@@ -33,11 +36,15 @@ from sluice.broker.log.errors import (
     UnknownProducerIdError,
 )
 from sluice.broker.log.log import AppendResult, Log, ReadResult
+from sluice.broker.log.markers import EndTransactionMarker
 from sluice.broker.log.producer_state import ProducerState
+from sluice.broker.log.txn_index import AbortedTxn
 
 __all__ = [
+    "AbortedTxn",
     "AppendResult",
     "DuplicateSequence",
+    "EndTransactionMarker",
     "InvalidProducerEpochError",
     "Log",
     "LogConfig",

@@ -9,20 +9,26 @@ One pass over a log, as Kafka's ``LogCleaner``:
    pass's end) on is *dirty*. The pass is skipped while dirty bytes are below
    ``min.cleanable.dirty.ratio`` of the cleanable bytes, unless the delete horizon of a kept
    tombstone has passed.
-2. A map key → latest offset is built from the dirty segments.
+2. A map key → latest offset is built from the dirty segments (records of aborted
+   transactions left out, so they never shadow a committed record).
 3. The cleanable segments are rewritten in groups (consecutive segments whose sum fits
    ``segment.bytes``) into one segment each. A record is kept if it has a key and no later
    offset for that key is in the map. Offsets never change: batches keep their base offset,
    last offset delta, compression, producer id/epoch/base sequence and transactional flag, and
-   are re-encoded only when a record was removed. Records without a key are dropped.
+   are re-encoded only when a record was removed. Records without a key are dropped, and so
+   are the records of aborted transactions (as Kafka's ``CleanedTransactionMetadata``: a
+   transactional batch is aborted when its producer's transaction, followed from the
+   aborted-transaction index, has begun at or before it and its marker has not been passed).
 4. Tombstones (null values) follow KIP-534: the first pass that keeps one sets its batch's
    delete horizon (``now + delete.retention.ms``, stored in the base timestamp with attribute
    bit 6); a pass after that horizon removes them.
 
 Kept as Kafka keeps them: a batch left without records stays as an empty batch when it is the
 last batch of its producer id (so idempotence survives compaction); other empty batches are
-dropped. Control batches (transaction markers) are kept as they are; data of aborted
-transactions is compacted like any other (no aborted-transaction index yet).
+dropped. Control batches (transaction markers) are kept as they are, for ever (Kafka removes a
+marker once its transaction holds no more data and ``delete.retention.ms`` has passed; Sluice
+does not yet). The cleaned segment carries the aborted-transaction index entries of the
+segments it replaces (they stay true: offsets do not change).
 
 Crash safety: a group is written to ``<base>.log.cleaned`` (+ indexes) and fsynced, renamed to
 ``.swap``, the old segments deleted, then the swap renamed into place; a restart removes
@@ -46,6 +52,7 @@ from sluice.broker.log.files import (
     write_checkpoint,
 )
 from sluice.broker.log.segment import INT_MAX, LogSegment
+from sluice.broker.log.txn_index import AbortedTxn
 from sluice.broker.records.batch import (
     DELETE_HORIZON_BIT,
     BatchHeader,
@@ -85,15 +92,20 @@ def clean(log: Log, now_ms: int) -> int:
     ):
         return 0
     latest: dict[bytes, int] = {}
-    for segment in dirty:
-        for header, records in _decoded(segment):
-            for record in records:
-                if record.key is not None:
-                    latest[record.key] = header.base_offset + record.offset_delta
+    if dirty:
+        tracker = _AbortedTracker(log.collect_aborted_transactions(dirty[0].base_offset, end))
+        for segment in dirty:
+            for header, records in _decoded(segment, tracker):
+                for record in records:
+                    if record.key is not None:
+                        latest[record.key] = header.base_offset + record.offset_delta
     producer_ends = {pid: s.last_offset for pid, s in log.producer_states().items()}
     removed, horizons = 0, []
+    tracker = _AbortedTracker(log.collect_aborted_transactions(cleanable[0].base_offset, end))
     for group in _groups(cleanable, config.segment_bytes):
-        count, group_horizons = _clean_group(log, group, latest, producer_ends, now_ms)
+        count, group_horizons = _clean_group(
+            log, group, latest, producer_ends, tracker=tracker, now_ms=now_ms
+        )
         removed += count
         horizons += group_horizons
     write_checkpoint(log.directory / CHECKPOINT, [end, min(horizons, default=-1)])
@@ -134,11 +146,33 @@ def _groups(segments: list[LogSegment], max_bytes: int) -> list[list[LogSegment]
     return groups
 
 
-def _decoded(segment: LogSegment) -> Iterator[tuple[BatchHeader, list[Record]]]:
-    """The records of each data batch of ``segment`` (control batches skipped)."""
+class _AbortedTracker:
+    """Follows, batch by batch in offset order, which producers are inside an aborted
+    transaction (Kafka's ``CleanedTransactionMetadata``)."""
+
+    def __init__(self, aborted: Sequence[AbortedTxn]) -> None:
+        self._pending = sorted(aborted, key=lambda t: t.first_offset, reverse=True)
+        self._ongoing: set[int] = set()
+
+    def is_aborted(self, header: BatchHeader) -> bool:
+        """Whether the batch (read in offset order) holds aborted data; a control batch ends
+        its producer's transaction."""
+        while self._pending and self._pending[-1].first_offset <= header.last_offset:
+            self._ongoing.add(self._pending.pop().producer_id)
+        if header.is_control:
+            self._ongoing.discard(header.producer_id)
+            return False
+        return header.is_transactional and header.producer_id in self._ongoing
+
+
+def _decoded(
+    segment: LogSegment, tracker: _AbortedTracker
+) -> Iterator[tuple[BatchHeader, list[Record]]]:
+    """The records of each data batch of ``segment`` (control batches and aborted data
+    skipped)."""
     try:
         for _, header, buffer in segment.batches():
-            if not header.is_control:
+            if not tracker.is_aborted(header) and not header.is_control:
                 yield header, decode_records(buffer, header)
     except InvalidBatchError as exc:
         raise CorruptRecordError(f"{segment.log_path}: {exc.reason}") from exc
@@ -149,6 +183,8 @@ def _clean_group(
     group: list[LogSegment],
     latest: dict[bytes, int],
     producer_ends: dict[int, int],
+    *,
+    tracker: _AbortedTracker,
     now_ms: int,
 ) -> tuple[int, list[int]]:
     """Rewrite ``group`` into one segment; returns (records removed, pending delete horizons)."""
@@ -159,6 +195,7 @@ def _clean_group(
         for segment in group:
             for _, header, buffer in segment.batches():
                 data = memoryview(buffer)[header.position : header.position + header.size]
+                aborted = tracker.is_aborted(header)
                 if not header.is_control:
                     kept, count, horizon = _filter(
                         data,
@@ -167,6 +204,7 @@ def _clean_group(
                         producer_ends,
                         now_ms=now_ms,
                         delete_retention_ms=log.settings.delete_retention_ms,
+                        aborted=aborted,
                     )
                     removed += count
                     changed = changed or kept is not data
@@ -177,6 +215,8 @@ def _clean_group(
                     data = memoryview(kept)
                 written = read_header(data)
                 out.append(data, written.last_offset, written.max_timestamp)
+            for entry in segment.txn_index.entries:
+                out.txn_index.append(entry)
         if not changed:
             out.delete()
             return 0, horizons
@@ -199,9 +239,11 @@ def _filter(
     *,
     now_ms: int,
     delete_retention_ms: int,
+    aborted: bool = False,
 ) -> tuple[memoryview | bytes | None, int, int]:
     """The batch to keep (``data`` itself when unchanged, None to drop), the number of records
-    removed, and its delete horizon if it keeps tombstones (-1 otherwise)."""
+    removed, and its delete horizon if it keeps tombstones (-1 otherwise). Every record of an
+    ``aborted`` batch goes."""
     header = dataclasses.replace(header, position=0)
     try:
         records = decode_records(data, header)
@@ -211,7 +253,7 @@ def _filter(
     kept: list[Record] = []
     tombstones = False
     for record in records:
-        if record.key is None:
+        if record.key is None or aborted:
             continue
         if header.base_offset + record.offset_delta < latest.get(record.key, -1):
             continue

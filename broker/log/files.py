@@ -5,6 +5,7 @@ A partition directory (``<topic>-<partition>/``) holds, as Kafka's does::
     00000000000000000000.log         segment: record batches as the producers sent them
     00000000000000000000.index       its sparse offset index
     00000000000000000000.timeindex   its sparse time index
+    00000000000000000000.txnindex    its aborted-transaction index
     00000000000000001234.snapshot    idempotent-producer state at offset 1234
     log-start-offset                 the log start offset after DeleteRecords (text)
     cleaner-offset-checkpoint        where the dirty part of a compacted log begins (text)
@@ -37,6 +38,7 @@ __all__ = [
     "SNAPSHOT_SUFFIX",
     "SWAP_SUFFIX",
     "TIME_INDEX_SUFFIX",
+    "TXN_INDEX_SUFFIX",
     "fsync_dir",
     "parse_base_offset",
     "read_checkpoint",
@@ -48,6 +50,7 @@ __all__ = [
 LOG_SUFFIX = ".log"
 INDEX_SUFFIX = ".index"
 TIME_INDEX_SUFFIX = ".timeindex"
+TXN_INDEX_SUFFIX = ".txnindex"
 SNAPSHOT_SUFFIX = ".snapshot"
 CLEANED_SUFFIX = ".cleaned"
 SWAP_SUFFIX = ".swap"

@@ -8,10 +8,12 @@ What a restart finds and does, in order (Kafka's ``LogLoader``):
    place. It is recovered (CRC scan), every segment whose base offset lies in the swap's offset
    range is deleted, and the swap files are renamed to their plain names.
 3. Index files without their ``.log`` (or ``.log.swap``): removed.
-4. Each ``.log`` is opened; a missing or damaged index is rebuilt from its log.
+4. Each ``.log`` is opened; a missing or damaged index is rebuilt from its log (the
+   ``.txnindex`` is only flagged: the log rebuilds it while replaying producer state).
 5. Unless ``clean-shutdown`` was present (written by a clean close), the last segment, the only
    one written since its last fsync (a roll fsyncs the old segment before creating the new one),
-   is recovered: batches validated, a torn or corrupt tail truncated, indexes rebuilt.
+   is recovered: batches validated, a torn or corrupt tail truncated, indexes rebuilt (its
+   ``.txnindex`` by the log, from the control batches).
 
 After a clean shutdown the last segment is trusted without a CRC scan (as Kafka does), but its
 batch headers after the last index entry are walked to find the log end: bytes that do not end
@@ -35,6 +37,7 @@ from sluice.broker.log.files import (
     SWAP_SUFFIX,
     TIME_INDEX_SUFFIX,
     TMP_SUFFIX,
+    TXN_INDEX_SUFFIX,
     fsync_dir,
     parse_base_offset,
     segment_name,
@@ -61,7 +64,7 @@ def load_segments(directory: Path, config: LogConfig) -> list[LogSegment]:
     for path in directory.glob(f"*{SWAP_SUFFIX}"):  # indexes renamed before their log was
         path.unlink()
     bases = set(_bases(directory, LOG_SUFFIX))
-    for suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX):
+    for suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX):
         for base in _bases(directory, suffix):
             if base not in bases:
                 (directory / segment_name(base, suffix)).unlink()

@@ -63,6 +63,7 @@ from sluice.broker.log.files import (
     segment_name,
     write_atomically,
 )
+from sluice.broker.log.txn_index import AbortedTxn
 from sluice.broker.records.batch import BatchHeader
 
 __all__ = ["BatchMetadata", "ProducerState", "ProducerStateManager"]
@@ -201,6 +202,34 @@ class ProducerStateManager:
         if header.is_transactional and state.current_txn_first_offset < 0:
             state.current_txn_first_offset = base
 
+    def completed_txn(self, producer_id: int, marker_offset: int) -> AbortedTxn | None:
+        """The entry a marker at ``marker_offset`` would end (call before :meth:`update`): the
+        producer's open transaction with the last stable offset once it is closed (the first
+        offset of the oldest other open transaction, else one past the marker); None when the
+        producer has no open transaction here."""
+        state = self.producers.get(producer_id)
+        if state is None or state.current_txn_first_offset < 0:
+            return None
+        others = [
+            s.current_txn_first_offset
+            for s in self.producers.values()
+            if s.current_txn_first_offset >= 0 and s.producer_id != producer_id
+        ]
+        return AbortedTxn(
+            producer_id,
+            state.current_txn_first_offset,
+            marker_offset,
+            min(others, default=marker_offset + 1),
+        )
+
+    def open_transactions(self) -> dict[int, int]:
+        """Producer id → first offset of its open transaction."""
+        return {
+            s.producer_id: s.current_txn_first_offset
+            for s in self.producers.values()
+            if s.current_txn_first_offset >= 0
+        }
+
     def first_unstable_offset(self) -> int | None:
         """First offset of the oldest open transaction, or None when none is open."""
         open_txns = [
@@ -245,14 +274,18 @@ class ProducerStateManager:
         for old in self.snapshot_offsets()[:-SNAPSHOTS_KEPT]:
             self._snapshot_path(old).unlink(missing_ok=True)
 
-    def load(self, log_end_offset: int) -> int:
-        """Load the newest usable snapshot at or below ``log_end_offset``; return its offset
-        (the log replays batches from there) or -1 when there is none."""
+    def load(self, log_end_offset: int, at_most: int | None = None) -> int:
+        """Load the newest usable snapshot at or below ``log_end_offset`` (and ``at_most``,
+        where the log must start replaying); return its offset (the log replays batches from
+        there) or -1 when there is none. Snapshots past the log end are stale and deleted."""
         self.producers = {}
+        limit = log_end_offset if at_most is None else min(at_most, log_end_offset)
         for offset in reversed(self.snapshot_offsets()):
             path = self._snapshot_path(offset)
             if offset > log_end_offset:
                 path.unlink(missing_ok=True)
+                continue
+            if offset > limit:
                 continue
             try:
                 self.producers = _decode(path.read_bytes())

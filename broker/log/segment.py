@@ -6,6 +6,7 @@ On disk, as Kafka's ``LogSegment``::
                                         (base offset patched in), no header, no padding
     <base offset, 20 digits>.index      sparse offset index  (see offset_index.py)
     <base offset, 20 digits>.timeindex  sparse time index    (see time_index.py)
+    <base offset, 20 digits>.txnindex   aborted transactions (see txn_index.py)
 
 Every batch of a segment has offsets at or above the base offset and below the next segment's
 base offset, and offsets increase from batch to batch (compaction may leave gaps).
@@ -19,7 +20,9 @@ Crash behaviour: a write that fails (ENOSPC, EIO) is cut off again with ``ftrunc
 :class:`~sluice.errors.StorageError`, leaving the segment as it was. After an unclean shutdown
 :meth:`LogSegment.recover` scans the file, validates each batch's CRC-32C and offsets, truncates
 at the first torn or corrupt batch and rebuilds both indexes; an index that is missing or
-damaged is rebuilt the same way. Not thread-safe: the owning log drives it from one thread.
+damaged is rebuilt the same way. The aborted-transaction index needs the producer state to be
+rebuilt, so the segment only flags it (``txn_index_stale``: missing, damaged, or the segment was
+recovered) and the log rebuilds it. Not thread-safe: the owning log drives it from one thread.
 """
 
 from __future__ import annotations
@@ -37,11 +40,13 @@ from sluice.broker.log.files import (
     INDEX_SUFFIX,
     LOG_SUFFIX,
     TIME_INDEX_SUFFIX,
+    TXN_INDEX_SUFFIX,
     segment_name,
 )
 from sluice.broker.log.index import CorruptIndexError
 from sluice.broker.log.offset_index import OffsetIndex
 from sluice.broker.log.time_index import TimeIndex
+from sluice.broker.log.txn_index import TransactionIndex
 from sluice.broker.records.batch import (
     HEADER_SIZE,
     LOG_OVERHEAD,
@@ -71,6 +76,9 @@ class LogSegment:
         self.time_index = TimeIndex(
             self._path(TIME_INDEX_SUFFIX), base_offset, config.segment_index_bytes
         )
+        self.txn_index = TransactionIndex(self._path(TXN_INDEX_SUFFIX))
+        self.txn_index_stale = False
+        """The aborted-transaction index must be rebuilt by the log (see the module doc)."""
         self.index_interval_bytes = config.index_interval_bytes
         self.size = 0
         self.created_ms: int | None = None
@@ -103,7 +111,7 @@ class LogSegment:
         segment = cls(directory, base_offset, config, suffix)
         try:
             segment._fd = os.open(segment.log_path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
-            for index in (segment.index, segment.time_index):
+            for index in (segment.index, segment.time_index, segment.txn_index):
                 index.clear()
                 index.flush()
         except OSError as exc:
@@ -128,6 +136,9 @@ class LogSegment:
         segment = cls(directory, base_offset, config, suffix)
         segment._fd = os.open(segment.log_path, os.O_RDWR)
         segment.size = os.fstat(segment._fd).st_size
+        if not segment.txn_index.is_sane():
+            log.warning("%s: aborted-transaction index missing or damaged", segment.log_path)
+            segment.txn_index_stale = True
         if recover:
             segment.recover()
         elif segment._sane():
@@ -245,6 +256,7 @@ class LogSegment:
                 self._dirty = False
             self.index.flush()
             self.time_index.flush()
+            self.txn_index.flush()
         except OSError as exc:
             raise StorageError(f"cannot flush {self.log_path}: {exc.strerror or exc}") from exc
 
@@ -340,6 +352,7 @@ class LogSegment:
         first torn or corrupt batch. Returns the number of bytes truncated."""
         self.index.clear()
         self.time_index.clear()
+        self.txn_index_stale = True
         self.max_timestamp = self.offset_of_max_timestamp = -1
         self._rolling_timestamp, self.bytes_since_index = None, 0
         self._next_offset, self.size = self.base_offset, 0
@@ -371,6 +384,7 @@ class LogSegment:
     def change_suffix(self, suffix: str) -> None:
         """Rename the segment's files to carry ``suffix`` ('' for the plain names)."""
         self.suffix = suffix
+        self.txn_index.rename(self._path(TXN_INDEX_SUFFIX))
         for index, kind in ((self.index, INDEX_SUFFIX), (self.time_index, TIME_INDEX_SUFFIX)):
             index.rename(self._path(kind))
         new_log = self._path(LOG_SUFFIX)
@@ -392,6 +406,7 @@ class LogSegment:
             doomed.unlink()
         self.index.delete()
         self.time_index.delete()
+        self.txn_index.delete()
 
     def __repr__(self) -> str:
         return f"LogSegment({self.log_path.name}, size={self.size})"

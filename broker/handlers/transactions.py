@@ -1,0 +1,189 @@
+"""AddPartitionsToTxn, AddOffsetsToTxn, EndTxn, TxnOffsetCommit, DescribeTransactions and
+ListTransactions; the decisions are the transaction coordinator's
+(:mod:`sluice.broker.txn.coordinator`).
+
+A TxnOffsetCommit is accepted from the current producer of an open transaction; its offsets are
+stored by the group coordinator as pending and become committed with the transaction.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from sluice.broker.broker import Broker
+from sluice.broker.protocol.codec import make, nested, response_schema
+from sluice.broker.protocol.context import Connection
+from sluice.broker.protocol.versions import (
+    ADD_OFFSETS_TO_TXN,
+    ADD_PARTITIONS_TO_TXN,
+    DESCRIBE_TRANSACTIONS,
+    END_TXN,
+    LIST_TRANSACTIONS,
+    TXN_OFFSET_COMMIT,
+)
+
+
+async def add_partitions_to_txn(broker: Broker, request: Any, _client: Connection) -> Any:
+    # v0-3 (the versions served) name their fields `v3_and_below_*` in kio's schemas
+    schema = response_schema(ADD_PARTITIONS_TO_TXN, request.__version__)
+    topics = request.v3_and_below_topics
+    codes = broker.transactions.add_partitions(
+        request.v3_and_below_transactional_id,
+        request.v3_and_below_producer_id,
+        request.v3_and_below_producer_epoch,
+        [(t.name, p) for t in topics for p in t.partitions],
+    )
+    topic_cls = nested(schema, "results_by_topic_v3_and_below")
+    partition_cls = nested(schema, "results_by_topic_v3_and_below", "results_by_partition")
+    results = tuple(
+        make(
+            topic_cls,
+            name=t.name,
+            results_by_partition=tuple(
+                make(partition_cls, partition_index=p, partition_error_code=codes[(t.name, p)])
+                for p in t.partitions
+            ),
+        )
+        for t in topics
+    )
+    return make(schema, throttle_time=0, results_by_topic_v3_and_below=results)
+
+
+async def add_offsets_to_txn(broker: Broker, request: Any, _client: Connection) -> Any:
+    schema = response_schema(ADD_OFFSETS_TO_TXN, request.__version__)
+    code = broker.transactions.add_offsets(
+        request.transactional_id, request.producer_id, request.producer_epoch, request.group_id
+    )
+    return make(schema, throttle_time=0, error_code=code)
+
+
+async def end_txn(broker: Broker, request: Any, _client: Connection) -> Any:
+    schema = response_schema(END_TXN, request.__version__)
+    code = broker.transactions.end_txn(
+        request.transactional_id, request.producer_id, request.producer_epoch, request.committed
+    )
+    return make(schema, throttle_time=0, error_code=code)
+
+
+async def txn_offset_commit(broker: Broker, request: Any, _client: Connection) -> Any:
+    schema = response_schema(TXN_OFFSET_COMMIT, request.__version__)
+    topic_cls = nested(schema, "topics")
+    partition_cls = nested(schema, "topics", "partitions")
+    entries = [
+        (
+            t.name,
+            p.partition_index,
+            p.committed_offset,
+            getattr(p, "committed_leader_epoch", -1),
+            p.committed_metadata,
+        )
+        for t in request.topics
+        for p in t.partitions
+    ]
+    check = broker.transactions.check_offset_commit(
+        request.transactional_id, request.producer_id, request.producer_epoch
+    )
+    if check is not ErrorCode.none:
+        codes: list[ErrorCode] = [check] * len(entries)
+    else:
+        codes = broker.groups.txn_commit(
+            group_id=request.group_id,
+            producer_id=request.producer_id,
+            producer_epoch=request.producer_epoch,
+            member_id=getattr(request, "member_id", ""),
+            instance_id=getattr(request, "group_instance_id", None),
+            generation=getattr(request, "generation_id", -1),
+            offsets=entries,
+        )
+    results = iter(codes)
+    topics = tuple(
+        make(
+            topic_cls,
+            name=t.name,
+            partitions=tuple(
+                make(partition_cls, partition_index=p.partition_index, error_code=next(results))
+                for p in t.partitions
+            ),
+        )
+        for t in request.topics
+    )
+    return make(schema, throttle_time=0, topics=topics)
+
+
+async def describe_transactions(broker: Broker, request: Any, _client: Connection) -> Any:
+    schema = response_schema(DESCRIBE_TRANSACTIONS, request.__version__)
+    state_cls = nested(schema, "transaction_states")
+    topic_cls = nested(schema, "transaction_states", "topics")
+    states = []
+    for txn_id in request.transactional_ids:
+        meta = broker.transactions.describe(txn_id)
+        if meta is None:
+            states.append(
+                make(
+                    state_cls,
+                    error_code=ErrorCode.transactional_id_not_found,
+                    transactional_id=txn_id,
+                    transaction_state="",
+                    transaction_timeout=0,
+                    transaction_start_time=-1,
+                    producer_id=-1,
+                    producer_epoch=-1,
+                    topics=(),
+                )
+            )
+            continue
+        by_topic: dict[str, list[int]] = {}
+        for topic, partition in sorted(meta.partitions):
+            by_topic.setdefault(topic, []).append(partition)
+        states.append(
+            make(
+                state_cls,
+                error_code=ErrorCode.none,
+                transactional_id=txn_id,
+                transaction_state=meta.state.label,
+                transaction_timeout=meta.timeout_ms,
+                transaction_start_time=meta.start_timestamp,
+                producer_id=meta.producer_id,
+                producer_epoch=meta.producer_epoch,
+                topics=tuple(
+                    make(topic_cls, topic=t, partitions=tuple(ps)) for t, ps in by_topic.items()
+                ),
+            )
+        )
+    return make(schema, throttle_time=0, transaction_states=tuple(states))
+
+
+async def list_transactions(broker: Broker, request: Any, _client: Connection) -> Any:
+    schema = response_schema(LIST_TRANSACTIONS, request.__version__)
+    state_cls = nested(schema, "transaction_states")
+    known = {
+        "Empty",
+        "Ongoing",
+        "PrepareCommit",
+        "PrepareAbort",
+        "CompleteCommit",
+        "CompleteAbort",
+        "Dead",
+        "PrepareEpochFence",
+    }
+    wanted = set(request.state_filters)
+    found = broker.transactions.list(wanted & known, set(request.producer_id_filters))
+    if wanted and not wanted & known:
+        found = []
+    return make(
+        schema,
+        throttle_time=0,
+        error_code=ErrorCode.none,
+        unknown_state_filters=tuple(sorted(wanted - known)),
+        transaction_states=tuple(
+            make(
+                state_cls,
+                transactional_id=m.transactional_id,
+                producer_id=m.producer_id,
+                transaction_state=m.state.label,
+            )
+            for m in found
+        ),
+    )

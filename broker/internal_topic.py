@@ -1,0 +1,145 @@
+"""The broker's own compacted topics: ``__consumer_offsets`` and ``__transaction_state``.
+
+Like Kafka, an internal topic is created on first use (``cleanup.policy=compact``, its own
+partition count and segment size) and each key — a group id, a transactional id — always goes to
+partition ``abs(hashCode(key)) % partitions``. Writes are ordinary appends to the partition's log
+(so they share its flush policy and crash recovery); at start the whole topic is replayed, oldest
+first per partition, to rebuild the coordinators' state. Transactional offset commits are written
+as transactional batches and resolved by the commit or abort markers that follow them.
+"""
+
+from __future__ import annotations
+
+import logging
+import struct
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+from sluice.broker.records.batch import iter_headers
+from sluice.broker.records.codec import Record, decode_records, encode_batch
+from sluice.broker.topics import Partition, Topic, TopicManager
+
+log = logging.getLogger(__name__)
+
+_READ_CHUNK = 1 << 20
+_MARKER = struct.Struct(">hh")
+COMMIT_MARKER = 1
+
+
+@dataclass(frozen=True, slots=True)
+class ReplayedBatch:
+    """One batch read back from an internal topic."""
+
+    producer_id: int
+    transactional: bool
+    control: bool
+    records: list[Record]
+
+    @property
+    def commits(self) -> bool:
+        """For a control batch: whether it is a COMMIT marker (else ABORT)."""
+        key = self.records[0].key if self.records else None
+        return key is not None and len(key) >= 4 and _MARKER.unpack_from(key)[1] == COMMIT_MARKER
+
+
+def partition_for(key: str, partitions: int) -> int:
+    """The partition of ``key``: Java's ``String.hashCode``, then Kafka's ``Utils.abs``.
+
+    >>> partition_for("my-group", 50)
+    12
+    """
+    data = key.encode("utf-16-be")
+    h = 0
+    for unit in struct.unpack(f">{len(data) // 2}H", data):
+        h = (31 * h + unit) & 0xFFFFFFFF
+    if h >= 2**31:
+        h -= 2**32
+    return (0 if h == -(2**31) else abs(h)) % partitions
+
+
+class InternalTopic:
+    """Appends records to, and replays them from, one internal topic."""
+
+    def __init__(
+        self,
+        topics: TopicManager,
+        name: str,
+        partitions: int,
+        segment_bytes: int,
+        clock: Callable[[], int],
+    ) -> None:
+        self.topics = topics
+        self.name = name
+        self.partitions = partitions
+        self.segment_bytes = segment_bytes
+        self.clock = clock
+
+    def ensure(self) -> Topic:
+        """The topic, created if it does not exist yet."""
+        topic = self.topics.get(self.name)
+        if topic is None:
+            topic = self.topics.create(
+                self.name,
+                self.partitions,
+                {
+                    "cleanup.policy": "compact",
+                    "segment.bytes": str(self.segment_bytes),
+                    "compression.type": "producer",
+                },
+            )
+        self.partitions = len(topic.partitions)
+        return topic
+
+    def partition_of(self, key: str) -> Partition:
+        topic = self.ensure()
+        return topic.partitions[partition_for(key, len(topic.partitions))]
+
+    def append(
+        self,
+        key: str,
+        entries: list[tuple[bytes, bytes | None]],
+        *,
+        producer_id: int = -1,
+        producer_epoch: int = -1,
+    ) -> None:
+        """Write ``(key, value)`` records (value None: tombstone) for ``key`` in one batch;
+        transactional when ``producer_id`` is given.
+
+        Raises :class:`~sluice.errors.StorageError` when the disk refuses the write.
+        """
+        if not entries:
+            return
+        now = self.clock()
+        records = [Record(i, 0, k, v) for i, (k, v) in enumerate(entries)]
+        data = encode_batch(
+            base_offset=0,
+            records=records,
+            compression=0,
+            base_timestamp=now,
+            max_timestamp=now,
+            producer_id=producer_id,
+            producer_epoch=producer_epoch,
+            is_transactional=producer_id >= 0,
+        )
+        self.partition_of(key).log.append(bytearray(data), now_ms=now)
+
+    def replay(self) -> Iterator[ReplayedBatch]:
+        """Every batch of the topic, oldest first per partition."""
+        topic = self.topics.get(self.name)
+        if topic is None:
+            return
+        for partition in topic.partitions:
+            plog = partition.log
+            offset = plog.log_start_offset
+            while offset < plog.log_end_offset:
+                data = plog.read(offset, _READ_CHUNK).data
+                if not data:
+                    break
+                for header in iter_headers(data):
+                    offset = header.next_offset
+                    yield ReplayedBatch(
+                        header.producer_id,
+                        header.is_transactional,
+                        header.is_control,
+                        decode_records(data, header),
+                    )

@@ -1,0 +1,1 @@
+"""The transaction coordinator: Kafka's transactions for exactly-once produce and consume."""

@@ -1,0 +1,298 @@
+"""The transaction coordinator: transactional ids, epochs and fencing, the two-phase end.
+
+Every change of a transaction's state is appended to ``__transaction_state`` before it is
+answered, so a restarted broker resumes where it was: a transaction found in PrepareCommit or
+PrepareAbort gets its markers (again) and completes; an Ongoing one is aborted when its timeout
+passes. Ending a transaction is Kafka's two-phase protocol on one node:
+
+1. PrepareCommit / PrepareAbort is written to ``__transaction_state``;
+2. a COMMIT or ABORT control batch (marker) is appended to every partition of the transaction,
+   including the ``__consumer_offsets`` partition holding its offsets (which then become visible
+   or are dropped);
+3. CompleteCommit / CompleteAbort is written, and EndTxn is answered.
+
+A crash between 1 and 3 repeats step 2 at the next start; a partition that gets a marker twice
+ignores the second. ``transaction.timeout.ms`` is enforced every
+``transaction.abort.timed.out.transaction.cleanup.interval.ms``: a timed-out transaction is
+aborted with the producer's epoch bumped, which fences the producer that left it open.
+Not thread-safe: the broker's event loop only.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable
+
+from kio.schema.errors import ErrorCode
+
+from sluice.broker.errors import KafkaError
+from sluice.broker.group.coordinator import OFFSETS_TOPIC, GroupCoordinator
+from sluice.broker.internal_topic import InternalTopic, partition_for
+from sluice.broker.producer_ids import ProducerIdManager
+from sluice.broker.topics import TopicManager
+from sluice.broker.txn import records as rec
+from sluice.broker.txn.state import TxnMetadata, TxnState
+from sluice.config import BrokerConfig
+from sluice.errors import StorageError
+
+log = logging.getLogger(__name__)
+
+TXN_TOPIC = "__transaction_state"
+MAX_EPOCH = 2**15 - 1
+T = TxnState
+
+
+class TransactionCoordinator:
+    """Every transactional id of the broker."""
+
+    def __init__(
+        self,
+        topics: TopicManager,
+        groups: GroupCoordinator,
+        producer_ids: Callable[[], ProducerIdManager],
+        config: BrokerConfig,
+        clock: Callable[[], int],
+    ) -> None:
+        self.topics = topics
+        self.groups = groups
+        self.producer_ids = producer_ids
+        self.clock = clock
+        self.max_timeout = int(config["transaction.max.timeout.ms"])
+        self.store = InternalTopic(
+            topics,
+            TXN_TOPIC,
+            int(config["transaction.state.log.num.partitions"]),
+            int(config["transaction.state.log.segment.bytes"]),
+            clock,
+        )
+        self.txns: dict[str, TxnMetadata] = {}
+
+    # -- recovery -------------------------------------------------------------------------
+
+    def load(self) -> None:
+        """Rebuild from ``__transaction_state`` and finish transactions caught mid-way."""
+        for batch in self.store.replay():
+            for record in batch.records:
+                if record.key is None:
+                    continue
+                txn_id = rec.decode_key(record.key)
+                if record.value is None:
+                    self.txns.pop(txn_id, None)
+                else:
+                    self.txns[txn_id] = rec.decode_value(txn_id, record.value)
+        for meta in self.txns.values():
+            if meta.state in (T.PREPARE_COMMIT, T.PREPARE_ABORT):
+                log.info(
+                    "completing transaction %s left in %s", meta.transactional_id, meta.state.label
+                )
+                try:
+                    self._complete(meta)
+                except StorageError as exc:
+                    log.error("could not complete %s: %s", meta.transactional_id, exc)
+        log.info("loaded %d transactional ids from %s", len(self.txns), TXN_TOPIC)
+
+    # -- InitProducerId -------------------------------------------------------------------
+
+    def init_producer_id(
+        self, txn_id: str, timeout_ms: int, producer_id: int, producer_epoch: int
+    ) -> tuple[ErrorCode, int, int]:
+        if not txn_id:
+            return ErrorCode.invalid_request, -1, -1
+        if not 0 < timeout_ms <= self.max_timeout:
+            return ErrorCode.invalid_transaction_timeout, -1, -1
+        self.store.ensure()
+        meta = self.txns.get(txn_id)
+        try:
+            if meta is None:
+                meta = TxnMetadata(txn_id, self.producer_ids().next(), 0, timeout_ms)
+                meta.last_update_timestamp = self.clock()
+                self._persist(meta)
+                self.txns[txn_id] = meta
+                return ErrorCode.none, meta.producer_id, meta.producer_epoch
+            if producer_id >= 0 and (
+                producer_id != meta.producer_id or producer_epoch != meta.producer_epoch
+            ):
+                code = (
+                    ErrorCode.invalid_producer_id_mapping
+                    if producer_id != meta.producer_id
+                    else ErrorCode.producer_fenced
+                )
+                return code, -1, -1
+            if meta.state in (T.PREPARE_COMMIT, T.PREPARE_ABORT):
+                self._complete(meta)  # a retry finishes what a failed write left
+            if meta.state is T.ONGOING:
+                log.info("%s: a new producer instance fences the open transaction", txn_id)
+                self._bump_epoch(meta)
+                self._end(meta, commit=False)
+            self._bump_epoch(meta)
+            meta.state, meta.partitions, meta.timeout_ms = T.EMPTY, set(), timeout_ms
+            meta.last_update_timestamp = self.clock()
+            self._persist(meta)
+        except StorageError as exc:
+            log.error("InitProducerId %s failed: %s", txn_id, exc)
+            return ErrorCode.coordinator_not_available, -1, -1
+        return ErrorCode.none, meta.producer_id, meta.producer_epoch
+
+    def _bump_epoch(self, meta: TxnMetadata) -> None:
+        if meta.producer_epoch >= MAX_EPOCH - 1:
+            meta.producer_id, meta.producer_epoch = self.producer_ids().next(), 0
+        else:
+            meta.producer_epoch += 1
+
+    # -- the transaction ------------------------------------------------------------------
+
+    def _check(self, txn_id: str, producer_id: int, producer_epoch: int) -> TxnMetadata:
+        meta = self.txns.get(txn_id)
+        if meta is None or meta.producer_id != producer_id:
+            raise KafkaError(
+                ErrorCode.invalid_producer_id_mapping,
+                f"producer {producer_id} is not the producer of {txn_id!r}",
+            )
+        if producer_epoch != meta.producer_epoch:
+            raise KafkaError(
+                ErrorCode.producer_fenced,
+                f"epoch {producer_epoch} of {txn_id!r} is fenced by {meta.producer_epoch}",
+            )
+        return meta
+
+    def add_partitions(
+        self,
+        txn_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        partitions: Iterable[tuple[str, int]],
+    ) -> dict[tuple[str, int], ErrorCode]:
+        wanted = list(partitions)
+        try:
+            meta = self._check(txn_id, producer_id, producer_epoch)
+            if meta.state in (T.PREPARE_COMMIT, T.PREPARE_ABORT):
+                raise KafkaError(ErrorCode.concurrent_transactions, "transaction is ending")
+        except KafkaError as exc:
+            return dict.fromkeys(wanted, exc.code)
+        unknown = [tp for tp in wanted if self.topics.partition(*tp) is None]
+        if unknown:
+            return {
+                tp: ErrorCode.unknown_topic_or_partition
+                if tp in unknown
+                else ErrorCode.operation_not_attempted
+                for tp in wanted
+            }
+        now = self.clock()
+        if meta.state is not T.ONGOING:
+            meta.state, meta.partitions, meta.start_timestamp = T.ONGOING, set(), now
+        before = set(meta.partitions)
+        meta.partitions.update(wanted)
+        meta.last_update_timestamp = now
+        try:
+            if meta.partitions != before:
+                self._persist(meta)
+        except StorageError:
+            meta.partitions = before
+            return dict.fromkeys(wanted, ErrorCode.coordinator_not_available)
+        return dict.fromkeys(wanted, ErrorCode.none)
+
+    def add_offsets(
+        self, txn_id: str, producer_id: int, producer_epoch: int, group_id: str
+    ) -> ErrorCode:
+        topic = self.groups.store.ensure()
+        partition = partition_for(group_id, len(topic.partitions))
+        codes = self.add_partitions(
+            txn_id, producer_id, producer_epoch, [(OFFSETS_TOPIC, partition)]
+        )
+        return next(iter(codes.values()))
+
+    def check_offset_commit(self, txn_id: str, producer_id: int, producer_epoch: int) -> ErrorCode:
+        """Whether a TxnOffsetCommit comes from the current producer of an open transaction."""
+        try:
+            meta = self._check(txn_id, producer_id, producer_epoch)
+        except KafkaError as exc:
+            return exc.code
+        return ErrorCode.none if meta.state is T.ONGOING else ErrorCode.invalid_txn_state
+
+    def end_txn(
+        self, txn_id: str, producer_id: int, producer_epoch: int, commit: bool
+    ) -> ErrorCode:
+        try:
+            meta = self._check(txn_id, producer_id, producer_epoch)
+        except KafkaError as exc:
+            return exc.code
+        done, prepared = (
+            (T.COMPLETE_COMMIT, T.PREPARE_COMMIT) if commit else (T.COMPLETE_ABORT, T.PREPARE_ABORT)
+        )
+        try:
+            if meta.state is done:
+                return ErrorCode.none  # a retry of an EndTxn that succeeded
+            if meta.state is prepared:
+                self._complete(meta)
+                return ErrorCode.none
+            if meta.state is not T.ONGOING:
+                return ErrorCode.invalid_txn_state
+            self._end(meta, commit=commit)
+        except StorageError as exc:
+            log.error("EndTxn %s failed: %s", txn_id, exc)
+            return ErrorCode.coordinator_not_available
+        return ErrorCode.none
+
+    def _end(self, meta: TxnMetadata, *, commit: bool) -> None:
+        meta.state = T.PREPARE_COMMIT if commit else T.PREPARE_ABORT
+        meta.last_update_timestamp = self.clock()
+        self._persist(meta)
+        self._complete(meta)
+
+    def _complete(self, meta: TxnMetadata) -> None:
+        """Write the markers of a prepared transaction, then record it complete."""
+        commit = meta.state is T.PREPARE_COMMIT
+        now = self.clock()
+        for topic, index in sorted(meta.partitions):
+            partition = self.topics.partition(topic, index)
+            if partition is None:
+                continue  # deleted since: nothing to mark
+            partition.log.append_marker(
+                producer_id=meta.producer_id,
+                producer_epoch=meta.producer_epoch,
+                commit=commit,
+                coordinator_epoch=0,
+                now_ms=now,
+            )
+            partition.notify()
+        self.groups.complete_transaction(meta.producer_id, commit)
+        meta.state = T.COMPLETE_COMMIT if commit else T.COMPLETE_ABORT
+        meta.partitions = set()
+        meta.last_update_timestamp = self.clock()
+        self._persist(meta)
+
+    # -- timeouts and admin ---------------------------------------------------------------
+
+    def abort_timed_out(self) -> int:
+        """Abort transactions open longer than their timeout, fencing their producer."""
+        now = self.clock()
+        aborted = 0
+        for meta in list(self.txns.values()):
+            if meta.state is T.ONGOING and meta.start_timestamp + meta.timeout_ms <= now:
+                log.info(
+                    "aborting transaction %s: open for more than %d ms",
+                    meta.transactional_id,
+                    meta.timeout_ms,
+                )
+                try:
+                    self._bump_epoch(meta)
+                    self._end(meta, commit=False)
+                    aborted += 1
+                except StorageError as exc:
+                    log.error("could not abort %s: %s", meta.transactional_id, exc)
+        return aborted
+
+    def describe(self, txn_id: str) -> TxnMetadata | None:
+        return self.txns.get(txn_id)
+
+    def list(self, states: set[str], producer_ids: set[int]) -> list[TxnMetadata]:
+        return [
+            m
+            for m in self.txns.values()
+            if (not states or m.state.label in states)
+            and (not producer_ids or m.producer_id in producer_ids)
+        ]
+
+    def _persist(self, meta: TxnMetadata) -> None:
+        key = meta.transactional_id
+        self.store.append(key, [(rec.encode_key(key), rec.encode_value(meta))])
