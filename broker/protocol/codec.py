@@ -165,8 +165,16 @@ def _to_timedelta(value: Any) -> Any:
 
 
 def _to_datetime(value: Any) -> Any:
+    """ms → datetime; a negative value (Kafka's -1, "unknown") → None for a nullable field."""
     if isinstance(value, int):
         return None if value < 0 else datetime.datetime.fromtimestamp(value / 1000, tz=_UTC)
+    return value
+
+
+def _to_required_datetime(value: Any) -> Any:
+    """ms → datetime for a field that cannot be null: -1 stays -1 ms on the wire."""
+    if isinstance(value, int):
+        return datetime.datetime.fromtimestamp(value / 1000, tz=_UTC)
     return value
 
 
@@ -184,7 +192,7 @@ def _converter(annotation: Any) -> _Converter | None:
         if option in (i32Timedelta, i64Timedelta):
             return _to_timedelta
         if option is TZAware:
-            return _to_datetime
+            return _to_datetime if type(None) in options else _to_required_datetime
         if option is ErrorCode:
             return _to_error_code
     return None

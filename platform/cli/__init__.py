@@ -7,6 +7,7 @@
     sluice produce TOPIC …
     sluice consume TOPIC …
     sluice groups list|describe|reset-offsets|delete …
+    sluice transactions list|describe …
 
 Every client command takes ``--bootstrap-server``/``-b`` (env ``SLUICE_BOOTSTRAP``, default
 ``localhost:9092``). Exit codes: 0 success, 1 the operation failed, 2 wrong usage or
@@ -25,7 +26,7 @@ import typer
 from confluent_kafka import KafkaException
 
 from sluice import clients
-from sluice.cli import broker, groups, topics
+from sluice.cli import broker, groups, topics, transactions
 from sluice.cli._common import EXIT_FAILED, CliError, describe_error, error_of
 from sluice.cli.consume import consume
 from sluice.cli.produce import produce
@@ -44,6 +45,7 @@ app = typer.Typer(
 app.add_typer(broker.app, name="broker")
 app.add_typer(topics.app, name="topics")
 app.add_typer(groups.app, name="groups")
+app.add_typer(transactions.app, name="transactions")
 app.command()(produce)
 app.command()(consume)
 
