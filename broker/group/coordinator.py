@@ -303,9 +303,22 @@ class GroupCoordinator:
         was_leader = group.leader == old_id
         if was_leader:
             group.leader = new_id
-        if group.state is S.STABLE and old.same_protocols(protocols) and not was_leader:
+        if group.state is S.STABLE and old.same_protocols(protocols):
+            # Kafka answers without a rebalance; a returning leader is told the old leader id
+            # and no members, so it does not assign again (JoinGroup < v9 has no skip flag).
             self._schedule_expiry(group, old)
-            return self._join_response(group, old)
+            response = self._join_response(group, old)
+            if was_leader:
+                response = JoinResult(
+                    response.error,
+                    response.generation,
+                    response.protocol_type,
+                    response.protocol,
+                    old_id,
+                    new_id,
+                    (),
+                )
+            return response
         old.protocols = protocols
         waiter: asyncio.Future[JoinResult] = asyncio.get_running_loop().create_future()
         old.join_waiter = waiter

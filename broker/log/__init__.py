@@ -1,8 +1,8 @@
 """The partition log: Kafka's storage design (segments, sparse indexes, retention, compaction).
 
 A partition is a directory of segments (``00000000000000000000.log`` + ``.index`` +
-``.timeindex`` + ``.txnindex``), idempotent-producer snapshots and small checkpoint files; every module states
-its own on-disk format and crash behaviour:
+``.timeindex`` + ``.txnindex``), idempotent-producer snapshots and small checkpoint files; every
+module states its own on-disk format and crash behaviour:
 
 ==================  ==========================================================================
 module              concept

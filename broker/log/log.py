@@ -494,7 +494,7 @@ class Log:
         self._closed = True
         try:
             self._segments[-1].finalize()
-            self._producers.take_snapshot(self.log_end_offset)
+            self._producers.take_snapshot(self.log_end_offset, keep=self._segments[-1].base_offset)
             write_atomically(self.directory / CLEAN_SHUTDOWN, b"")
         finally:
             for segment in self._segments:

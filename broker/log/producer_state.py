@@ -23,9 +23,12 @@ Snapshot file ``<offset, 20 digits>.snapshot`` holds the state after every batch
                             last_offset int64, timestamp int64
 
 Snapshots are written atomically at each segment roll and at a clean close; the newest three
-are kept. Crash behaviour: on open the newest snapshot at or below the recovered log end is
-loaded (newer ones are stale and deleted, damaged ones skipped) and the batch headers after it
-are replayed, so a crash loses nothing that the log kept. Not thread-safe (owned by the log).
+are kept, and the one at the active segment's base. The log also asks, for each abort marker,
+which transaction it ends (:meth:`ProducerStateManager.completed_txn`: the entry of the
+aborted-transaction index). Crash behaviour: on open the newest snapshot at or below the
+recovered log end is loaded (newer ones are stale and deleted, damaged ones skipped) and the
+batch headers after it are replayed, so a crash loses nothing that the log kept. Not
+thread-safe (owned by the log).
 
 >>> from sluice.broker.records.batch import BatchHeader
 >>> def batch(offset, seq, epoch=0, count=1):
@@ -255,8 +258,10 @@ class ProducerStateManager:
         assert self.directory is not None
         return self.directory / segment_name(offset, SNAPSHOT_SUFFIX)
 
-    def take_snapshot(self, offset: int) -> None:
-        """Write the state (covering every batch below ``offset``) and prune old snapshots."""
+    def take_snapshot(self, offset: int, *, keep: int = -1) -> None:
+        """Write the state (covering every batch below ``offset``) and prune old snapshots,
+        except the one at ``keep`` (the active segment's base, where a rebuild of its
+        aborted-transaction index replays from after a crash)."""
         body = bytearray(_COUNT.pack(len(self.producers)))
         for s in self.producers.values():
             body += _PRODUCER.pack(
@@ -272,7 +277,8 @@ class ProducerStateManager:
                 )
         write_atomically(self._snapshot_path(offset), _HEAD.pack(_VERSION, crc32c(body)) + body)
         for old in self.snapshot_offsets()[:-SNAPSHOTS_KEPT]:
-            self._snapshot_path(old).unlink(missing_ok=True)
+            if old != keep:
+                self._snapshot_path(old).unlink(missing_ok=True)
 
     def load(self, log_end_offset: int, at_most: int | None = None) -> int:
         """Load the newest usable snapshot at or below ``log_end_offset`` (and ``at_most``,
