@@ -61,6 +61,7 @@ class Broker:
 
     def start_housekeeping(self) -> None:
         cfg = self.config
+        self.groups.start()
         self._tasks = [
             asyncio.create_task(
                 self._every(cfg["log.retention.check.interval.ms"], self._retention),

@@ -94,9 +94,10 @@ class GroupCoordinator:
     # -- loading --------------------------------------------------------------------------
 
     def load(self) -> None:
-        """Rebuild groups and offsets from ``__consumer_offsets`` (members are not restored:
-        they rejoin, as after a coordinator move in Kafka). Transactional offset commits are
-        applied when their commit marker follows; those still open stay pending."""
+        """Rebuild groups, their last stable generation with its members, and offsets from
+        ``__consumer_offsets``, as Kafka does when it loads a coordinator partition.
+        Transactional offset commits are applied when their commit marker follows; those
+        still open stay pending. Call :meth:`start` in the event loop afterwards."""
         pending: dict[int, list[Record]] = {}
         for batch in self.store.replay():
             if batch.control:
@@ -113,8 +114,19 @@ class GroupCoordinator:
             for record in records:
                 self._replay(record, pending_for=producer_id)
         for group in self.groups.values():
-            group.state = S.EMPTY
+            group.state = S.STABLE if group.members and group.protocol else S.EMPTY
+            if group.state is S.EMPTY:
+                group.members.clear()
+                group.static_members.clear()
+                group.leader = None
         log.info("loaded %d groups from __consumer_offsets", len(self.groups))
+
+    def start(self) -> None:
+        """Start the session timers of the members restored by :meth:`load` (in the loop):
+        members that come back keep heartbeating in their generation; the others expire."""
+        for group in self.groups.values():
+            for member in group.members.values():
+                self._schedule_expiry(group, member)
 
     def _replay(self, record: Record, pending_for: int | None = None) -> None:
         if record.key is None:
@@ -144,6 +156,26 @@ class GroupCoordinator:
                 group.protocol_type = meta.protocol_type or None
                 group.generation = meta.generation
                 group.state_timestamp = meta.state_timestamp
+                group.protocol = meta.protocol
+                group.members.clear()
+                group.static_members.clear()
+                group.leader = None
+                for m in meta.members:
+                    group.add(
+                        Member(
+                            m.member_id,
+                            m.group_instance_id,
+                            m.client_id,
+                            m.client_host,
+                            m.rebalance_timeout,
+                            m.session_timeout,
+                            meta.protocol_type,
+                            [(meta.protocol or "", m.subscription)],
+                            m.assignment,
+                            is_new=False,
+                        )
+                    )
+                group.leader = meta.leader if meta.leader in group.members else group.leader
         except rec.RecordFormatError as exc:
             log.warning("skipping an unreadable record of __consumer_offsets: %s", exc)
 
