@@ -94,13 +94,13 @@ class Window:
         )
 
 
-def _produce_loop(producer: Any, load: Workload) -> int:
+def _produce_loop(producer: Any, load: Workload, check_every: int = _CHECK_EVERY) -> int:
     produce, poll, topic = producer.produce, producer.poll, load.topic
     value = b"x" * load.value_bytes
     deadline = time.monotonic() + load.seconds
     sent = 0
     while sent < load.records and time.monotonic() < deadline:
-        chunk = min(_CHECK_EVERY, load.records - sent)
+        chunk = min(check_every, load.records - sent)
         for _ in range(chunk):
             try:
                 produce(topic, value)
@@ -117,8 +117,9 @@ def _produce_loop(producer: Any, load: Workload) -> int:
     return sent
 
 
-def produce_run(load: Workload) -> Run:
-    """Produce ``load`` through one confluent-kafka producer; timed until every record is acked."""
+def bench_producer(load: Workload, **extra: Any) -> tuple[Any, list[str]]:
+    """A confluent-kafka producer with ``PRODUCER_BATCHING`` (``extra`` settings on top, e.g.
+    ``enable.idempotence``) and the list its failed deliveries are appended to."""
     from confluent_kafka import Producer
 
     failed: list[str] = []
@@ -137,8 +138,15 @@ def produce_run(load: Workload) -> Run:
             "delivery.report.only.error": True,
             "on_delivery": on_delivery,
             **PRODUCER_BATCHING,
+            **extra,
         }
     )
+    return producer, failed
+
+
+def produce_run(load: Workload) -> Run:
+    """Produce ``load`` through one confluent-kafka producer; timed until every record is acked."""
+    producer, failed = bench_producer(load)
     producer.list_topics(load.topic, timeout=10)  # connecting is not part of the figure
     window = Window(load.broker_pid)
     sent = _produce_loop(producer, load)

@@ -172,7 +172,7 @@ def test_frame_above_socket_request_max_bytes_closes_the_connection(
 
 
 def test_unknown_api_key_closes_the_connection(served: Any) -> None:
-    for api_key, version in ((999, 0), (-5, 0), (24, 0), (0, 99)):  # 24: AddOffsetsToTxn (absent)
+    for api_key, version in ((999, 0), (-5, 0), (68, 0), (0, 99)):  # 68: not served (KIP-848)
         with Wire(served.bootstrap) as conn:
             conn.send(_raw_frame(api_key, version, b"\x00" * 16))
             assert conn.closed_by_peer(), f"API {api_key} v{version} should close the connection"
