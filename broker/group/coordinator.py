@@ -338,6 +338,10 @@ class GroupCoordinator:
         if group.state is S.STABLE and old.same_protocols(protocols):
             # Kafka answers without a rebalance; a returning leader is told the old leader id
             # and no members, so it does not assign again (JoinGroup < v9 has no skip flag).
+            try:
+                self._persist_group(group)  # the new member id must survive a restart
+            except StorageError:
+                return JoinResult(ErrorCode.coordinator_not_available, member_id=new_id)
             self._schedule_expiry(group, old)
             response = self._join_response(group, old)
             if was_leader:
