@@ -11,6 +11,7 @@ import socket
 import subprocess
 import sys
 import time
+import uuid
 from collections.abc import Callable, Generator, Iterator
 from pathlib import Path
 
@@ -127,14 +128,23 @@ def broker_factory(tmp_path: Path) -> Iterator[Callable[..., BrokerProcess]]:
             proc.kill()
 
 
+# The shared broker's settings: no initial rebalance delay (Kafka's 3 s would slow every group
+# join) and timed-out transactions looked for every second (Kafka's default is 10 s).
+SHARED_CONFIG = {
+    "group.initial.rebalance.delay.ms": "0",
+    "transaction.abort.timed.out.transaction.cleanup.interval.ms": "1000",
+}
+CLIENT_TIMEOUT = 15.0  # seconds: the bound on a single client call
+
+
 @pytest.fixture(scope="session")
 def shared_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
-    """One broker with default configuration for the whole session (starting one costs seconds).
+    """One broker with :data:`SHARED_CONFIG` for the whole session (starting one costs seconds).
 
     Tests that share it stay apart by using topics of their own.
     """
     root = tmp_path_factory.mktemp("shared-broker")
-    proc = BrokerProcess(root / "data", {}, root / "broker.log")
+    proc = BrokerProcess(root / "data", SHARED_CONFIG, root / "broker.log")
     try:
         yield proc.start()
     finally:
@@ -142,6 +152,21 @@ def shared_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerPr
             proc.stop()
         finally:
             proc.kill()
+
+
+def create_topic(bootstrap: str, partitions: int = 1, name: str = "") -> str:
+    """Create a topic through the AdminClient; returns its name (a fresh one by default)."""
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    name = name or f"topic-{uuid.uuid4().hex[:10]}"
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    futures = admin.create_topics(
+        [NewTopic(name, num_partitions=partitions, replication_factor=1)],
+        operation_timeout=CLIENT_TIMEOUT,
+        request_timeout=CLIENT_TIMEOUT,
+    )
+    futures[name].result(timeout=CLIENT_TIMEOUT)
+    return name
 
 
 @pytest.fixture

@@ -7,9 +7,8 @@ record produced was processed, and a record was processed again only if no commi
 processing had been confirmed before (at-least-once, nothing more).
 
 The tests import the harness (``from tests.compat.groups.conftest import Member``); the broker is
-``groups_broker``, one ``sluice broker start`` process with ``group.initial.rebalance.delay.ms=0``
-for the whole session, or a broker of the test's own from ``broker_factory(**GROUP_CONFIG)`` when
-the test restarts it.
+the session's ``shared_broker`` (``group.initial.rebalance.delay.ms=0``), or a broker of the
+test's own from ``broker_factory(**GROUP_CONFIG)`` when the test restarts it.
 """
 
 from __future__ import annotations
@@ -29,54 +28,21 @@ from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import AdminClient
 
-from tests.conftest import BrokerProcess
+from tests.conftest import SHARED_CONFIG, create_topic
 
 TIMEOUT = 15.0  # seconds: the bound on a single client call
 SESSION_MS = 6000  # session.timeout.ms of the members (Kafka's group.min.session.timeout.ms)
 HEARTBEAT_MS = 500
 # The broker of the group tests: no initial rebalance delay (Kafka's 3 s would slow every test).
-GROUP_CONFIG = {"group.initial.rebalance.delay.ms": "0"}
+GROUP_CONFIG = SHARED_CONFIG
 MEMBER_SCRIPT = Path(__file__).with_name("member.py")
-
-
-@pytest.fixture(scope="session")
-def groups_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
-    """One broker with :data:`GROUP_CONFIG` for the whole session; tests use their own topics."""
-    root = tmp_path_factory.mktemp("groups-broker")
-    proc = BrokerProcess(root / "data", GROUP_CONFIG, root / "broker.log")
-    try:
-        yield proc.start()
-    finally:
-        try:
-            proc.stop()
-        finally:
-            proc.kill()
-
-
-@pytest.fixture
-def bootstrap(groups_broker: BrokerProcess) -> str:
-    """``host:port`` of :func:`groups_broker` (overrides the compat suite's shared broker)."""
-    return groups_broker.bootstrap
 
 
 @pytest.fixture
 def group_id() -> str:
     return f"group-{uuid.uuid4().hex[:10]}"
-
-
-def create_topic(bootstrap: str, partitions: int, name: str = "") -> str:
-    """Create a topic through the AdminClient; returns its name (a fresh one by default)."""
-    name = name or f"groups-{uuid.uuid4().hex[:10]}"
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    futures = admin.create_topics(
-        [NewTopic(name, num_partitions=partitions, replication_factor=1)],
-        operation_timeout=TIMEOUT,
-        request_timeout=TIMEOUT,
-    )
-    futures[name].result(timeout=TIMEOUT)
-    return name
 
 
 def produce(bootstrap: str, topic: str, per_partition: dict[int, int]) -> set[tuple[int, int]]:

@@ -32,7 +32,8 @@ from kio.schema.offset_fetch.v7 import request as offset_fetch_v7
 from kio.schema.sync_group.v5 import request as sync_group_v5
 
 from tests.broker.conftest import Wire
-from tests.compat.groups.conftest import TIMEOUT, create_topic, produce, wait_until
+from tests.compat.groups.conftest import TIMEOUT, produce, wait_until
+from tests.conftest import create_topic
 
 SESSION = datetime.timedelta(milliseconds=30_000)
 JOIN_WAIT = 30.0  # seconds: a JoinGroup may wait for group.initial.rebalance.delay.ms

@@ -18,11 +18,11 @@ import pytest
 from tests.compat.groups.conftest import (
     SESSION_MS,
     committed,
-    create_topic,
     ends_of,
     produce,
     wait_until,
 )
+from tests.conftest import create_topic
 
 KCAT = "/usr/bin/kcat"
 PARTITIONS = 4

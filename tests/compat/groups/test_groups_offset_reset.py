@@ -18,10 +18,10 @@ from confluent_kafka import Consumer, KafkaError, TopicPartition
 from tests.compat.groups.conftest import (
     SESSION_MS,
     TIMEOUT,
-    create_topic,
     produce,
     wait_until,
 )
+from tests.conftest import create_topic
 
 
 class Member:

@@ -22,13 +22,12 @@ from tests.compat.groups.conftest import (
     TIMEOUT,
     Member,
     check_delivery,
-    create_topic,
     produce,
     wait_balanced,
     wait_processed,
     wait_until,
 )
-from tests.conftest import BrokerProcess
+from tests.conftest import BrokerProcess, create_topic
 
 PARTITIONS = 3
 

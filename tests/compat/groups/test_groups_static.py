@@ -18,13 +18,13 @@ import pytest
 from tests.compat.groups.conftest import (
     Member,
     check_delivery,
-    create_topic,
     produce,
     tails,
     wait_balanced,
     wait_processed,
     wait_until,
 )
+from tests.conftest import create_topic
 
 PARTITIONS = 6
 SESSION_MS = 15_000  # room to restart a process well within it

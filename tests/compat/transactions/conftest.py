@@ -1,8 +1,8 @@
 """Transactions with real clients: the broker, the readers and the worker process of these tests.
 
-The broker is ``txn_broker``, one ``sluice broker start`` process with :data:`TXN_CONFIG` for the
-whole session (tests keep apart by using topics and transactional ids of their own), or a broker
-of the test's own from ``broker_factory(**TXN_CONFIG)`` when the test kills it.
+The broker is the session's ``shared_broker`` (its settings are :data:`TXN_CONFIG`; tests keep
+apart by using topics and transactional ids of their own), or a broker of the test's own from
+``broker_factory(**TXN_CONFIG)`` when the test kills it.
 
 What a test reads it reads with confluent-kafka: :func:`offsets` asks ListOffsets (the admin API)
 for the high watermark or, with ``read_committed``, the last stable offset (LSO); :func:`settle`
@@ -37,55 +37,19 @@ from confluent_kafka import (
     Producer,
     TopicPartition,
 )
-from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
+from confluent_kafka.admin import AdminClient, OffsetSpec
 
-from tests.conftest import BrokerProcess
+from tests.conftest import SHARED_CONFIG
 
 TIMEOUT = 15.0  # seconds: the bound on a single client call
 # No initial rebalance delay (Kafka's 3 s would slow every group join); timed-out transactions
 # looked for every second (Kafka's default is 10 s).
-TXN_CONFIG = {
-    "group.initial.rebalance.delay.ms": "0",
-    "transaction.abort.timed.out.transaction.cleanup.interval.ms": "1000",
-}
+TXN_CONFIG = SHARED_CONFIG
 WORKER_SCRIPT = Path(__file__).with_name("txn_worker.py")
-
-
-@pytest.fixture(scope="session")
-def txn_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
-    """One broker with :data:`TXN_CONFIG` for the whole session."""
-    root = tmp_path_factory.mktemp("txn-broker")
-    proc = BrokerProcess(root / "data", TXN_CONFIG, root / "broker.log")
-    try:
-        yield proc.start()
-    finally:
-        try:
-            proc.stop()
-        finally:
-            proc.kill()
-
-
-@pytest.fixture
-def bootstrap(txn_broker: BrokerProcess) -> str:
-    """``host:port`` of :func:`txn_broker` (overrides the compat suite's shared broker)."""
-    return txn_broker.bootstrap
 
 
 def unique(stem: str) -> str:
     return f"{stem}-{uuid.uuid4().hex[:10]}"
-
-
-def create_topic(bootstrap: str, partitions: int = 1, name: str = "") -> str:
-    """Create a topic through the AdminClient; returns its name (a fresh one by default)."""
-    name = name or unique("txn")
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    futures = admin.create_topics(
-        [NewTopic(name, num_partitions=partitions, replication_factor=1)],
-        operation_timeout=TIMEOUT,
-        request_timeout=TIMEOUT,
-    )
-    futures[name].result(timeout=TIMEOUT)
-    return name
 
 
 def produce_plain(bootstrap: str, topic: str, records: list[tuple[int, bytes, bytes]]) -> None:

@@ -17,12 +17,12 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from tests.compat.transactions.conftest import (
     TIMEOUT,
     committed_offsets,
-    create_topic,
     read_topic,
     settle,
     unique,
     values,
 )
+from tests.conftest import create_topic
 
 PARTITIONS = 2
 

@@ -18,7 +18,6 @@ from confluent_kafka import KafkaError, KafkaException, Producer
 
 from tests.compat.transactions.conftest import (
     TIMEOUT,
-    create_topic,
     offsets,
     produce_plain,
     read_topic,
@@ -27,6 +26,7 @@ from tests.compat.transactions.conftest import (
     unique,
     values,
 )
+from tests.conftest import create_topic
 
 # kafka-python 3.0.12 loads its protocol schemas with the deprecated importlib.resources
 # read_text/open_text, at import time and whenever a schema module loads lazily.

@@ -30,7 +30,6 @@ from tests.compat.transactions.conftest import (
     TXN_CONFIG,
     Worker,
     committed_offsets,
-    create_topic,
     produce_plain,
     read_topic,
     settle,
@@ -38,7 +37,7 @@ from tests.compat.transactions.conftest import (
     unique,
     values,
 )
-from tests.conftest import BrokerProcess
+from tests.conftest import BrokerProcess, create_topic
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(200)]
 

@@ -18,7 +18,6 @@ from collections.abc import Callable
 from tests.compat.transactions.conftest import (
     TIMEOUT,
     Worker,
-    create_topic,
     offsets,
     produce_plain,
     read_topic,
@@ -28,6 +27,7 @@ from tests.compat.transactions.conftest import (
     values,
     wait_until,
 )
+from tests.conftest import create_topic
 
 TXN_TIMEOUT_MS = 5000
 
