@@ -18,11 +18,9 @@ from sluice.broker.protocol.context import Connection
 from sluice.broker.protocol.versions import OFFSET_COMMIT, OFFSET_DELETE, OFFSET_FETCH
 
 
-async def offset_commit(broker: Broker, request: Any, _client: Connection) -> Any:
-    schema = response_schema(OFFSET_COMMIT, request.__version__)
-    topic_cls = nested(schema, "topics")
-    partition_cls = nested(schema, "topics", "partitions")
-    entries = [
+def commit_entries(request: Any) -> list[tuple[str, int, int, int, str | None]]:
+    """``(topic, partition, offset, leader_epoch, metadata)`` of an (Txn)OffsetCommit request."""
+    return [
         (
             t.name,
             p.partition_index,
@@ -33,27 +31,36 @@ async def offset_commit(broker: Broker, request: Any, _client: Connection) -> An
         for t in request.topics
         for p in t.partitions
     ]
-    codes = iter(
-        broker.groups.commit(
-            group_id=request.group_id,
-            member_id=request.member_id,
-            instance_id=getattr(request, "group_instance_id", None),
-            generation=request.generation_id_or_member_epoch,
-            offsets=entries,
-        )
-    )
+
+
+def commit_response(schema: type[Any], request: Any, codes: list[ErrorCode]) -> Any:
+    """The (Txn)OffsetCommit response: one error code per partition, in request order."""
+    topic_cls = nested(schema, "topics")
+    partition_cls = nested(schema, "topics", "partitions")
+    results = iter(codes)
     topics = tuple(
         make(
             topic_cls,
             name=t.name,
             partitions=tuple(
-                make(partition_cls, partition_index=p.partition_index, error_code=next(codes))
+                make(partition_cls, partition_index=p.partition_index, error_code=next(results))
                 for p in t.partitions
             ),
         )
         for t in request.topics
     )
     return make(schema, throttle_time=0, topics=topics)
+
+
+async def offset_commit(broker: Broker, request: Any, _client: Connection) -> Any:
+    codes = broker.groups.commit(
+        group_id=request.group_id,
+        member_id=request.member_id,
+        instance_id=getattr(request, "group_instance_id", None),
+        generation=request.generation_id_or_member_epoch,
+        offsets=commit_entries(request),
+    )
+    return commit_response(response_schema(OFFSET_COMMIT, request.__version__), request, codes)
 
 
 async def offset_fetch(broker: Broker, request: Any, _client: Connection) -> Any:

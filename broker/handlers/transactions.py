@@ -13,6 +13,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from sluice.broker.broker import Broker
+from sluice.broker.handlers.offsets import commit_entries, commit_response
 from sluice.broker.protocol.codec import make, nested, response_schema
 from sluice.broker.protocol.context import Connection
 from sluice.broker.protocol.versions import (
@@ -68,20 +69,7 @@ async def end_txn(broker: Broker, request: Any, _client: Connection) -> Any:
 
 
 async def txn_offset_commit(broker: Broker, request: Any, _client: Connection) -> Any:
-    schema = response_schema(TXN_OFFSET_COMMIT, request.__version__)
-    topic_cls = nested(schema, "topics")
-    partition_cls = nested(schema, "topics", "partitions")
-    entries = [
-        (
-            t.name,
-            p.partition_index,
-            p.committed_offset,
-            getattr(p, "committed_leader_epoch", -1),
-            p.committed_metadata,
-        )
-        for t in request.topics
-        for p in t.partitions
-    ]
+    entries = commit_entries(request)
     check = broker.transactions.check_offset_commit(
         request.transactional_id, request.producer_id, request.producer_epoch
     )
@@ -97,19 +85,7 @@ async def txn_offset_commit(broker: Broker, request: Any, _client: Connection) -
             generation=getattr(request, "generation_id", -1),
             offsets=entries,
         )
-    results = iter(codes)
-    topics = tuple(
-        make(
-            topic_cls,
-            name=t.name,
-            partitions=tuple(
-                make(partition_cls, partition_index=p.partition_index, error_code=next(results))
-                for p in t.partitions
-            ),
-        )
-        for t in request.topics
-    )
-    return make(schema, throttle_time=0, topics=topics)
+    return commit_response(response_schema(TXN_OFFSET_COMMIT, request.__version__), request, codes)
 
 
 async def describe_transactions(broker: Broker, request: Any, _client: Connection) -> Any:
