@@ -394,7 +394,8 @@ def run_group_scenario(
     common = dict(client=client, bootstrap=bootstrap, group=group, topic=topic, strategy=strategy)
     a, b, c = (start(name, delay_ms=10, **common) for name in ("a", "b", "c"))
     everyone = [a, b, c]
-    wait_balanced(everyone, partitions, 30)
+    # generous: a loaded machine can make a Python client miss its first session and rejoin
+    wait_balanced(everyone, partitions, 60)
 
     produced = produce(bootstrap, topic, dict.fromkeys(range(partitions), per_partition))
     wait_processed(everyone, produced, 30)
