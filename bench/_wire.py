@@ -95,6 +95,11 @@ def _read_exact(sock: socket.socket, n: int) -> bytes:
     return bytes(buf)
 
 
+def read_frame(sock: socket.socket) -> bytes:
+    """One response frame's payload (after its 4-byte size)."""
+    return _read_exact(sock, struct.unpack(">i", _read_exact(sock, 4))[0])
+
+
 def _error_code(response: bytes, topic: str) -> int:
     # correlation_id, topics count, topic name, partitions count, partition, error_code
     offset = 4 + 4 + 2 + len(topic.encode()) + 4 + 4
