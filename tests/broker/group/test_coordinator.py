@@ -44,7 +44,7 @@ async def join(
     member_id: str = "",
     *,
     instance: str | None = None,
-    session: int = 200,
+    session: int = 5000,
     protocols: list[tuple[str, bytes]] | None = None,
 ) -> JoinResult:
     return await c.join(
@@ -52,7 +52,7 @@ async def join(
         member_id=member_id,
         instance_id=instance,
         session_timeout=session,
-        rebalance_timeout=300,
+        rebalance_timeout=5000,
         protocol_type="consumer",
         protocols=protocols or [("range", SUBSCRIPTION)],
         client_id="c",
@@ -145,7 +145,7 @@ def test_a_member_that_stops_heartbeating_is_removed_and_the_group_rebalances(
     c = make_coordinator(tmp_path)
 
     async def body() -> None:
-        a, b = await asyncio.gather(join_known(c), join_known(c))
+        a, b = await asyncio.gather(join_known(c, session=1000), join_known(c, session=1000))
         await asyncio.gather(
             *(
                 c.sync(
@@ -160,9 +160,9 @@ def test_a_member_that_stops_heartbeating_is_removed_and_the_group_rebalances(
                 for r in (a, b)
             )
         )
-        # Only `a` heartbeats; `b` expires after its 200 ms session.
-        for _ in range(6):
-            await asyncio.sleep(0.06)
+        # Only `a` heartbeats; `b` expires after its 1 s session (bounded: 5 s).
+        for _ in range(50):
+            await asyncio.sleep(0.1)
             code = c.heartbeat(group_id="g", member_id=a.member_id, instance_id=None, generation=1)
             if code is ErrorCode.rebalance_in_progress:
                 break
