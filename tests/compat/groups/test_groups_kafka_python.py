@@ -12,6 +12,16 @@ from collections.abc import Callable
 import pytest
 
 from tests.compat.groups.conftest import Member, run_group_scenario
+from tests.conftest import BrokerProcess
+
+
+@pytest.fixture
+def bootstrap(broker_factory: Callable[..., BrokerProcess]) -> str:
+    """A broker with Kafka's default 3 s initial rebalance delay, so the three members join the
+    first generation together. A kafka-python 3 member that led a generation in which it was
+    assigned nothing (it had joined alone) was seen to stall for good on a loaded machine —
+    suspected client-side, not understood yet (see the session note)."""
+    return broker_factory(**{"group.initial.rebalance.delay.ms": "3000"}).bootstrap
 
 
 @pytest.mark.parametrize("strategy", ["range", "roundrobin"])
