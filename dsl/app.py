@@ -1,0 +1,205 @@
+"""``App``: where a stream processing application is declared, tested and run.
+
+>>> from sluice.dsl import App
+>>> app = App("wordcount")
+>>> counts = (app.stream("lines")
+...     .flat_map_values(str.split)
+...     .group_by(lambda key, word: word.lower())
+...     .count(name="counts"))
+>>> counts.to_stream().to("word-counts")
+>>> with app.test_driver() as d:
+...     d.pipe("lines", None, "the cat and the hat")
+...     d.store("counts").get("the"), len(d.read_output("word-counts"))
+(2, 5)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from sluice.dsl.builder import Builder, StoreKind
+from sluice.dsl.stream import KStream
+from sluice.dsl.table import GlobalKTable, KTable
+from sluice.serde import JSON, STRING, Serde
+from sluice.streams.config import ProcessingGuarantee, StreamsConfig
+from sluice.streams.driver import TestDriver
+from sluice.streams.errors import HandlerSpec
+from sluice.streams.operators.aggregate import TableSource
+from sluice.streams.state.base import StoreSpec
+from sluice.streams.topology import TimestampExtractor, Topology
+
+if TYPE_CHECKING:
+    from sluice.streams.runtime.streams import KafkaStreams
+
+__all__ = ["App"]
+
+
+class App:
+    """A Streams application: ``application_id`` is its consumer group and topic prefix.
+
+    Keyword arguments are :class:`~sluice.streams.config.StreamsConfig` settings
+    (``processing_guarantee``, ``num_standby_replicas``, ``state_dir``, ``commit_interval_ms``,
+    the error handlers, ``dead_letter_topic``…); ``stores`` picks the backend of key-value stores
+    (``"rocksdb"``, Kafka's default, or ``"memory"``).
+    """
+
+    def __init__(
+        self,
+        application_id: str,
+        bootstrap_servers: str = "localhost:9092",
+        *,
+        processing_guarantee: ProcessingGuarantee = "at_least_once",
+        stores: StoreKind = "rocksdb",
+        state_dir: str | Path | None = None,
+        deserialization_exception_handler: HandlerSpec = "fail",
+        processing_exception_handler: HandlerSpec = "fail",
+        dead_letter_topic: str | None = None,
+        **settings: Any,
+    ) -> None:
+        self.config = StreamsConfig(
+            application_id,
+            bootstrap_servers,
+            processing_guarantee=processing_guarantee,
+            state_dir=None if state_dir is None else Path(state_dir),
+            deserialization_exception_handler=deserialization_exception_handler,
+            processing_exception_handler=processing_exception_handler,
+            dead_letter_topic=dead_letter_topic,
+            **settings,
+        )
+        self._builder = Builder(application_id, stores)
+        self._runtime: KafkaStreams | None = None
+
+    @property
+    def application_id(self) -> str:
+        """The application id (consumer group id)."""
+        return self.config.application_id
+
+    @property
+    def topology(self) -> Topology:
+        """The topology built so far."""
+        return self._builder.topology
+
+    def describe(self) -> str:
+        """The topology as text."""
+        return self.topology.describe()
+
+    # -- inputs -----------------------------------------------------------------------------
+    def stream(
+        self,
+        topics: str | Iterable[str],
+        *,
+        key_serde: Serde = STRING,
+        value_serde: Serde = JSON,
+        timestamp_extractor: TimestampExtractor | None = None,
+        name: str | None = None,
+    ) -> KStream:
+        """A stream of ``topics`` (keys are strings and values JSON unless said otherwise)."""
+        topic_list = [topics] if isinstance(topics, str) else list(topics)
+        node = self._builder.name("KSTREAM-SOURCE", name)
+        self.topology.add_source(
+            node,
+            topic_list,
+            key_serde=key_serde,
+            value_serde=value_serde,
+            timestamp_extractor=timestamp_extractor,
+        )
+        return KStream(self._builder, node, key_serde, value_serde, topics=frozenset(topic_list))
+
+    def table(
+        self,
+        topic: str,
+        *,
+        key_serde: Serde = STRING,
+        value_serde: Serde = JSON,
+        timestamp_extractor: TimestampExtractor | None = None,
+        name: str | None = None,
+    ) -> KTable:
+        """A table of ``topic``: the latest value per key. The store is named ``name`` (or
+        generated) and restored from ``topic`` itself (no changelog of its own)."""
+        builder = self._builder
+        source = builder.name("KTABLE-SOURCE")
+        self.topology.add_source(
+            source,
+            [topic],
+            key_serde=key_serde,
+            value_serde=value_serde,
+            timestamp_extractor=timestamp_extractor,
+        )
+        store = builder.kv_store(
+            builder.name("KTABLE-SOURCE-STATE-STORE", name), key_serde, value_serde, logged=False
+        )
+        self.topology.use_source_as_changelog(store, topic)
+        node = builder.add(
+            "KTABLE-SOURCE-PROCESSOR", lambda: TableSource(store), source, stores=(store,)
+        )
+        return KTable(builder, node, key_serde, value_serde, store=store, topics=frozenset([topic]))
+
+    def global_table(
+        self,
+        topic: str,
+        *,
+        key_serde: Serde = STRING,
+        value_serde: Serde = JSON,
+        name: str | None = None,
+    ) -> GlobalKTable:
+        """A table of every partition of ``topic`` on every instance."""
+        builder = self._builder
+        store = builder.name("GLOBALKTABLE-STATE-STORE", name)
+        backend = builder._backend()
+        from sluice.streams.state.keyvalue import KeyValueStore
+
+        spec = StoreSpec(
+            store,
+            lambda: KeyValueStore(key_serde, value_serde, backend(key_serde, value_serde)),
+            logged=False,
+        )
+        self.topology.add_global_store(spec, topic, key_serde=key_serde, value_serde=value_serde)
+        return GlobalKTable(store, key_serde, value_serde)
+
+    def state_store(
+        self, name: str, *, key_serde: Serde = STRING, value_serde: Serde = JSON
+    ) -> str:
+        """A key-value store for Processor API processors: ``process(..., stores=[name])``."""
+        return self._builder.kv_store(name, key_serde, value_serde)
+
+    # -- running ----------------------------------------------------------------------------
+    def test_driver(self, **options: Any) -> TestDriver:
+        """A broker-free driver over this topology (see :class:`~sluice.streams.TestDriver`)."""
+        options.setdefault("application_id", self.application_id)
+        options.setdefault(
+            "deserialization_exception_handler", self.config.deserialization_exception_handler
+        )
+        options.setdefault("processing_exception_handler", self.config.processing_exception_handler)
+        options.setdefault("dead_letter_topic", self.config.dead_letter_topic)
+        return TestDriver(self.topology, **options)
+
+    def start(self) -> KafkaStreams:
+        """Start processing in a background thread; returns the running instance."""
+        from sluice.streams.runtime.streams import KafkaStreams
+
+        self._runtime = KafkaStreams(self.topology, self.config)
+        self._runtime.start()
+        return self._runtime
+
+    def run(self) -> None:
+        """Process until interrupted (Ctrl-C or SIGTERM); more processes with the same
+        application id share the partitions."""
+        from sluice.streams.runtime.streams import KafkaStreams
+
+        self._runtime = KafkaStreams(self.topology, self.config)
+        self._runtime.run()
+
+    def close(self) -> None:
+        """Stop a started app: commit, close stores, leave the group."""
+        if self._runtime is not None:
+            self._runtime.close()
+
+    def store(self, name: str) -> Any:
+        """Query a store of this running instance: ``get``, ``range``, ``fetch``…"""
+        if self._runtime is None:
+            from sluice.streams.errors import StreamsError
+
+            raise StreamsError("the app is not running: call start() or run() first")
+        return self._runtime.store(name)

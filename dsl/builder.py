@@ -1,0 +1,113 @@
+"""What every DSL object shares: the topology being built, names, serdes and store factories.
+
+Node names follow Kafka Streams (``KSTREAM-FILTER-0000000003``) so that a ``describe()`` reads
+familiar; stores get ``KSTREAM-AGGREGATE-STATE-STORE-…`` names unless the user names them, and
+their changelogs are ``<application id>-<store>-changelog``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Literal
+
+from sluice.serde import Serde
+from sluice.streams.processor import Processor
+from sluice.streams.state.base import StateStore, StoreSpec
+from sluice.streams.state.keyvalue import KeyValueBackend, KeyValueStore, MemoryBackend
+from sluice.streams.state.session import SessionStore
+from sluice.streams.state.window import WindowStore
+from sluice.streams.topology import Topology
+
+__all__ = ["Builder", "StoreKind"]
+
+StoreKind = Literal["rocksdb", "memory"]
+
+
+class Builder:
+    """Shared by an :class:`~sluice.dsl.App` and every stream and table made from it."""
+
+    def __init__(self, application_id: str, store_kind: StoreKind) -> None:
+        self.application_id = application_id
+        self.store_kind = store_kind
+        self.topology = Topology()
+        self._counter = 0
+
+    def name(self, prefix: str, given: str | None = None) -> str:
+        """A fresh node name (or ``given``)."""
+        if given is not None:
+            return given
+        self._counter += 1
+        return f"{prefix}-{self._counter:010d}"
+
+    def repartition_topic(self, name: str) -> str:
+        """The full name of an internal topic."""
+        return f"{self.application_id}-{name}-repartition"
+
+    def add(
+        self,
+        prefix: str,
+        supplier: Callable[[], Processor],
+        *parents: str,
+        stores: tuple[str, ...] = (),
+        name: str | None = None,
+    ) -> str:
+        """Add a processor node; returns its name."""
+        node = self.name(prefix, name)
+        self.topology.add_processor(node, supplier, *parents, stores=stores)
+        return node
+
+    # -- stores -----------------------------------------------------------------------------
+    def _backend(self) -> Callable[[Serde, Serde], KeyValueBackend]:
+        if self.store_kind == "memory":
+            return lambda key_serde, value_serde: MemoryBackend()
+        from sluice.streams.state.rocksdb import RocksDBBackend
+
+        return RocksDBBackend
+
+    def kv_store(
+        self, name: str, key_serde: Serde, value_serde: Serde, *, logged: bool = True
+    ) -> str:
+        """Register a key-value store (RocksDB or in memory, as the app says)."""
+        backend = self._backend()
+
+        def factory() -> StateStore:
+            return KeyValueStore(key_serde, value_serde, backend(key_serde, value_serde))
+
+        self.topology.add_state_store(StoreSpec(name, factory, logged=logged))
+        return name
+
+    def window_store(
+        self,
+        name: str,
+        key_serde: Serde,
+        value_serde: Serde,
+        retention_ms: int,
+        *,
+        duplicates: bool = False,
+    ) -> str:
+        """Register a window store (in memory, changelogged)."""
+
+        def factory() -> StateStore:
+            return WindowStore(key_serde, value_serde, retention_ms, retain_duplicates=duplicates)
+
+        config = {
+            "cleanup.policy": "compact,delete",
+            "retention.ms": str(retention_ms + 86_400_000),
+        }
+        self.topology.add_state_store(StoreSpec(name, factory, changelog_config=config))
+        return name
+
+    def session_store(
+        self, name: str, key_serde: Serde, value_serde: Serde, retention_ms: int
+    ) -> str:
+        """Register a session store (in memory, changelogged)."""
+
+        def factory() -> StateStore:
+            return SessionStore(key_serde, value_serde, retention_ms)
+
+        config = {
+            "cleanup.policy": "compact,delete",
+            "retention.ms": str(retention_ms + 86_400_000),
+        }
+        self.topology.add_state_store(StoreSpec(name, factory, changelog_config=config))
+        return name

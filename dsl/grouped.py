@@ -1,0 +1,237 @@
+"""Grouped streams and tables, and windowed streams: where aggregations are declared.
+
+>>> from sluice.dsl import App, TimeWindows
+>>> app = App("docs")
+>>> counts = app.stream("clicks").group_by_key().windowed_by(TimeWindows.of("1m")).count()
+>>> counts.to_stream().to("clicks-per-minute")
+>>> with app.test_driver() as d:
+...     d.pipe("clicks", "u1", {}, timestamp=1_000); d.pipe("clicks", "u1", {}, timestamp=2_000)
+...     [(r.key, r.value) for r in d.read_output("clicks-per-minute")]
+[(Windowed(key='u1', start=0, end=60000), 1), (Windowed(key='u1', start=0, end=60000), 2)]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from sluice.dsl.builder import Builder
+from sluice.dsl.table import KTable
+from sluice.serde import JSON, Serde
+from sluice.streams.operators.aggregate import StreamAggregate, TableAggregate
+from sluice.streams.operators.serdes import change, windowed_json
+from sluice.streams.operators.windowed import SessionAggregate, SlidingAggregate, WindowedAggregate
+from sluice.streams.windows import SessionWindows, SlidingWindows, TimeWindows
+
+if TYPE_CHECKING:
+    from sluice.dsl.stream import KStream
+
+__all__ = ["KGroupedStream", "KGroupedTable", "WindowedKStream"]
+
+Windows = TimeWindows | SlidingWindows | SessionWindows
+
+
+def _count(key: Any, value: Any, total: int) -> int:
+    return total + 1
+
+
+def _zero() -> int:
+    return 0
+
+
+def _reducing(reducer: Callable[[Any, Any], Any]) -> Callable[[Any, Any, Any], Any]:
+    def aggregate(key: Any, value: Any, current: Any) -> Any:
+        return value if current is None else reducer(current, value)
+
+    return aggregate
+
+
+def _none() -> None:
+    return None
+
+
+class KGroupedStream:
+    """A stream grouped by key, ready to aggregate."""
+
+    def __init__(self, stream: KStream, name: str | None) -> None:
+        self._stream = stream._partitioned(name)
+        self._builder: Builder = stream._builder
+
+    def count(self, *, name: str | None = None) -> KTable:
+        """Records per key."""
+        return self.aggregate(_zero, _count, name=name, value_serde=JSON)
+
+    def reduce(self, reducer: Callable[[Any, Any], Any], *, name: str | None = None) -> KTable:
+        """``reducer(aggregate, value)`` per key, starting from the first value."""
+        return self.aggregate(
+            _none, _reducing(reducer), name=name, value_serde=self._stream.value_serde
+        )
+
+    def aggregate(
+        self,
+        initializer: Callable[[], Any],
+        aggregator: Callable[[Any, Any, Any], Any],
+        *,
+        name: str | None = None,
+        value_serde: Serde = JSON,
+    ) -> KTable:
+        """``aggregator(key, value, aggregate)`` per key, starting from ``initializer()``."""
+        builder = self._builder
+        stream = self._stream
+        store = builder.kv_store(
+            builder.name("KSTREAM-AGGREGATE-STATE-STORE", name), stream.key_serde, value_serde
+        )
+        node = builder.add(
+            "KSTREAM-AGGREGATE",
+            lambda: StreamAggregate(store, initializer, aggregator),
+            stream._node,
+            stores=(store,),
+        )
+        return KTable(
+            builder, node, stream.key_serde, value_serde, store=store, topics=stream._topics
+        )
+
+    def windowed_by(self, windows: Windows) -> WindowedKStream:
+        """Aggregate per window: ``TimeWindows``, ``SlidingWindows`` or ``SessionWindows``."""
+        return WindowedKStream(self._stream, windows)
+
+
+class WindowedKStream:
+    """A grouped stream with windows; its aggregates are keyed by ``Windowed``."""
+
+    def __init__(self, stream: KStream, windows: Windows) -> None:
+        self._stream = stream
+        self._builder: Builder = stream._builder
+        self.windows = windows
+
+    def count(self, *, name: str | None = None) -> KTable:
+        """Records per key and window."""
+        return self.aggregate(_zero, _count, merger=lambda k, a, b: a + b, name=name)
+
+    def reduce(self, reducer: Callable[[Any, Any], Any], *, name: str | None = None) -> KTable:
+        """``reducer(aggregate, value)`` per key and window."""
+        return self.aggregate(
+            _none,
+            _reducing(reducer),
+            merger=lambda k, a, b: reducer(b, a),
+            name=name,
+            value_serde=self._stream.value_serde,
+        )
+
+    def aggregate(
+        self,
+        initializer: Callable[[], Any],
+        aggregator: Callable[[Any, Any, Any], Any],
+        *,
+        merger: Callable[[Any, Any, Any], Any] | None = None,
+        name: str | None = None,
+        value_serde: Serde = JSON,
+    ) -> KTable:
+        """``aggregator(key, value, aggregate)`` per key and window; session windows also need
+        ``merger(key, aggregate_a, aggregate_b)`` to combine sessions a record bridges."""
+        builder = self._builder
+        stream = self._stream
+        windows = self.windows
+        store_name = builder.name("KSTREAM-AGGREGATE-STATE-STORE", name)
+        if isinstance(windows, TimeWindows):
+            store = builder.window_store(
+                store_name, stream.key_serde, value_serde, windows.retention_ms
+            )
+            supplier: Callable[[], Any] = lambda: WindowedAggregate(  # noqa: E731
+                store, windows, initializer, aggregator
+            )
+        elif isinstance(windows, SlidingWindows):
+            store = builder.window_store(
+                store_name,
+                stream.key_serde,
+                stream.value_serde,
+                windows.retention_ms,
+                duplicates=True,
+            )
+            supplier = lambda: SlidingAggregate(store, windows, initializer, aggregator)  # noqa: E731
+        else:
+            if merger is None:
+                raise TypeError(
+                    "session window aggregation needs merger=(key, agg_a, agg_b) -> agg"
+                )
+            merge = merger
+            store = builder.session_store(
+                store_name, stream.key_serde, value_serde, windows.retention_ms
+            )
+            supplier = lambda: SessionAggregate(store, windows, initializer, aggregator, merge)  # noqa: E731
+        node = builder.add("KSTREAM-WINDOWED-AGGREGATE", supplier, stream._node, stores=(store,))
+        return KTable(
+            builder,
+            node,
+            windowed_json(stream.key_serde),
+            value_serde,
+            store=store,
+            topics=stream._topics,
+            window_grace_ms=windows.grace_ms,
+            inner_key_serde=stream.key_serde,
+        )
+
+
+class KGroupedTable:
+    """A table re-grouped by a new key: aggregations add new rows and subtract old ones."""
+
+    def __init__(
+        self, builder: Builder, node: str, key_serde: Serde, value_serde: Serde, name: str | None
+    ) -> None:
+        self._builder = builder
+        base = builder.name("KTABLE-REPARTITION", name)
+        topic = builder.repartition_topic(base)
+        builder.topology.add_repartition_topic(topic)
+        changes = change(value_serde)
+        builder.topology.add_sink(
+            f"{base}-sink", topic, node, key_serde=key_serde, value_serde=changes
+        )
+        builder.topology.add_source(
+            f"{base}-source", [topic], key_serde=key_serde, value_serde=changes
+        )
+        self._node = f"{base}-source"
+        self._topics = frozenset([topic])
+        self.key_serde = key_serde
+        self.value_serde = value_serde
+
+    def count(self, *, name: str | None = None) -> KTable:
+        """Rows per group."""
+        return self.aggregate(_zero, _count, lambda k, v, total: total - 1, name=name)
+
+    def reduce(
+        self,
+        adder: Callable[[Any, Any], Any],
+        subtractor: Callable[[Any, Any], Any],
+        *,
+        name: str | None = None,
+    ) -> KTable:
+        """``adder(aggregate, value)`` for new rows, ``subtractor(aggregate, value)`` for old."""
+        return self.aggregate(
+            _none,
+            lambda k, v, agg: v if agg is None else adder(agg, v),
+            lambda k, v, agg: subtractor(agg, v),
+            name=name,
+            value_serde=self.value_serde,
+        )
+
+    def aggregate(
+        self,
+        initializer: Callable[[], Any],
+        adder: Callable[[Any, Any, Any], Any],
+        subtractor: Callable[[Any, Any, Any], Any],
+        *,
+        name: str | None = None,
+        value_serde: Serde = JSON,
+    ) -> KTable:
+        """``adder(key, value, aggregate)`` / ``subtractor(key, value, aggregate)`` per group."""
+        builder = self._builder
+        store = builder.kv_store(
+            builder.name("KTABLE-AGGREGATE-STATE-STORE", name), self.key_serde, value_serde
+        )
+        node = builder.add(
+            "KTABLE-AGGREGATE",
+            lambda: TableAggregate(store, initializer, adder, subtractor),
+            self._node,
+            stores=(store,),
+        )
+        return KTable(builder, node, self.key_serde, value_serde, store=store, topics=self._topics)

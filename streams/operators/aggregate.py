@@ -1,0 +1,131 @@
+"""Aggregations of grouped streams and grouped tables into key-value stores.
+
+Each emits table updates, ``Record(key, Change(new, old))``, with the largest timestamp that went
+into the aggregate (Kafka's rule). Records with a None key or value are skipped, as in Kafka.
+
+>>> from sluice.serde import STRING, INT64
+>>> from sluice.streams.record import Change, Record
+>>> from sluice.streams.state.keyvalue import KeyValueStore
+>>> agg = StreamAggregate("counts", lambda: 0, lambda k, v, total: total + 1)
+>>> agg.store = KeyValueStore(STRING, INT64); out = []; agg.forward = out.append
+>>> agg.process(Record("a", "x", 5)); agg.process(Record("a", "y", 3))
+>>> [(r.key, r.value, r.timestamp) for r in out]
+[('a', Change(new=1, old=None), 5), ('a', Change(new=2, old=1), 5)]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from sluice.streams.operators.stateless import _Operator
+from sluice.streams.processor import ProcessorContext
+from sluice.streams.record import Change, Record
+from sluice.streams.state.keyvalue import KeyValueStore
+
+__all__ = ["StreamAggregate", "TableAggregate", "TableSource", "ToTable"]
+
+Initializer = Callable[[], Any]
+Aggregator = Callable[[Any, Any, Any], Any]
+
+
+class _StoreOperator(_Operator):
+    store_name: str
+    store: KeyValueStore
+
+    def init(self, context: ProcessorContext) -> None:
+        super().init(context)
+        store = context.get_state_store(self.store_name)
+        assert isinstance(store, KeyValueStore)
+        self.store = store
+
+
+class StreamAggregate(_StoreOperator):
+    """``aggregator(key, value, aggregate) -> aggregate``, starting from ``initializer()``."""
+
+    def __init__(self, store_name: str, initializer: Initializer, aggregator: Aggregator) -> None:
+        self.store_name = store_name
+        self.initializer = initializer
+        self.aggregator = aggregator
+
+    def process(self, record: Record) -> None:
+        key = record.key
+        if key is None or record.value is None:
+            return
+        store = self.store
+        entry = store.get_with_timestamp(key)
+        if entry is None:
+            old = None
+            current = self.initializer()
+            timestamp = record.timestamp
+        else:
+            old = current = entry[0]
+            timestamp = max(entry[1], record.timestamp)
+        new = self.aggregator(key, record.value, current)
+        store.put(key, new, timestamp)
+        self.forward(Record(key, Change(new, old), timestamp, record.headers))
+
+
+class TableAggregate(_StoreOperator):
+    """Aggregates of a re-grouped table: ``subtractor`` takes the old value out, ``adder`` adds."""
+
+    def __init__(
+        self,
+        store_name: str,
+        initializer: Initializer,
+        adder: Aggregator,
+        subtractor: Aggregator,
+    ) -> None:
+        self.store_name = store_name
+        self.initializer = initializer
+        self.adder = adder
+        self.subtractor = subtractor
+
+    def process(self, record: Record) -> None:
+        key = record.key
+        change: Change = record.value
+        if key is None:
+            return
+        entry = self.store.get_with_timestamp(key)
+        old = None if entry is None else entry[0]
+        current = self.initializer() if old is None else old
+        timestamp = record.timestamp if entry is None else max(entry[1], record.timestamp)
+        if change.old is not None:
+            current = self.subtractor(key, change.old, current)
+        if change.new is not None:
+            current = self.adder(key, change.new, current)
+        self.store.put(key, current, timestamp)
+        self.forward(Record(key, Change(current, old), timestamp, record.headers))
+
+
+class TableSource(_StoreOperator):
+    """Materializes a changelog topic: puts each record in the store, forwards the change.
+
+    With ``store_name`` None the table is not materialized and the old value is unknown (None).
+    """
+
+    def __init__(self, store_name: str | None) -> None:
+        self.store_name = store_name or ""
+        self.materialized = store_name is not None
+
+    def init(self, context: ProcessorContext) -> None:
+        if self.materialized:
+            super().init(context)
+        else:
+            _Operator.init(self, context)
+
+    def process(self, record: Record) -> None:
+        key = record.key
+        if key is None:
+            return
+        old = None
+        if self.materialized:
+            old = self.store.get(key)
+            self.store.put(key, record.value, record.timestamp)
+            if old is None and record.value is None:
+                return  # deleting a key that is not there changes nothing
+        self.forward(Record(key, Change(record.value, old), record.timestamp, record.headers))
+
+
+ToTable = TableSource
+"""``KStream.to_table``: the same operator as a source table."""

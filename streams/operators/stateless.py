@@ -1,0 +1,160 @@
+"""Stateless stream operators: filter, map, flat map, select key, peek, foreach, branch, merge.
+
+User functions take ``(key, value)`` except the ``*_values`` mappers, which take the value.
+
+>>> from sluice.streams.record import Record
+>>> seen = []
+>>> class Collect:
+...     def process(self, record): seen.append((record.key, record.value))
+>>> op = FlatMapValues(lambda v: v.split())
+>>> op.forward = Collect().process
+>>> op.process(Record("k", "a b", 0)); seen
+[('k', 'a'), ('k', 'b')]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from sluice.streams.processor import Processor, ProcessorContext
+from sluice.streams.record import Record
+
+__all__ = [
+    "Branch",
+    "Filter",
+    "FlatMap",
+    "FlatMapValues",
+    "Foreach",
+    "Map",
+    "MapValues",
+    "Passthrough",
+    "Peek",
+    "SelectKey",
+]
+
+KeyValueFn = Callable[[Any, Any], Any]
+
+
+class _Operator(Processor):
+    """A processor that forwards to all children through one fast callable."""
+
+    forward: Callable[[Record], None]
+
+    def init(self, context: ProcessorContext) -> None:
+        super().init(context)
+        self.forward = context.forwarder()
+
+
+class Filter(_Operator):
+    """Keep records for which ``predicate(key, value)`` is true (false with ``negate``)."""
+
+    def __init__(self, predicate: KeyValueFn, negate: bool = False) -> None:
+        self.predicate = predicate
+        self.negate = negate
+
+    def process(self, record: Record) -> None:
+        if bool(self.predicate(record.key, record.value)) is not self.negate:
+            self.forward(record)
+
+
+class Map(_Operator):
+    """Replace key and value with ``mapper(key, value) -> (key, value)``."""
+
+    def __init__(self, mapper: KeyValueFn) -> None:
+        self.mapper = mapper
+
+    def process(self, record: Record) -> None:
+        key, value = self.mapper(record.key, record.value)
+        self.forward(Record(key, value, record.timestamp, record.headers))
+
+
+class MapValues(_Operator):
+    """Replace the value with ``mapper(value)`` (``mapper(key, value)`` with ``with_key``)."""
+
+    def __init__(self, mapper: Callable[..., Any], with_key: bool = False) -> None:
+        self.mapper = mapper
+        self.with_key = with_key
+
+    def process(self, record: Record) -> None:
+        if self.with_key:
+            value = self.mapper(record.key, record.value)
+        else:
+            value = self.mapper(record.value)
+        self.forward(Record(record.key, value, record.timestamp, record.headers))
+
+
+class FlatMap(_Operator):
+    """Zero or more records from ``mapper(key, value) -> iterable of (key, value)``."""
+
+    def __init__(self, mapper: Callable[[Any, Any], Iterable[tuple[Any, Any]]]) -> None:
+        self.mapper = mapper
+
+    def process(self, record: Record) -> None:
+        forward = self.forward
+        for key, value in self.mapper(record.key, record.value):
+            forward(Record(key, value, record.timestamp, record.headers))
+
+
+class FlatMapValues(_Operator):
+    """Zero or more records, same key, from ``mapper(value) -> iterable of values``."""
+
+    def __init__(self, mapper: Callable[[Any], Iterable[Any]]) -> None:
+        self.mapper = mapper
+
+    def process(self, record: Record) -> None:
+        forward = self.forward
+        for value in self.mapper(record.value):
+            forward(Record(record.key, value, record.timestamp, record.headers))
+
+
+class SelectKey(_Operator):
+    """Replace the key with ``selector(key, value)``."""
+
+    def __init__(self, selector: KeyValueFn) -> None:
+        self.selector = selector
+
+    def process(self, record: Record) -> None:
+        key = self.selector(record.key, record.value)
+        self.forward(Record(key, record.value, record.timestamp, record.headers))
+
+
+class Peek(_Operator):
+    """Call ``action(key, value)`` and pass the record on unchanged."""
+
+    def __init__(self, action: KeyValueFn) -> None:
+        self.action = action
+
+    def process(self, record: Record) -> None:
+        self.action(record.key, record.value)
+        self.forward(record)
+
+
+class Foreach(Processor):
+    """Call ``action(key, value)``; a terminal operator."""
+
+    def __init__(self, action: KeyValueFn) -> None:
+        self.action = action
+
+    def process(self, record: Record) -> None:
+        self.action(record.key, record.value)
+
+
+class Branch(Processor):
+    """Send each record to the first branch whose predicate holds (``None``: the default branch)."""
+
+    def __init__(self, branches: list[tuple[str, KeyValueFn | None]]) -> None:
+        self.branches = branches
+
+    def process(self, record: Record) -> None:
+        for child, predicate in self.branches:
+            if predicate is None or predicate(record.key, record.value):
+                self.context.forward(record, to=child)
+                return
+
+
+class Passthrough(_Operator):
+    """Forward every record (the node where merged streams meet)."""
+
+    def process(self, record: Record) -> None:
+        self.forward(record)

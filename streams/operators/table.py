@@ -1,0 +1,98 @@
+"""Table operators: filter, map values, materialize, to stream, and re-grouping.
+
+A table flows as ``Record(key, Change(new, old))``; each operator maps both sides so that the
+ones downstream (aggregations with a subtractor, joins) see what changed.
+
+>>> from sluice.streams.record import Change, Record
+>>> op = TableFilter(lambda k, v: v > 1); out = []; op.forward = out.append
+>>> op.process(Record("a", Change(2, 1), 0)); op.process(Record("a", Change(0, 2), 0))
+>>> [r.value for r in out]
+[Change(new=2, old=None), Change(new=None, old=2)]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from sluice.streams.operators.aggregate import _StoreOperator
+from sluice.streams.operators.stateless import _Operator
+from sluice.streams.record import Change, Record
+
+__all__ = ["TableFilter", "TableMapValues", "TableMaterialize", "TableRegroup", "TableToStream"]
+
+
+class TableFilter(_Operator):
+    """Keep rows for which ``predicate(key, value)`` holds; a row that stops matching is deleted."""
+
+    def __init__(self, predicate: Callable[[Any, Any], Any], negate: bool = False) -> None:
+        self.predicate = predicate
+        self.negate = negate
+
+    def _keep(self, key: Any, value: Any) -> Any:
+        if value is None:
+            return None
+        return value if bool(self.predicate(key, value)) is not self.negate else None
+
+    def process(self, record: Record) -> None:
+        change: Change = record.value
+        new = self._keep(record.key, change.new)
+        old = self._keep(record.key, change.old)
+        if new is None and old is None:
+            return
+        self.forward(Record(record.key, Change(new, old), record.timestamp, record.headers))
+
+
+class TableMapValues(_Operator):
+    """Map both the new and the old value with ``mapper(value)``."""
+
+    def __init__(self, mapper: Callable[[Any], Any]) -> None:
+        self.mapper = mapper
+
+    def process(self, record: Record) -> None:
+        change: Change = record.value
+        new = None if change.new is None else self.mapper(change.new)
+        old = None if change.old is None else self.mapper(change.old)
+        self.forward(Record(record.key, Change(new, old), record.timestamp, record.headers))
+
+
+class TableMaterialize(_StoreOperator):
+    """Keep the table's current rows in a store (for joins and queries), forward the change."""
+
+    def __init__(self, store_name: str) -> None:
+        self.store_name = store_name
+
+    def process(self, record: Record) -> None:
+        change: Change = record.value
+        old = self.store.get(record.key)
+        self.store.put(record.key, change.new, record.timestamp)
+        if old is None and change.new is None:
+            return
+        self.forward(Record(record.key, Change(change.new, old), record.timestamp, record.headers))
+
+
+class TableToStream(_Operator):
+    """Each table update as a stream record; deletions become records with a None value."""
+
+    def process(self, record: Record) -> None:
+        self.forward(Record(record.key, record.value.new, record.timestamp, record.headers))
+
+
+class TableRegroup(_Operator):
+    """``KTable.group_by``: the old row leaves its group, the new row joins its group.
+
+    ``selector(key, value) -> (group key, value)``; each side goes on as its own change (the old
+    one as ``Change(None, old)``) to be repartitioned by the group key.
+    """
+
+    def __init__(self, selector: Callable[[Any, Any], tuple[Any, Any]]) -> None:
+        self.selector = selector
+
+    def process(self, record: Record) -> None:
+        change: Change = record.value
+        if change.old is not None:
+            key, value = self.selector(record.key, change.old)
+            self.forward(Record(key, Change(None, value), record.timestamp, record.headers))
+        if change.new is not None:
+            key, value = self.selector(record.key, change.new)
+            self.forward(Record(key, Change(value, None), record.timestamp, record.headers))

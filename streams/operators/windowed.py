@@ -1,0 +1,214 @@
+"""Windowed aggregations: time (tumbling, hopping), session and sliding windows.
+
+A record updates every window it falls in unless the window is closed — its end plus grace is at
+or before the task's stream time — in which case it is dropped and counted in ``dropped``.
+Results are table updates keyed by :class:`~sluice.streams.record.Windowed`.
+
+>>> from sluice.serde import STRING, INT64
+>>> from sluice.streams.record import Record
+>>> from sluice.streams.state.window import WindowStore
+>>> from sluice.streams.windows import TimeWindows
+>>> class Context:
+...     stream_time = 0
+>>> agg = WindowedAggregate("w", TimeWindows.of(10).grace(5), lambda: 0, lambda k, v, n: n + 1)
+>>> agg.store = WindowStore(STRING, INT64, 15); agg.context = Context(); out = []
+>>> agg.forward = out.append
+>>> for ts in (1, 12, 3):
+...     agg.context.stream_time = max(agg.context.stream_time, ts)
+...     agg.process(Record("k", "x", ts))
+>>> [(r.key.start, r.value.new) for r in out]
+[(0, 1), (10, 1), (0, 2)]
+>>> agg.context.stream_time = 20; agg.process(Record("k", "x", 4)); agg.dropped
+1
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Callable
+from typing import Any
+
+from sluice.streams.operators.aggregate import Aggregator, Initializer
+from sluice.streams.operators.stateless import _Operator
+from sluice.streams.processor import ProcessorContext
+from sluice.streams.record import Change, Record, Windowed
+from sluice.streams.state.session import SessionStore
+from sluice.streams.state.window import WindowStore
+from sluice.streams.windows import SessionWindows, SlidingWindows, TimeWindows
+
+__all__ = ["SessionAggregate", "SlidingAggregate", "WindowedAggregate"]
+
+Merger = Callable[[Any, Any, Any], Any]
+
+
+class _WindowOperator(_Operator):
+    store_name: str
+    dropped = 0
+
+    def init(self, context: ProcessorContext) -> None:
+        super().init(context)
+        self.store = context.get_state_store(self.store_name)
+
+
+class WindowedAggregate(_WindowOperator):
+    """Aggregates per key and time window."""
+
+    store: WindowStore
+
+    def __init__(
+        self,
+        store_name: str,
+        windows: TimeWindows,
+        initializer: Initializer,
+        aggregator: Aggregator,
+    ) -> None:
+        self.store_name = store_name
+        self.windows = windows
+        self.initializer = initializer
+        self.aggregator = aggregator
+
+    def process(self, record: Record) -> None:
+        key = record.key
+        if key is None or record.value is None:
+            return
+        close_time = self.context.stream_time - self.windows.grace_ms
+        store = self.store
+        updated = False
+        for start, end in self.windows.windows_for(record.timestamp):
+            if end <= close_time:
+                continue
+            updated = True
+            entry = store.fetch_with_timestamp(key, start)
+            if entry is None:
+                old = None
+                current = self.initializer()
+                timestamp = record.timestamp
+            else:
+                old = current = entry[0]
+                timestamp = max(entry[1], record.timestamp)
+            new = self.aggregator(key, record.value, current)
+            store.put(key, new, start, timestamp)
+            self.forward(
+                Record(Windowed(key, start, end), Change(new, old), timestamp, record.headers)
+            )
+        if not updated:
+            self.dropped += 1
+
+
+class SessionAggregate(_WindowOperator):
+    """Aggregates per key and session; sessions that a record bridges are merged."""
+
+    store: SessionStore
+
+    def __init__(
+        self,
+        store_name: str,
+        windows: SessionWindows,
+        initializer: Initializer,
+        aggregator: Aggregator,
+        merger: Merger,
+    ) -> None:
+        self.store_name = store_name
+        self.windows = windows
+        self.initializer = initializer
+        self.aggregator = aggregator
+        self.merger = merger
+
+    def process(self, record: Record) -> None:
+        key = record.key
+        if key is None or record.value is None:
+            return
+        timestamp = record.timestamp
+        gap = self.windows.gap_ms
+        close_time = self.context.stream_time - self.windows.grace_ms
+        overlapping = self.store.find_sessions(key, timestamp - gap, timestamp + gap)
+        start = min([timestamp, *(s for s, _, _ in overlapping)])
+        end = max([timestamp, *(e for _, e, _ in overlapping)])
+        if end < close_time or (end == close_time and not overlapping):
+            self.dropped += 1
+            return
+        aggregate = self.aggregator(key, record.value, self.initializer())
+        for old_start, old_end, value in overlapping:
+            aggregate = self.merger(key, aggregate, value)
+            if (old_start, old_end) != (start, end):
+                self.store.remove(key, old_start, old_end)
+                self.forward(
+                    Record(Windowed(key, old_start, old_end), Change(None, value), timestamp)
+                )
+        previous = next((v for s, e, v in overlapping if (s, e) == (start, end)), None)
+        self.store.put(key, start, end, aggregate, timestamp)
+        self.forward(Record(Windowed(key, start, end), Change(aggregate, previous), timestamp))
+
+
+class SlidingAggregate(_WindowOperator):
+    """Aggregates over sliding windows ``[t - size, t]``, Kafka's definition.
+
+    Windows exist where records define them: the *left* window of each record (ending at it) and
+    the *right* window of each record (starting just after it) when another record falls in it.
+    A record updates every window that contains it. The store keeps the records of each key (a
+    window store with duplicates); each affected window is recomputed from them in time order,
+    so an aggregator need not be invertible.
+    """
+
+    store: WindowStore
+
+    def __init__(
+        self,
+        store_name: str,
+        windows: SlidingWindows,
+        initializer: Initializer,
+        aggregator: Aggregator,
+    ) -> None:
+        self.store_name = store_name
+        self.windows = windows
+        self.initializer = initializer
+        self.aggregator = aggregator
+        self._emitted: dict[Any, dict[int, tuple[Any, int]]] = {}
+
+    def process(self, record: Record) -> None:
+        key = record.key
+        if key is None or record.value is None:
+            return
+        size = self.windows.size_ms
+        t = record.timestamp
+        close_time = self.context.stream_time - self.windows.grace_ms
+        if t + size < close_time:  # even its right window has closed
+            self.dropped += 1
+            return
+        self.store.put(key, record.value, t, t)
+        horizon = self.context.stream_time - self.windows.retention_ms
+        records = sorted(
+            (ts, value) for ts, (value, _) in self.store.fetch_entries(key, max(0, horizon), 2**62)
+        )
+        times = [ts for ts, _ in records]
+        # Every window that can contain t: left windows of records in [t, t + size] (t's own
+        # included) and right windows of records in [t - size, t).
+        candidates: set[tuple[int, int]] = set()
+        for ts in times[bisect.bisect_left(times, t) : bisect.bisect_right(times, t + size)]:
+            candidates.add((max(0, ts - size), ts))
+        for ts in times[bisect.bisect_left(times, t - size) : bisect.bisect_left(times, t)]:
+            candidates.add((ts + 1, ts + 1 + size))
+        if t + 1 <= t + size and any(t < ts <= t + size for ts in times):
+            candidates.add((t + 1, t + 1 + size))  # t's right window, which has later records
+        emitted = self._emitted.setdefault(key, {})
+        for start, end in sorted(candidates):
+            if end <= close_time or not start <= t <= end:
+                continue
+            inside = records[bisect.bisect_left(times, start) : bisect.bisect_right(times, end)]
+            if not inside:
+                continue
+            aggregate = self.initializer()
+            for _, value in inside:
+                aggregate = self.aggregator(key, value, aggregate)
+            timestamp = inside[-1][0]
+            old = emitted.get(start)
+            emitted[start] = (aggregate, end)
+            self.forward(
+                Record(
+                    Windowed(key, start, end),
+                    Change(aggregate, None if old is None else old[0]),
+                    timestamp,
+                )
+            )
+        for start in [s for s, (_, end) in emitted.items() if end < horizon]:
+            del emitted[start]

@@ -1,0 +1,358 @@
+"""A task: one sub-topology over one partition of its input topics, with its own stores.
+
+The task turns raw input records into :class:`Record` objects, keeps the task's stream time
+(the largest timestamp seen), drives the processors by plain calls (each built-in operator calls
+its children's ``process`` directly, no queue in between), runs punctuations and, at commit,
+flushes its stores (one changelog record per dirty key). Output goes to a :class:`RecordCollector`
+(a Kafka producer in the runtime, in-memory topics in the test driver).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from pathlib import Path
+from typing import NamedTuple, Protocol
+
+from sluice.streams.errors import (
+    DeserializationError,
+    ErrorHandler,
+    ProcessingError,
+    RecordError,
+    StreamsError,
+)
+from sluice.streams.processor import (
+    Cancellable,
+    Processor,
+    ProcessorContext,
+    PunctuationType,
+    RecordMetadata,
+)
+from sluice.streams.record import Headers, Record
+from sluice.streams.state.base import StateStore, StoreContext
+from sluice.streams.topology import ProcessorNode, SinkNode, SourceNode, SubTopology, Topology
+
+__all__ = ["RecordCollector", "StreamTask", "TaskId"]
+
+log = logging.getLogger("sluice.streams")
+
+
+class TaskId(NamedTuple):
+    """Sub-topology number and partition, written ``"1_3"`` as in Kafka Streams."""
+
+    subtopology: int
+    partition: int
+
+    def __str__(self) -> str:
+        return f"{self.subtopology}_{self.partition}"
+
+
+class RecordCollector(Protocol):
+    """Where a task's output goes."""
+
+    def send(
+        self,
+        topic: str,
+        key: bytes | None,
+        value: bytes | None,
+        timestamp: int,
+        headers: Headers,
+        partition: int | None,
+    ) -> None:
+        """Write one record (``partition`` None: by the key, as the producer's partitioner)."""
+
+    def partitions_of(self, topic: str) -> int:
+        """How many partitions ``topic`` has (for custom partitioners)."""
+
+
+class _Schedule:
+    __slots__ = ("cancellable", "interval", "next_time", "punctuator")
+
+    def __init__(self, interval: int, next_time: int, punctuator: Callable[[int], None]) -> None:
+        self.interval = interval
+        self.next_time = next_time
+        self.punctuator = punctuator
+        self.cancellable = Cancellable()
+
+
+class _NodeContext(ProcessorContext):
+    """The context of one processor node: its children and stores."""
+
+    def __init__(self, task: StreamTask, name: str, store_names: list[str]) -> None:
+        self.task = task
+        self.name = name
+        self.application_id = task.application_id
+        self.task_id = str(task.id)
+        self.children: dict[str, Processor] = {}
+        self.store_names = store_names
+
+    def forward(self, record: Record, to: str | None = None) -> None:
+        if to is not None:
+            self.children[to].process(record)
+            return
+        for child in self.children.values():
+            child.process(record)
+
+    def forwarder(self) -> Callable[[Record], None]:
+        calls = [child.process for child in self.children.values()]
+        if len(calls) == 1:
+            return calls[0]
+        if not calls:
+            return _drop
+
+        def fan_out(record: Record) -> None:
+            for call in calls:
+                call(record)
+
+        return fan_out
+
+    def get_state_store(self, name: str) -> StateStore:
+        if name not in self.store_names:
+            raise StreamsError(f"processor {self.name!r} is not connected to store {name!r}")
+        return self.task.store(name)
+
+    def schedule(
+        self, interval_ms: int, kind: PunctuationType, punctuator: Callable[[int], None]
+    ) -> Cancellable:
+        return self.task.schedule(interval_ms, kind, punctuator)
+
+    def commit(self) -> None:
+        self.task.commit_requested = True
+
+    @property
+    def record_metadata(self) -> RecordMetadata | None:
+        return self.task.metadata
+
+    @property
+    def stream_time(self) -> int:
+        return self.task.stream_time
+
+    @property
+    def wall_clock_time(self) -> int:
+        return self.task.clock()
+
+
+def _drop(record: Record) -> None:
+    pass
+
+
+class _Sink(Processor):
+    """Serializes and hands the record to the collector."""
+
+    def __init__(self, node: SinkNode, collector: RecordCollector) -> None:
+        self.node = node
+        self.topic = node.topic
+        self.collector = collector
+        self.serialize_key = node.key_serde.serialize
+        self.serialize_value = node.value_serde.serialize
+
+    def process(self, record: Record) -> None:
+        topic = self.topic if isinstance(self.topic, str) else self.topic(record)
+        key = record.key
+        value = record.value
+        key_bytes = None if key is None else self.serialize_key(key)
+        value_bytes = None if value is None else self.serialize_value(value)
+        partition = None
+        if self.node.partitioner is not None:
+            partition = self.node.partitioner(key, value, self.collector.partitions_of(topic))
+        self.collector.send(
+            topic, key_bytes, value_bytes, record.timestamp, record.headers, partition
+        )
+
+
+class _Source:
+    __slots__ = ("deserialize_key", "deserialize_value", "extractor", "forward", "name")
+
+    def __init__(self, node: SourceNode, forward: Callable[[Record], None]) -> None:
+        self.name = node.name
+        self.deserialize_key = node.key_serde.deserialize
+        self.deserialize_value = node.value_serde.deserialize
+        self.extractor = node.timestamp_extractor
+        self.forward = forward
+
+
+class StreamTask:
+    """One sub-topology over one partition; see the module docstring."""
+
+    def __init__(
+        self,
+        task_id: TaskId,
+        topology: Topology,
+        sub: SubTopology,
+        *,
+        application_id: str,
+        collector: RecordCollector,
+        clock: Callable[[], int],
+        global_stores: dict[str, StateStore],
+        changelog_topic: Callable[[str], str | None],
+        state_dir: Path | None = None,
+        on_deserialization_error: ErrorHandler,
+        on_processing_error: ErrorHandler,
+        dead_letter: Callable[[RecordError, bytes | None, bytes | None, Headers], None],
+    ) -> None:
+        self.id = task_id
+        self.application_id = application_id
+        self.collector = collector
+        self.clock = clock
+        self.stream_time = -1
+        self.metadata: RecordMetadata | None = None
+        self.commit_requested = False
+        self.dropped_records = 0
+        self.processed_records = 0
+        self._on_deserialization_error = on_deserialization_error
+        self._on_processing_error = on_processing_error
+        self._dead_letter = dead_letter
+        self._stream_schedules: list[_Schedule] = []
+        self._wall_schedules: list[_Schedule] = []
+        self._next_stream_punctuation = 2**63 - 1
+        self.stores: dict[str, StateStore] = {}
+        self._global_stores = global_stores
+        for name in sub.stores:
+            store = topology.stores[name].build()
+            directory = None if state_dir is None else state_dir / str(task_id) / name
+            store.init(
+                StoreContext(changelog_topic(name), task_id.partition, self._send, directory)
+            )
+            self.stores[name] = store
+        self.processors: dict[str, Processor] = {}
+        contexts: dict[str, _NodeContext] = {}
+        for name in sub.nodes:
+            node = topology.nodes[name]
+            if isinstance(node, ProcessorNode):
+                self.processors[name] = node.supplier()
+                contexts[name] = _NodeContext(self, name, node.stores)
+            elif isinstance(node, SinkNode):
+                self.processors[name] = _Sink(node, collector)
+        for name in sub.nodes:
+            node = topology.nodes[name]
+            if isinstance(node, SourceNode | ProcessorNode) and name in contexts:
+                for child in node.children:
+                    contexts[name].children[child] = self.processors[child]
+        self.sources: dict[str, _Source] = {}
+        for name in sub.nodes:
+            node = topology.nodes[name]
+            if isinstance(node, SourceNode):
+                source_context = _NodeContext(self, name, [])
+                for child in node.children:
+                    source_context.children[child] = self.processors[child]
+                source = _Source(node, source_context.forwarder())
+                for topic in node.topics:
+                    self.sources[topic] = source
+        for name, processor in self.processors.items():
+            if name in contexts:
+                processor.init(contexts[name])
+
+    # -- stores -----------------------------------------------------------------------------
+    def store(self, name: str) -> StateStore:
+        """A store of this task, or a global store."""
+        store = self.stores.get(name)
+        if store is None:
+            store = self._global_stores.get(name)
+        if store is None:
+            raise StreamsError(f"task {self.id} has no store {name!r}")
+        return store
+
+    def _send(self, topic: str, partition: int, key: bytes, value: bytes | None, ts: int) -> None:
+        self.collector.send(topic, key, value, ts, (), partition)
+
+    # -- processing -------------------------------------------------------------------------
+    def process(
+        self,
+        topic: str,
+        partition: int,
+        offset: int,
+        key: bytes | None,
+        value: bytes | None,
+        timestamp: int,
+        headers: Headers,
+    ) -> None:
+        """Handle one input record; raises :class:`RecordError` unless a handler says go on."""
+        source = self.sources[topic]
+        self.metadata = RecordMetadata(topic, partition, offset)
+        try:
+            record = Record(
+                None if key is None else source.deserialize_key(key),
+                None if value is None else source.deserialize_value(value),
+                timestamp,
+                headers,
+            )
+            if source.extractor is not None:
+                record.timestamp = source.extractor(record, self.stream_time)
+        except Exception as error:  # a serde or extractor raised
+            failure = DeserializationError(
+                f"cannot read record: {error!r}", topic, partition, offset
+            )
+            if not self._on_deserialization_error(failure):
+                raise failure from error
+            log.warning("skipping record: %s", failure)
+            self.dropped_records += 1
+            self._dead_letter(failure, key, value, headers)
+            return
+        if record.timestamp < 0:
+            log.warning("skipping %s[%d]@%d: negative timestamp", topic, partition, offset)
+            self.dropped_records += 1
+            return
+        self.stream_time = max(self.stream_time, record.timestamp)
+        try:
+            source.forward(record)
+        except StreamsError:
+            raise
+        except Exception as error:
+            broken = ProcessingError(f"processing failed: {error!r}", topic, partition, offset)
+            if not self._on_processing_error(broken):
+                raise broken from error
+            log.warning("skipping record: %s", broken)
+            self.dropped_records += 1
+            self._dead_letter(broken, key, value, headers)
+        self.processed_records += 1
+        if self.stream_time >= self._next_stream_punctuation:
+            self._punctuate(self._stream_schedules, self.stream_time)
+
+    # -- punctuation ------------------------------------------------------------------------
+    def schedule(
+        self, interval_ms: int, kind: PunctuationType, punctuator: Callable[[int], None]
+    ) -> Cancellable:
+        """Register a punctuator (see :meth:`ProcessorContext.schedule`)."""
+        if interval_ms <= 0:
+            raise StreamsError(f"punctuation interval must be positive, got {interval_ms}")
+        if kind is PunctuationType.STREAM_TIME:
+            first = (self.stream_time if self.stream_time >= 0 else 0) + interval_ms
+            schedule = _Schedule(interval_ms, first, punctuator)
+            self._stream_schedules.append(schedule)
+            self._next_stream_punctuation = min(self._next_stream_punctuation, first)
+        else:
+            schedule = _Schedule(interval_ms, self.clock() + interval_ms, punctuator)
+            self._wall_schedules.append(schedule)
+        return schedule.cancellable
+
+    def punctuate_wall_clock(self) -> None:
+        """Run wall-clock punctuators that are due."""
+        if self._wall_schedules:
+            self._punctuate(self._wall_schedules, self.clock())
+
+    def _punctuate(self, schedules: list[_Schedule], now: int) -> None:
+        self.metadata = None
+        schedules[:] = [s for s in schedules if not s.cancellable.cancelled]
+        for schedule in schedules:
+            if now >= schedule.next_time:
+                # Kafka: one call per due interval, the next time aligned on the schedule.
+                schedule.next_time += schedule.interval * (
+                    (now - schedule.next_time) // schedule.interval + 1
+                )
+                schedule.punctuator(now)
+        if schedules is self._stream_schedules:
+            self._next_stream_punctuation = min((s.next_time for s in schedules), default=2**63 - 1)
+
+    # -- commit and close -------------------------------------------------------------------
+    def flush(self) -> None:
+        """Flush every store: dirty entries to the backends and changelogs."""
+        for store in self.stores.values():
+            store.flush()
+        self.commit_requested = False
+
+    def close(self) -> None:
+        """Close processors and stores (flush first if the state should be kept)."""
+        for processor in self.processors.values():
+            processor.close()
+        for store in self.stores.values():
+            store.close()
