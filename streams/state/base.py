@@ -55,8 +55,14 @@ class StateStore(ABC):
     def close(self) -> None:
         """Flush nothing, release files; the store is not used again."""
 
+    persistent: bool = False
+    """Whether the store outlives the process (its checkpointed offset is worth restoring from)."""
+
     def wipe(self) -> None:  # noqa: B027 - optional hook
         """Forget local state (before a restore from scratch); in-memory stores need nothing."""
+
+    def flush_restored(self) -> None:  # noqa: B027 - optional hook
+        """Make what :meth:`restore` applied durable, without logging it again."""
 
     def _log(self, key: bytes, value: bytes | None, timestamp: int) -> None:
         context = self.context

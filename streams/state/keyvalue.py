@@ -112,6 +112,7 @@ class KeyValueStore(StateStore):
         self.value_serde = value_serde
         self.backend: KeyValueBackend = backend if backend is not None else MemoryBackend()
         self._dirty: dict[Any, int] = {}
+        self.persistent = bool(getattr(self.backend, "persistent", False))
 
     def init(self, context: StoreContext) -> None:
         super().init(context)
@@ -168,6 +169,9 @@ class KeyValueStore(StateStore):
     def restore(self, key: bytes, value: bytes | None, timestamp: int) -> None:
         entry = None if value is None else (self.value_serde.deserialize(value), timestamp)
         self.backend.put(self.key_serde.deserialize(key), entry)
+
+    def flush_restored(self) -> None:
+        self.backend.commit()
 
     def close(self) -> None:
         self.backend.commit()

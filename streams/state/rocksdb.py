@@ -44,6 +44,8 @@ _READ_CACHE = 100_000
 class RocksDBBackend:
     """See the module docstring."""
 
+    persistent = True
+
     def __init__(self, key_serde: Serde, value_serde: Serde) -> None:
         self.key_serde = key_serde
         self.value_serde = value_serde

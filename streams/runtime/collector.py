@@ -1,0 +1,79 @@
+"""The record collector of the runtime: a confluent-kafka producer shared by all tasks.
+
+Sends never block the processing loop for long: when librdkafka's queue is full the collector
+serves delivery reports and retries. Delivery failures are reported through a producer-wide
+callback (``delivery.report.only.error``: no Python call per successful record) and raised at
+the next :meth:`KafkaCollector.flush`, so a commit never covers output that was lost.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from confluent_kafka import KafkaError, Producer
+
+from sluice.streams.errors import StreamsError
+from sluice.streams.record import Headers
+
+__all__ = ["KafkaCollector"]
+
+log = logging.getLogger("sluice.streams")
+
+
+class KafkaCollector:
+    """Sends task output and changelog records; see the module docstring."""
+
+    producer: Producer
+
+    def __init__(self, partitions_of: Any) -> None:
+        self._partitions_of = partitions_of
+        self.errors: list[str] = []
+
+    def bind(self, producer: Producer) -> None:
+        """Send through ``producer`` (made after the collector: it needs ``on_delivery``)."""
+        self.producer = producer
+        self._produce = producer.produce
+
+    def on_delivery(self, error: KafkaError | None, message: Any) -> None:
+        """Producer-wide delivery callback (errors only)."""
+        if error is not None:
+            self.errors.append(f"{message.topic()}[{message.partition()}]: {error.str()}")
+
+    def send(
+        self,
+        topic: str,
+        key: bytes | None,
+        value: bytes | None,
+        timestamp: int,
+        headers: Headers,
+        partition: int | None,
+    ) -> None:
+        kwargs: dict[str, Any] = {"timestamp": timestamp}
+        if headers:
+            kwargs["headers"] = list(headers)
+        if partition is not None:
+            kwargs["partition"] = partition
+        for _ in range(10_000):
+            try:
+                self._produce(topic, value, key, **kwargs)
+                return
+            except BufferError:
+                self.producer.poll(0.05)
+        raise StreamsError(f"cannot send to {topic}: the producer queue stays full")
+
+    def partitions_of(self, topic: str) -> int:
+        return int(self._partitions_of(topic))
+
+    def flush(self, timeout_s: float = 60.0) -> None:
+        """Wait until every record sent so far is acknowledged; raise if any was lost."""
+        remaining = self.producer.flush(timeout_s)
+        if remaining:
+            raise StreamsError(f"{remaining} records still unacknowledged after {timeout_s} s")
+        self.check()
+
+    def check(self) -> None:
+        """Raise if a delivery failed since the last check."""
+        if self.errors:
+            errors, self.errors = self.errors, []
+            raise StreamsError(f"output could not be written: {'; '.join(errors[:5])}")

@@ -1,0 +1,455 @@
+"""The stream thread: consume, process, commit; tasks follow the consumer group's assignment.
+
+One consumer in the group ``application_id`` subscribes to every source topic with the ``range``
+assignor, which hands partition *p* of all co-partitioned topics to the same member: task
+``(sub-topology, p)`` runs where its partitions are. On assignment, new tasks restore their
+stores from their changelogs before processing; on revocation, everything is committed first
+(Kafka Streams' eager protocol) and tasks that come back are kept, not rebuilt.
+
+A commit (every ``commit_interval_ms``, when a processor asks, on rebalance and on close):
+flush the stores (one changelog record per dirty key), then
+
+- at-least-once: wait until the producer has every record acknowledged, commit the consumed
+  offsets, write checkpoints;
+- exactly-once v2: one transactional producer per process; the output, the changelog records
+  and the consumed offsets (``send_offsets_to_transaction`` with the consumer's group metadata,
+  which fences zombies by generation) commit in one transaction.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
+
+from sluice import clients
+from sluice.streams.config import StreamsConfig
+from sluice.streams.driver import dead_letter_headers
+from sluice.streams.errors import RecordError, StreamsError, handler_from
+from sluice.streams.globals import GlobalStores
+from sluice.streams.record import Headers
+from sluice.streams.runtime import checkpoint
+from sluice.streams.runtime.collector import KafkaCollector
+from sluice.streams.runtime.partition_group import PartitionGroup
+from sluice.streams.runtime.restore import Restoration, restore
+from sluice.streams.runtime.topics import InternalTopics
+from sluice.streams.task import StreamTask, TaskId
+from sluice.streams.topology import SubTopology, Topology
+
+__all__ = ["StreamThread"]
+
+log = logging.getLogger("sluice.streams")
+
+Partition = tuple[str, int]
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class StreamThread:
+    """Runs the tasks of this process; see the module docstring."""
+
+    def __init__(self, topology: Topology, config: StreamsConfig, topics: InternalTopics) -> None:
+        self.topology = topology
+        self.config = config
+        self.topics = topics
+        self.process_id = uuid.uuid4().hex[:12]
+        self.state = "CREATED"
+        self.error: BaseException | None = None
+        self._stop = threading.Event()
+        self._subs = {sub.id: sub for sub in topology.subtopologies()}
+        self._sub_of_topic = {t: sub.id for sub in self._subs.values() for t in sub.source_topics}
+        self.tasks: dict[TaskId, StreamTask] = {}
+        self._suspended: dict[TaskId, StreamTask] = {}
+        self._task_of: dict[Partition, StreamTask] = {}
+        self._groups: dict[TaskId, PartitionGroup] = {}
+        self._offsets: dict[Partition, int] = {}
+        self._in_transaction = False
+        self._last_commit = time.monotonic()
+        self.processed = 0
+        assert config.state_dir is not None
+        self.state_dir = Path(config.state_dir) / config.application_id
+        bootstrap = config.bootstrap_servers
+        isolation = "read_committed" if config.exactly_once else "read_uncommitted"
+        self.consumer: Consumer = clients.consumer(
+            bootstrap,
+            **{
+                "group.id": config.application_id,
+                "client.id": f"{config.application_id}-{self.process_id}-consumer",
+                "enable.auto.commit": False,
+                "enable.auto.offset.store": False,
+                "auto.offset.reset": "earliest",
+                "partition.assignment.strategy": "range",
+                "isolation.level": isolation,
+                "session.timeout.ms": config.session_timeout_ms,
+                "heartbeat.interval.ms": max(100, config.session_timeout_ms // 5),
+                "max.poll.interval.ms": 300_000,
+                **config.consumer_config,
+            },
+        )
+        self.restore_consumer: Consumer = clients.consumer(
+            bootstrap,
+            **{
+                "client.id": f"{config.application_id}-{self.process_id}-restore-consumer",
+                "enable.partition.eof": True,
+                "isolation.level": isolation,
+                "auto.offset.reset": "earliest",
+                **config.consumer_config,
+            },
+        )
+        self.collector = KafkaCollector(self.topics.partitions.get)
+        producer_config: dict[str, Any] = {
+            "client.id": f"{config.application_id}-{self.process_id}-producer",
+            "linger.ms": 5,
+            "batch.num.messages": 10_000,
+            "queue.buffering.max.messages": 500_000,
+            "partitioner": "murmur2_random",  # Java's: co-partitioned with Java clients' topics
+            "on_delivery": self.collector.on_delivery,
+            "delivery.report.only.error": True,
+        }
+        if config.exactly_once:
+            producer_config["transactional.id"] = f"{config.application_id}-{self.process_id}"
+            producer_config["transaction.timeout.ms"] = config.transaction_timeout_ms
+        producer_config.update(config.producer_config)
+        self.producer = clients.producer(bootstrap, **producer_config)
+        self.collector.bind(self.producer)
+        self.globals = GlobalStores(topology)
+        self._global_consumer: Consumer | None = None
+        self._on_deserialization_error = handler_from(config.deserialization_exception_handler)
+        self._on_processing_error = handler_from(config.processing_exception_handler)
+
+    # -- life -------------------------------------------------------------------------------
+    def stop(self) -> None:
+        """Ask the loop to finish (commit, close) at the next iteration."""
+        self._stop.set()
+
+    def run(self) -> None:
+        """The loop; returns after :meth:`stop`, raises what stopped it otherwise."""
+        try:
+            self._start()
+            self.state = "RUNNING"
+            while not self._stop.is_set():
+                self._poll_once()
+            self.state = "PENDING_SHUTDOWN"
+            self._shutdown(clean=True)
+            self.state = "NOT_RUNNING"
+        except BaseException as error:
+            self.error = error
+            self.state = "ERROR"
+            log.error("stream thread stopped: %s", error)
+            self._shutdown(clean=False)
+            raise
+
+    def _start(self) -> None:
+        self.state = "STARTING"
+        if self.config.exactly_once:
+            self.producer.init_transactions(30)
+        self._bootstrap_globals()
+        sources = [t for t in self.topology.source_topics() if not self.globals.reads(t)]
+        self.consumer.subscribe(
+            sources, on_assign=self._on_assign, on_revoke=self._on_revoke, on_lost=self._on_lost
+        )
+
+    def _poll_once(self) -> None:
+        messages = self.consumer.consume(self.config.max_poll_records, self.config.poll_ms / 1000)
+        if messages:
+            self._buffer(messages)
+        self._process_buffered()
+        self._poll_globals()
+        if self.tasks:
+            self._begin_if_needed()
+            for task in self.tasks.values():
+                task.punctuate_wall_clock()
+        interval = (self.config.commit_interval_ms or 0) / 1000
+        if time.monotonic() - self._last_commit >= interval or any(
+            t.commit_requested for t in self.tasks.values()
+        ):
+            self.commit()
+
+    # -- processing -------------------------------------------------------------------------
+    def _buffer(self, messages: list[Any]) -> None:
+        for message in messages:
+            error = message.error()
+            if error is not None:
+                if error.code() == KafkaError._PARTITION_EOF:
+                    continue
+                if error.fatal():
+                    raise StreamsError(f"consumer failed: {error.str()}")
+                log.warning("consumer: %s", error.str())
+                continue
+            partition = (message.topic(), message.partition())
+            task = self._task_of.get(partition)
+            if task is None:
+                continue  # revoked meanwhile
+            self._groups[task.id].add(partition, [message], [message.timestamp()[1]])
+
+    def _has_unfetched(self, partition: Partition) -> bool:
+        _, high = self.consumer.get_watermark_offsets(TopicPartition(*partition), cached=True) or (
+            -1,
+            -1,
+        )
+        position = self._offsets.get(partition)
+        return high >= 0 and position is not None and position < high
+
+    def _process_buffered(self) -> None:
+        now = _now_ms()
+        for task_id, group in self._groups.items():
+            if not len(group):
+                continue
+            task = self.tasks[task_id]
+            self._begin_if_needed()
+            offsets = self._offsets
+            while True:
+                message = group.next(self._has_unfetched, now)
+                if message is None:
+                    break
+                topic, partition, offset = message.topic(), message.partition(), message.offset()
+                headers = message.headers()
+                task.process(
+                    topic,
+                    partition,
+                    offset,
+                    message.key(),
+                    message.value(),
+                    message.timestamp()[1],
+                    tuple(headers) if headers else (),
+                )
+                offsets[(topic, partition)] = offset + 1
+                self.processed += 1
+
+    def dead_letter(
+        self, error: RecordError, key: bytes | None, value: bytes | None, headers: Headers
+    ) -> None:
+        """Send a record that could not be processed to the dead-letter topic, if one is set."""
+        topic = self.config.dead_letter_topic
+        if topic is not None:
+            self._begin_if_needed()
+            self.collector.send(
+                topic, key, value, _now_ms(), dead_letter_headers(error, headers), None
+            )
+
+    # -- commits ----------------------------------------------------------------------------
+    def _begin_if_needed(self) -> None:
+        if self.config.exactly_once and not self._in_transaction:
+            self.producer.begin_transaction()
+            self._in_transaction = True
+
+    def commit(self) -> None:
+        """Flush stores, then commit output, changelogs and offsets (see the module docstring)."""
+        for task in self.tasks.values():
+            task.flush()
+        offsets = [TopicPartition(t, p, o) for (t, p), o in self._offsets.items()]
+        if self.config.exactly_once:
+            if self._in_transaction:
+                if offsets:
+                    self.producer.send_offsets_to_transaction(
+                        offsets, self.consumer.consumer_group_metadata(), 30
+                    )
+                self.producer.commit_transaction(60)
+                self._in_transaction = False
+            self.collector.check()
+        else:
+            self.collector.flush()
+            if offsets:
+                self.consumer.commit(offsets=offsets, asynchronous=False)
+            self._write_checkpoints(self.tasks.values())
+        self._last_commit = time.monotonic()
+
+    def _write_checkpoints(self, tasks: Any) -> None:
+        for task in tasks:
+            offsets = {}
+            for name, store in task.stores.items():
+                topic = self.topics.changelog_topic(name)
+                if topic is None or not store.persistent:
+                    continue
+                if topic in self.topology.source_changelogs.values():
+                    offset = self._offsets.get((topic, task.id.partition))
+                    if offset is None:
+                        continue
+                else:
+                    offset = self.restore_consumer.get_watermark_offsets(
+                        TopicPartition(topic, task.id.partition), timeout=10
+                    )[1]
+                offsets[(topic, task.id.partition)] = offset
+            if offsets:
+                checkpoint.write(self.state_dir / str(task.id), offsets)
+
+    # -- rebalancing ------------------------------------------------------------------------
+    def _tasks_for(self, partitions: list[TopicPartition]) -> dict[TaskId, list[Partition]]:
+        wanted: dict[TaskId, list[Partition]] = {}
+        for tp in partitions:
+            sub = self._sub_of_topic.get(tp.topic)
+            if sub is not None:
+                wanted.setdefault(TaskId(sub, tp.partition), []).append((tp.topic, tp.partition))
+        return wanted
+
+    def _on_revoke(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        try:
+            self.state = "REBALANCING"
+            if self.tasks:
+                self.commit()
+            self._suspended.update(self.tasks)
+            self.tasks.clear()
+            self._task_of.clear()
+            self._groups.clear()
+            self._offsets.clear()
+        except BaseException as error:  # raised out of consume() by confluent-kafka
+            self.error = error
+            raise
+
+    def _on_lost(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        log.warning("partitions lost (session expired?): closing tasks without commit")
+        if self._in_transaction:
+            self.producer.abort_transaction(30)
+            self._in_transaction = False
+        for task in list(self.tasks.values()) + list(self._suspended.values()):
+            task.close()
+        self.tasks.clear()
+        self._suspended.clear()
+        self._task_of.clear()
+        self._groups.clear()
+        self._offsets.clear()
+
+    def _on_assign(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        try:
+            wanted = self._tasks_for(partitions)
+            for task_id in [t for t in self._suspended if t not in wanted]:
+                self._close_task(self._suspended.pop(task_id), clean=True)
+            restorations: list[Restoration] = []
+            for task_id, task_partitions in sorted(wanted.items()):
+                task = self._suspended.pop(task_id, None)
+                if task is None:
+                    task, work = self._create_task(task_id)
+                    restorations.extend(work)
+                self.tasks[task_id] = task
+                self._groups[task_id] = PartitionGroup(task_partitions, max_idle_ms=100)
+                for partition in task_partitions:
+                    self._task_of[partition] = task
+            restore(self.restore_consumer, restorations)
+            log.info(
+                "assigned %d partitions, tasks %s",
+                len(partitions),
+                ", ".join(str(t) for t in sorted(self.tasks)) or "none",
+            )
+            self.state = "RUNNING"
+        except BaseException as error:
+            self.error = error
+            raise
+
+    def _create_task(self, task_id: TaskId) -> tuple[StreamTask, list[Restoration]]:
+        sub: SubTopology = self._subs[task_id.subtopology]
+        directory = self.state_dir / str(task_id)
+        offsets = checkpoint.read(directory)
+        checkpoint.clear(directory)  # from now on local state may run ahead of the changelog
+        task = StreamTask(
+            task_id,
+            self.topology,
+            sub,
+            application_id=self.config.application_id,
+            collector=self.collector,
+            clock=_now_ms,
+            global_stores=self.globals.stores,
+            changelog_topic=self._logged_changelog,
+            state_dir=self.state_dir,
+            on_deserialization_error=self._on_deserialization_error,
+            on_processing_error=self._on_processing_error,
+            dead_letter=self.dead_letter,
+        )
+        work = []
+        for name, store in task.stores.items():
+            topic = self.topics.changelog_topic(name)
+            if topic is None:
+                continue
+            start = offsets.get((topic, task_id.partition)) if store.persistent else None
+            if start is None:
+                store.wipe()
+            work.append(Restoration(store, topic, task_id.partition, start))
+        return task, work
+
+    def _logged_changelog(self, store: str) -> str | None:
+        if store in self.topology.source_changelogs:
+            return None  # restored from its source topic, never written to
+        return self.topics.changelog_topic(store)
+
+    def _close_task(self, task: StreamTask, *, clean: bool) -> None:
+        if clean and not self.config.exactly_once:
+            self._write_checkpoints([task])
+        task.close()
+
+    # -- global stores ----------------------------------------------------------------------
+    def _bootstrap_globals(self) -> None:
+        topics = self.globals.topics
+        self.globals.init(self.state_dir / "global")
+        if not topics:
+            return
+        for store in self.globals.stores.values():
+            store.wipe()
+        work = []
+        for topic in topics:
+            store = self.globals._by_topic[topic][0]
+            for partition in range(self.topics.partitions[topic]):
+                work.append(Restoration(store, topic, partition, None))
+        restore(self.restore_consumer, work)
+        isolation = "read_committed" if self.config.exactly_once else "read_uncommitted"
+        consumer = clients.consumer(
+            self.config.bootstrap_servers,
+            **{"isolation.level": isolation, **self.config.consumer_config},
+        )
+        consumer.assign(
+            [TopicPartition(item.topic, item.partition, max(item.end_offset, 0)) for item in work]
+        )
+        self._global_consumer = consumer
+
+    def _poll_globals(self) -> None:
+        consumer = self._global_consumer
+        if consumer is None:
+            return
+        for message in consumer.consume(10_000, 0):
+            if message.error() is None:
+                self.globals.update(
+                    str(message.topic()), message.key(), message.value(), message.timestamp()[1]
+                )
+
+    # -- shutdown ---------------------------------------------------------------------------
+    def _shutdown(self, *, clean: bool) -> None:
+        try:
+            if clean:
+                self.commit()
+                for task in self.tasks.values():
+                    if self.config.exactly_once:
+                        self._write_checkpoints([task])
+                    self._close_task(task, clean=True)
+            else:
+                if self._in_transaction:
+                    try:
+                        self.producer.abort_transaction(10)
+                    except KafkaException as error:
+                        log.warning("abort on shutdown failed: %s", error)
+                for task in self.tasks.values():
+                    task.close()
+            for task in self._suspended.values():
+                task.close()
+            self.tasks.clear()
+            self._suspended.clear()
+        finally:
+            self.consumer.close()
+            self.restore_consumer.close()
+            if self._global_consumer is not None:
+                self._global_consumer.close()
+            self.globals.close()
+            self.producer.flush(10)
+
+    def metrics(self) -> dict[str, Any]:
+        """Counters of this thread."""
+        return {
+            "state": self.state,
+            "tasks": sorted(str(t) for t in self.tasks),
+            "processed_records": self.processed,
+            "dropped_records": sum(t.dropped_records for t in self.tasks.values()),
+        }
