@@ -113,7 +113,7 @@ class WindowedKStream:
         return self.aggregate(
             _none,
             _reducing(reducer),
-            merger=lambda k, a, b: reducer(b, a),
+            merger=lambda k, a, b: b if a is None else reducer(a, b),
             name=name,
             value_serde=self._stream.value_serde,
         )
@@ -160,6 +160,15 @@ class WindowedKStream:
             )
             supplier = lambda: SessionAggregate(store, windows, initializer, aggregator, merge)  # noqa: E731
         node = builder.add("KSTREAM-WINDOWED-AGGREGATE", supplier, stream._node, stores=(store,))
+        # How long after a window's end its result may still change (what suppression waits):
+        # time windows end before their end bound; sliding windows include theirs; a session
+        # still merges with a record up to ``gap`` after its (inclusive) end.
+        if isinstance(windows, SessionWindows):
+            close_delay = windows.gap_ms + windows.grace_ms + 1
+        elif isinstance(windows, SlidingWindows):
+            close_delay = windows.grace_ms + 1
+        else:
+            close_delay = windows.grace_ms
         return KTable(
             builder,
             node,
@@ -167,7 +176,7 @@ class WindowedKStream:
             value_serde,
             store=store,
             topics=stream._topics,
-            window_grace_ms=windows.grace_ms,
+            window_grace_ms=close_delay,
             inner_key_serde=stream.key_serde,
         )
 

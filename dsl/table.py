@@ -66,7 +66,8 @@ class KTable:
         self.value_serde = value_serde
         self.store = store
         self._topics = topics
-        self._window_grace_ms = window_grace_ms  # set for windowed aggregation results
+        # set for windowed aggregation results: how long after a window's end it may change
+        self._window_grace_ms = window_grace_ms
         self._inner_key_serde = inner_key_serde
 
     @property
@@ -139,7 +140,9 @@ class KTable:
         return KStream(self._builder, node, self.key_serde, self.value_serde, topics=self._topics)
 
     def suppress_until_window_closes(self, *, name: str | None = None) -> KTable:
-        """Only the final result of each window, once stream time passes its end + grace."""
+        """Only the final result of each window, once it has closed: stream time at its end +
+        grace for time windows, past its end + grace for sliding windows, past its end + gap +
+        grace for sessions."""
         if self._window_grace_ms is None or self._inner_key_serde is None:
             raise TopologyError("suppress_until_window_closes needs a windowed aggregation result")
         builder = self._builder
@@ -271,7 +274,9 @@ class KTable:
         topology.add_repartition_topic(sub_topic)
         topology.require_copartitioned(sub_topic, *right._topics)
         subscribe = builder.add(
-            "KTABLE-FK-JOIN-SUBSCRIBE", lambda: FkSubscribe(foreign_key, left_values), left._node
+            "KTABLE-FK-JOIN-SUBSCRIBE",
+            lambda: FkSubscribe(foreign_key, left_values, left_join),
+            left._node,
         )
         topology.add_sink(
             f"{base}-subscription-sink",
@@ -326,7 +331,9 @@ class KTable:
         result = KTable(
             builder, resolve, pk_serde, value_serde or JSON, store=None, topics=left._topics
         )
-        return result.materialized(name) if name else result
+        # Always materialized (as Kafka does): the store gives downstream operators the old
+        # value of each row and drops deletions of rows that never joined.
+        return result.materialized(name)
 
 
 class GlobalKTable:

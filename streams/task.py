@@ -299,6 +299,7 @@ class StreamTask:
             raise
         except Exception as error:
             broken = ProcessingError(f"processing failed: {error!r}", topic, partition, offset)
+            broken.__cause__ = error
             if not self._on_processing_error(broken):
                 raise broken from error
             log.warning("skipping record: %s", broken)
@@ -316,7 +317,8 @@ class StreamTask:
         if interval_ms <= 0:
             raise StreamsError(f"punctuation interval must be positive, got {interval_ms}")
         if kind is PunctuationType.STREAM_TIME:
-            first = (self.stream_time if self.stream_time >= 0 else 0) + interval_ms
+            # Kafka: aligned to 0 before the first record, so the first record punctuates
+            first = self.stream_time + interval_ms if self.stream_time >= 0 else 0
             schedule = _Schedule(interval_ms, first, punctuator)
             self._stream_schedules.append(schedule)
             self._next_stream_punctuation = min(self._next_stream_punctuation, first)

@@ -11,6 +11,8 @@ later ones are dropped. Kafka's default grace is zero for windows made with ``of
 [(60000, 120000)]
 >>> TimeWindows.of("10s").advance_by("5s").windows_for(12_000)
 [(5000, 15000), (10000, 20000)]
+>>> TimeWindows.of(10).advance_by(4).windows_for(12)   # starts are multiples of the advance
+[(4, 14), (8, 18), (12, 22)]
 >>> JoinWindows.of("5s").before_ms, JoinWindows.of("5s").after("1s").after_ms
 (5000, 1000)
 """
@@ -78,7 +80,8 @@ class TimeWindows:
         """The ``(start, end)`` of every window containing ``timestamp``, oldest first."""
         size, advance = self.size_ms, self.advance_ms
         last_start = timestamp - timestamp % advance
-        first_start = max(0, last_start - size + advance)
+        # window starts are multiples of ``advance``: the first one that still holds the record
+        first_start = max(0, timestamp - size + advance) // advance * advance
         return [(s, s + size) for s in range(first_start, last_start + 1, advance)]
 
     @property
@@ -132,8 +135,9 @@ class SessionWindows:
 
     @property
     def retention_ms(self) -> int:
-        """How long a session's state is kept after it ends."""
-        return self.gap_ms + self.grace_ms
+        """How long a session's state is kept after it ends: a session ending at ``e`` still
+        merges with a record at ``e + gap`` until stream time passes ``e + gap + grace``."""
+        return self.gap_ms + self.grace_ms + 1
 
 
 @dataclass(frozen=True, slots=True)

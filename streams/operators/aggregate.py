@@ -90,7 +90,7 @@ class TableAggregate(_StoreOperator):
         old = None if entry is None else entry[0]
         current = self.initializer() if old is None else old
         timestamp = record.timestamp if entry is None else max(entry[1], record.timestamp)
-        if change.old is not None:
+        if change.old is not None and old is not None:  # Kafka: nothing to subtract from
             current = self.subtractor(key, change.old, current)
         if change.new is not None:
             current = self.adder(key, change.new, current)

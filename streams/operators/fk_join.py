@@ -13,7 +13,8 @@ The left table (primary key ``pk``) names a row of the right table through
    the hash it was sent with* (a stale answer to an older left value is dropped).
 
 A deleted left row, or one whose foreign key becomes None, results in a deletion (inner) or a
-row joined with None (left join).
+row joined with None (left join). In a left join a row without foreign key still gets its
+``joiner(row, None)``: its subscription goes out with a None key and is answered at once.
 """
 
 from __future__ import annotations
@@ -79,9 +80,12 @@ def response_serde(right_serde: Serde) -> Serde:
 class FkSubscribe(_Operator):
     """Left updates → (un)subscriptions keyed by foreign key."""
 
-    def __init__(self, foreign_key: Callable[[Any], Any], left_serde: Serde) -> None:
+    def __init__(
+        self, foreign_key: Callable[[Any], Any], left_serde: Serde, left: bool = False
+    ) -> None:
         self.foreign_key = foreign_key
         self.left_serde = left_serde
+        self.left = left
 
     def process(self, record: Record) -> None:
         change: Change = record.value
@@ -94,6 +98,14 @@ class FkSubscribe(_Operator):
         if new_fk is not None:
             digest = value_hash(self.left_serde, change.new)
             self.forward(Record(new_fk, (SUBSCRIBE, digest, pk), ts))
+        elif self.left and old_fk is None:
+            # a left join answers rows without foreign key too (Kafka: a subscription to a None
+            # foreign key, answered with no right row and stored nowhere)
+            if change.new is not None:
+                digest = value_hash(self.left_serde, change.new)
+                self.forward(Record(None, (SUBSCRIBE, digest, pk), ts))
+            elif change.old is not None:
+                self.forward(Record(None, (DELETE, _NO_HASH, pk), ts))
 
 
 class _Subscribers(_StoreOperator):
@@ -117,6 +129,10 @@ class FkSubscriptions(_Subscribers):
     def process(self, record: Record) -> None:
         fk, ts = record.key, record.timestamp
         op, digest, pk = record.value
+        if fk is None:  # a left-join row without foreign key: nothing to join, nothing to keep
+            if op != UNSUBSCRIBE:
+                self.forward(Record(pk, (digest if op == SUBSCRIBE else _NO_HASH, None), ts))
+            return
         pk_hex = self.pk_serde.serialize(pk).hex()
         subscribers: dict[str, str] = dict(self.store.get(fk) or {})
         if op == SUBSCRIBE:
@@ -136,7 +152,7 @@ class FkRightUpdate(_Subscribers):
     def process(self, record: Record) -> None:
         subscribers = self.store.get(record.key) or {}
         new = record.value.new
-        for pk_hex, digest_hex in subscribers.items():
+        for pk_hex, digest_hex in sorted(subscribers.items()):  # by pk bytes, as Kafka's scan
             pk = self.pk_serde.deserialize(bytes.fromhex(pk_hex))
             self.forward(Record(pk, (bytes.fromhex(digest_hex), new), record.timestamp))
 

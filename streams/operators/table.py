@@ -81,8 +81,11 @@ class TableToStream(_Operator):
 class TableRegroup(_Operator):
     """``KTable.group_by``: the old row leaves its group, the new row joins its group.
 
-    ``selector(key, value) -> (group key, value)``; each side goes on as its own change (the old
-    one as ``Change(None, old)``) to be repartitioned by the group key.
+    ``selector(key, value) -> (group key, value)``. When the group key stays the same, one
+    ``Change(new, old)`` goes on so that the subtractor runs before the adder on one record
+    (Kafka 3.5+, KIP-904); otherwise the old side goes on as ``Change(None, old)`` to its group
+    and the new side as ``Change(new, None)`` to its own, both to be repartitioned by group
+    key. A pair whose group key or value is None is skipped, as in Kafka.
     """
 
     def __init__(self, selector: Callable[[Any, Any], tuple[Any, Any]]) -> None:
@@ -90,9 +93,17 @@ class TableRegroup(_Operator):
 
     def process(self, record: Record) -> None:
         change: Change = record.value
-        if change.old is not None:
-            key, value = self.selector(record.key, change.old)
-            self.forward(Record(key, Change(None, value), record.timestamp, record.headers))
-        if change.new is not None:
-            key, value = self.selector(record.key, change.new)
-            self.forward(Record(key, Change(value, None), record.timestamp, record.headers))
+        old = None if change.old is None else self.selector(record.key, change.old)
+        new = None if change.new is None else self.selector(record.key, change.new)
+        if old is not None and (old[0] is None or old[1] is None):
+            old = None
+        if new is not None and (new[0] is None or new[1] is None):
+            new = None
+        ts, headers = record.timestamp, record.headers
+        if old is not None and new is not None and old[0] == new[0]:
+            self.forward(Record(new[0], Change(new[1], old[1]), ts, headers))
+            return
+        if old is not None:
+            self.forward(Record(old[0], Change(None, old[1]), ts, headers))
+        if new is not None:
+            self.forward(Record(new[0], Change(new[1], None), ts, headers))

@@ -1,8 +1,10 @@
 """Windowed aggregations: time (tumbling, hopping), session and sliding windows.
 
 A record updates every window it falls in unless the window is closed — its end plus grace is at
-or before the task's stream time — in which case it is dropped and counted in ``dropped``.
-Results are table updates keyed by :class:`~sluice.streams.record.Windowed`.
+or before the task's stream time (before it, for sliding windows, whose end is inclusive; a
+session closes once stream time passes its end + gap + grace) — in which case it is dropped and
+counted in ``dropped``. Results are table updates keyed by
+:class:`~sluice.streams.record.Windowed`; session results carry the session end as timestamp.
 
 >>> from sluice.serde import STRING, INT64
 >>> from sluice.streams.record import Record
@@ -120,24 +122,28 @@ class SessionAggregate(_WindowOperator):
             return
         timestamp = record.timestamp
         gap = self.windows.gap_ms
-        close_time = self.context.stream_time - self.windows.grace_ms
+        # A session can still grow until stream time passes its end + gap + grace (Kafka's rule).
+        close_time = self.context.stream_time - self.windows.grace_ms - gap
         overlapping = self.store.find_sessions(key, timestamp - gap, timestamp + gap)
         start = min([timestamp, *(s for s, _, _ in overlapping)])
         end = max([timestamp, *(e for _, e, _ in overlapping)])
-        if end < close_time or (end == close_time and not overlapping):
+        if end < close_time:
             self.dropped += 1
             return
-        aggregate = self.aggregator(key, record.value, self.initializer())
+        # Kafka's order: merge the sessions into the initial aggregate, then add the record.
+        aggregate = self.initializer()
         for old_start, old_end, value in overlapping:
             aggregate = self.merger(key, aggregate, value)
             if (old_start, old_end) != (start, end):
                 self.store.remove(key, old_start, old_end)
                 self.forward(
-                    Record(Windowed(key, old_start, old_end), Change(None, value), timestamp)
+                    Record(Windowed(key, old_start, old_end), Change(None, value), old_end)
                 )
+        aggregate = self.aggregator(key, record.value, aggregate)
         previous = next((v for s, e, v in overlapping if (s, e) == (start, end)), None)
-        self.store.put(key, start, end, aggregate, timestamp)
-        self.forward(Record(Windowed(key, start, end), Change(aggregate, previous), timestamp))
+        # Session results carry the session's end as timestamp, as in Kafka.
+        self.store.put(key, start, end, aggregate, end)
+        self.forward(Record(Windowed(key, start, end), Change(aggregate, previous), end))
 
 
 class SlidingAggregate(_WindowOperator):
@@ -163,7 +169,7 @@ class SlidingAggregate(_WindowOperator):
         self.windows = windows
         self.initializer = initializer
         self.aggregator = aggregator
-        self._emitted: dict[Any, dict[int, tuple[Any, int]]] = {}
+        self._emitted: dict[Any, dict[tuple[int, int], Any]] = {}
 
     def process(self, record: Record) -> None:
         key = record.key
@@ -178,7 +184,7 @@ class SlidingAggregate(_WindowOperator):
         self.store.put(key, record.value, t, t)
         horizon = self.context.stream_time - self.windows.retention_ms
         records = sorted(
-            (ts, value) for ts, (value, _) in self.store.fetch_entries(key, max(0, horizon), 2**62)
+            (ts, entry[0]) for ts, entry in self.store.fetch_entries(key, max(0, horizon), 2**62)
         )
         times = [ts for ts, _ in records]
         # Every window that can contain t: left windows of records in [t, t + size] (t's own
@@ -192,8 +198,11 @@ class SlidingAggregate(_WindowOperator):
             candidates.add((t + 1, t + 1 + size))  # t's right window, which has later records
         emitted = self._emitted.setdefault(key, {})
         for start, end in sorted(candidates):
-            if end <= close_time or not start <= t <= end:
+            # bounds are inclusive: a window is open while its end is at or after close time
+            if end < close_time:
                 continue
+            if not start <= t <= end and (start, end) in emitted:
+                continue  # t's right window exists already and t is not in it: unchanged
             inside = records[bisect.bisect_left(times, start) : bisect.bisect_right(times, end)]
             if not inside:
                 continue
@@ -201,14 +210,8 @@ class SlidingAggregate(_WindowOperator):
             for _, value in inside:
                 aggregate = self.aggregator(key, value, aggregate)
             timestamp = inside[-1][0]
-            old = emitted.get(start)
-            emitted[start] = (aggregate, end)
-            self.forward(
-                Record(
-                    Windowed(key, start, end),
-                    Change(aggregate, None if old is None else old[0]),
-                    timestamp,
-                )
-            )
-        for start in [s for s, (_, end) in emitted.items() if end < horizon]:
-            del emitted[start]
+            old = emitted.get((start, end))
+            emitted[(start, end)] = aggregate
+            self.forward(Record(Windowed(key, start, end), Change(aggregate, old), timestamp))
+        for bounds in [b for b in emitted if b[1] < horizon]:
+            del emitted[bounds]

@@ -7,7 +7,10 @@ records in ``[t - after, t + before]``. A join result carries the larger of the 
 
 Left and outer joins emit a record without partner (``joiner(value, None)``) only once its window
 has closed — when stream time passes ``t + after + grace`` (``before`` for a right record) — so
-that no result is retracted (Kafka 3.1+, KIP-633). Such records wait in a shared buffer.
+that no result is retracted (Kafka 3.1+, KIP-633). Such records wait in a shared buffer and go
+out, oldest first, before the results of the record that closed their window. Unlike Kafka, a
+record that arrives after its own window closed is dropped (counted in ``dropped``) rather than
+joined with what the other side still buffers.
 """
 
 from __future__ import annotations
@@ -91,9 +94,12 @@ class StreamStreamJoin(_Operator):
             self.dropped += 1
             return
         assert isinstance(self.this, WindowStore) and isinstance(self.other, WindowStore)
+        outer = self.outer
+        if isinstance(outer, WindowStore):
+            # Kafka's order: records left alone whose window has closed go out first
+            self._emit_closed(stream_time)
         self.this.put(key, value, t, t)
         matched = False
-        outer = self.outer
         for other_t, other_entry in self.other.fetch_entries(
             key, t - self.look_before, t + self.look_after
         ):
@@ -106,8 +112,6 @@ class StreamStreamJoin(_Operator):
                         outer.remove_entry(key, start, waiting)
         if not matched and self.emits_alone and isinstance(outer, WindowStore):
             outer.put(key, (self.this_is_left, value), t, t)
-        if isinstance(outer, WindowStore):
-            self._emit_closed(stream_time)
 
     def _emit_closed(self, stream_time: int) -> None:
         outer = self.outer

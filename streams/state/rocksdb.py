@@ -122,9 +122,16 @@ class RocksDBBackend:
             yield self.key_serde.deserialize(raw_key), self._decode(raw_value)
 
     def __len__(self) -> int:
+        # RocksDB's "estimate-num-keys" counts overwrites and deletes twice; count the keys.
         self.commit()
         assert self._db is not None
-        return int(self._db.property_int_value("rocksdb.estimate-num-keys") or 0)
+        count = 0
+        iterator = self._db.iter()
+        iterator.seek_to_first()
+        while iterator.valid():
+            count += 1
+            iterator.next()
+        return count
 
     def close(self) -> None:
         if self._db is not None:

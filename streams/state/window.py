@@ -5,7 +5,9 @@ sorted, so that expiry drops whole windows from the front — never a scan per r
 looks only at the starts in range. The store's observed time is the largest window start put;
 a window whose ``start <= observed - retention`` is gone (Kafka's rule).
 
-With ``retain_duplicates`` (the buffers of stream–stream joins) every put is kept, in order.
+With ``retain_duplicates`` (the buffers of stream–stream joins) every put is kept, in order,
+under a sequence number; a duplicate taken out (:meth:`WindowStore.remove_entry`) is logged as
+a tombstone of its sequence number, so that a restored buffer does not hold it again.
 
 Changelog records: key = serialized key + 8-byte big-endian window start (+ 4-byte sequence
 number with duplicates), value = serialized value, timestamp = the entry's timestamp.
@@ -72,7 +74,8 @@ class WindowStore(StateStore):
         if self.retain_duplicates:
             self._seq += 1
             if entry is not None:
-                window.setdefault(key, []).append(entry)
+                # duplicates carry their sequence number: (value, timestamp, seq)
+                window.setdefault(key, []).append((value, timestamp, self._seq))
             self._dirty[(key, window_start, self._seq)] = entry
         else:
             if entry is None:
@@ -105,7 +108,8 @@ class WindowStore(StateStore):
             yield start, entry[0]
 
     def fetch_entries(self, key: Any, time_from: int, time_to: int) -> Iterator[tuple[int, Entry]]:
-        """Like :meth:`fetch_range` with ``(value, timestamp)`` entries."""
+        """Like :meth:`fetch_range` with ``(value, timestamp)`` entries (``(value, timestamp,
+        sequence number)`` with duplicates: the object :meth:`remove_entry` takes)."""
         starts = self._starts
         low = bisect.bisect_left(starts, time_from)
         high = bisect.bisect_right(starts, time_to)
@@ -143,13 +147,12 @@ class WindowStore(StateStore):
         if found is None:
             return
         if self.retain_duplicates:
-            for seq_entry in list(found):
-                if seq_entry is entry:
-                    found.remove(seq_entry)
+            index = next((i for i, kept in enumerate(found) if kept is entry), None)
+            if index is not None:
+                removed = found.pop(index)  # (value, timestamp, seq): log a tombstone of seq
+                self._dirty[(key, window_start, removed[2])] = None
             if not found:
                 del window[key]  # type: ignore[union-attr]
-            self._seq += 1
-            self._dirty[(key, window_start, -self._seq)] = None
         else:
             self.put(key, None, window_start, entry[1])
 
@@ -170,12 +173,7 @@ class WindowStore(StateStore):
         serialize_key = self.key_serde.serialize
         serialize_value = self.value_serde.serialize
         for (key, start, seq), entry in dirty.items():
-            if self.retain_duplicates:
-                if seq < 0:
-                    continue  # a removed duplicate: the changelog keeps it until it expires
-                suffix = _START_SEQ.pack(start, seq)
-            else:
-                suffix = _START.pack(start)
+            suffix = _START_SEQ.pack(start, seq) if self.retain_duplicates else _START.pack(start)
             if entry is None:
                 self._log(serialize_key(key) + suffix, None, start)
             else:
@@ -187,15 +185,37 @@ class WindowStore(StateStore):
             key, len(key) - size
         )
         record_key = self.key_serde.deserialize(key[: len(key) - size])
+        if seq:
+            self._restore_duplicate(record_key, value, start, timestamp, seq[0])
+            return
         self.put(
             record_key,
             None if value is None else self.value_serde.deserialize(value),
             start,
             timestamp,
         )
-        if seq:
-            self._seq = max(self._seq, seq[0])
         self._dirty.clear()
+
+    def _restore_duplicate(
+        self, key: Any, value: bytes | None, start: int, timestamp: int, seq: int
+    ) -> None:
+        last_seq = max(self._seq, seq)
+        if value is None:  # a duplicate taken out
+            window = self._windows.get(start)
+            found = None if window is None else window.get(key)
+            if found:
+                found[:] = [entry for entry in found if entry[2] != seq]
+                if not found:
+                    del window[key]  # type: ignore[union-attr]
+        else:
+            self.put(key, self.value_serde.deserialize(value), start, timestamp)
+            window = self._windows.get(start)
+            found = None if window is None else window.get(key)
+            if found and found[-1][2] == self._seq:  # put it: keep its logged number
+                last_value, last_timestamp, _ = found[-1]
+                found[-1] = (last_value, last_timestamp, seq)
+            self._dirty.clear()
+        self._seq = last_seq
 
     def close(self) -> None:
         self._windows.clear()

@@ -42,6 +42,7 @@ def read(
     until: Callable[[list[tuple[Any, Any, int]]], bool],
     committed_only: bool = False,
     timeout: float = TIMEOUT,
+    explain: Callable[[list[tuple[Any, Any, int]]], str] | None = None,
 ) -> list[tuple[Any, Any, int]]:
     """Read ``topic`` from the start until ``until(records)`` holds; (key, value, ts) decoded."""
     consumer: Consumer = clients.consumer(
@@ -71,8 +72,9 @@ def read(
                 return records
     finally:
         consumer.close()
+    detail = explain(records) if explain is not None else f"last: {records[-5:]}"
     raise AssertionError(
-        f"{topic}: condition not met in {timeout} s; read {len(records)}: {records[-5:]}"
+        f"{topic}: condition not met in {timeout} s; read {len(records)}; {detail}"
     )
 
 
