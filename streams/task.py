@@ -189,6 +189,7 @@ class StreamTask:
         on_deserialization_error: ErrorHandler,
         on_processing_error: ErrorHandler,
         dead_letter: Callable[[RecordError, bytes | None, bytes | None, Headers], None],
+        adopted_stores: dict[str, StateStore] | None = None,
     ) -> None:
         self.id = task_id
         self.application_id = application_id
@@ -207,12 +208,16 @@ class StreamTask:
         self._next_stream_punctuation = 2**63 - 1
         self.stores: dict[str, StateStore] = {}
         self._global_stores = global_stores
+        adopted = adopted_stores or {}
         for name in sub.stores:
-            store = topology.stores[name].build()
             directory = None if state_dir is None else state_dir / str(task_id) / name
-            store.init(
-                StoreContext(changelog_topic(name), task_id.partition, self._send, directory)
-            )
+            context = StoreContext(changelog_topic(name), task_id.partition, self._send, directory)
+            store = adopted.get(name)
+            if store is None:
+                store = topology.stores[name].build()
+                store.init(context)
+            else:
+                store.context = context  # a standby's store, already open and filled
             self.stores[name] = store
         self.processors: dict[str, Processor] = {}
         contexts: dict[str, _NodeContext] = {}

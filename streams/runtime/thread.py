@@ -25,7 +25,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, TopicPartition
 
 from sluice import clients
 from sluice.streams.config import StreamsConfig
@@ -37,6 +37,7 @@ from sluice.streams.runtime import checkpoint
 from sluice.streams.runtime.collector import KafkaCollector
 from sluice.streams.runtime.partition_group import PartitionGroup
 from sluice.streams.runtime.restore import Restoration, restore
+from sluice.streams.runtime.standby import StandbyTasks, standby_owners
 from sluice.streams.runtime.topics import InternalTopics
 from sluice.streams.task import StreamTask, TaskId
 from sluice.streams.topology import SubTopology, Topology
@@ -121,6 +122,23 @@ class StreamThread:
         self.collector.bind(self.producer)
         self.globals = GlobalStores(topology)
         self._global_consumer: Consumer | None = None
+        self.standbys: StandbyTasks | None = None
+        if config.num_standby_replicas > 0:
+            self.standbys = StandbyTasks(
+                topology,
+                self.topics.changelog_topic,
+                clients.consumer(
+                    bootstrap,
+                    **{
+                        "client.id": f"{config.application_id}-{self.process_id}-standby",
+                        "isolation.level": isolation,
+                        **config.consumer_config,
+                    },
+                ),
+                self.state_dir,
+            )
+            self._admin = clients.admin(bootstrap, **config.admin_config)
+        self.restored = 0
         self._on_deserialization_error = handler_from(config.deserialization_exception_handler)
         self._on_processing_error = handler_from(config.processing_exception_handler)
 
@@ -162,6 +180,8 @@ class StreamThread:
             self._buffer(messages)
         self._process_buffered()
         self._poll_globals()
+        if self.standbys is not None:
+            self.standbys.poll()
         if self.tasks:
             self._begin_if_needed()
             for task in self.tasks.values():
@@ -259,6 +279,8 @@ class StreamThread:
             if offsets:
                 self.consumer.commit(offsets=offsets, asynchronous=False)
             self._write_checkpoints(self.tasks.values())
+        if self.standbys is not None:
+            self.standbys.checkpoint()
         self._last_commit = time.monotonic()
 
     def _write_checkpoints(self, tasks: Any) -> None:
@@ -332,6 +354,9 @@ class StreamThread:
                 for partition in task_partitions:
                     self._task_of[partition] = task
             restore(self.restore_consumer, restorations)
+            self.restored += sum(r.restored for r in restorations)
+            if self.standbys is not None:
+                self.standbys.update(self._standby_tasks())
             log.info(
                 "assigned %d partitions, tasks %s",
                 len(partitions),
@@ -342,9 +367,37 @@ class StreamThread:
             self.error = error
             raise
 
+    def _standby_tasks(self) -> set[TaskId]:
+        """Tasks this member keeps standbys of, from the whole group's assignment."""
+        assert self.standbys is not None
+        me = self.consumer.memberid()
+        try:
+            future = self._admin.describe_consumer_groups([self.config.application_id])
+            group = future[self.config.application_id].result(30)
+        except Exception as error:  # no standbys this round rather than no processing
+            log.warning("cannot describe the group for standby replicas: %s", error)
+            return set()
+        owners: dict[TaskId, str] = {}
+        for member in group.members:
+            assignment = member.assignment.topic_partitions if member.assignment else []
+            for task_id in self._tasks_for(assignment):
+                owners[task_id] = member.member_id
+        members = [m.member_id for m in group.members]
+        if me not in members:
+            return set()
+        replicas = self.config.num_standby_replicas
+        return {
+            task_id
+            for task_id, active in owners.items()
+            if active != me and me in standby_owners(members, active, replicas)
+        }
+
     def _create_task(self, task_id: TaskId) -> tuple[StreamTask, list[Restoration]]:
         sub: SubTopology = self._subs[task_id.subtopology]
         directory = self.state_dir / str(task_id)
+        standby = None if self.standbys is None else self.standbys.take(task_id)
+        if standby is not None:
+            self.standbys.checkpoint_one(standby)  # type: ignore[union-attr]
         offsets = checkpoint.read(directory)
         checkpoint.clear(directory)  # from now on local state may run ahead of the changelog
         task = StreamTask(
@@ -360,16 +413,26 @@ class StreamThread:
             on_deserialization_error=self._on_deserialization_error,
             on_processing_error=self._on_processing_error,
             dead_letter=self.dead_letter,
+            adopted_stores=None if standby is None else standby.stores,
         )
         work = []
         for name, store in task.stores.items():
             topic = self.topics.changelog_topic(name)
             if topic is None:
                 continue
-            start = offsets.get((topic, task_id.partition)) if store.persistent else None
-            if start is None:
-                store.wipe()
+            partition = (topic, task_id.partition)
+            if standby is not None and partition in standby.offsets:
+                # the standby's stores: only what it has not read yet
+                start: int | None = standby.offsets[partition]
+                if start == OFFSET_BEGINNING:
+                    start = None
+            else:
+                start = offsets.get(partition) if store.persistent else None
+                if start is None:
+                    store.wipe()
             work.append(Restoration(store, topic, task_id.partition, start))
+        if standby is not None:
+            log.info("task %s takes over the stores of its standby", task_id)
         return task, work
 
     def _logged_changelog(self, store: str) -> str | None:
@@ -435,6 +498,9 @@ class StreamThread:
                     task.close()
             for task in self._suspended.values():
                 task.close()
+            if self.standbys is not None:
+                self.standbys.close()
+                self.standbys.consumer.close()
             self.tasks.clear()
             self._suspended.clear()
         finally:
@@ -451,5 +517,9 @@ class StreamThread:
             "state": self.state,
             "tasks": sorted(str(t) for t in self.tasks),
             "processed_records": self.processed,
+            "restored_records": self.restored,
+            "standby_tasks": []
+            if self.standbys is None
+            else sorted(str(t) for t in self.standbys.tasks),
             "dropped_records": sum(t.dropped_records for t in self.tasks.values()),
         }
