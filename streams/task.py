@@ -247,6 +247,12 @@ class StreamTask:
             if name in contexts:
                 processor.init(contexts[name])
 
+    @property
+    def dropped(self) -> int:
+        """Records skipped: unreadable, negative timestamps, and too late for their window."""
+        late = sum(int(getattr(p, "dropped", 0)) for p in self.processors.values())
+        return self.dropped_records + late
+
     # -- stores -----------------------------------------------------------------------------
     def store(self, name: str) -> StateStore:
         """A store of this task, or a global store."""

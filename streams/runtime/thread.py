@@ -521,5 +521,5 @@ class StreamThread:
             "standby_tasks": []
             if self.standbys is None
             else sorted(str(t) for t in self.standbys.tasks),
-            "dropped_records": sum(t.dropped_records for t in self.tasks.values()),
+            "dropped_records": sum(t.dropped for t in self.tasks.values()),
         }

@@ -53,7 +53,7 @@ def test_windowed_count_with_suppression(shared_broker: BrokerProcess, tmp_path:
         app.stream(clicks)
         .group_by_key()
         .windowed_by(TimeWindows.of("1m").grace("10s"))
-        .count()
+        .count(name="clicks")
         .suppress_until_window_closes()
         .to_stream()
         .to(out)
@@ -77,6 +77,9 @@ def test_windowed_count_with_suppression(shared_broker: BrokerProcess, tmp_path:
         records = read(bootstrap, out, until=lambda rs: len(rs) >= 3)
         got = sorted((k["key"], k["window"]["start"], v) for k, v, _ in records)
         assert got == [("u1", 0, 3), ("u1", 60_000, 2), ("u2", 0, 1)], got
+        # interactive query of the window store; the window at 0 expired (size + grace)
+        assert app.store("clicks").fetch("u1", 0, 120_000) == [(60_000, 2)]
+        assert app.store("clicks").fetch("u2") == [(120_000, 1)]
     finally:
         app.close()
 
