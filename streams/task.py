@@ -141,22 +141,28 @@ class _Sink(Processor):
 
     def __init__(self, node: SinkNode, collector: RecordCollector) -> None:
         self.node = node
-        self.topic = node.topic
+        self.static_topic = node.topic if isinstance(node.topic, str) else None
         self.collector = collector
+        self.send = collector.send  # bound once: this runs for every output record
         self.serialize_key = node.key_serde.serialize
         self.serialize_value = node.value_serde.serialize
 
     def process(self, record: Record) -> None:
-        topic = self.topic if isinstance(self.topic, str) else self.topic(record)
+        topic = self.static_topic
+        if topic is None:
+            topic = self.node.topic(record)  # type: ignore[operator]
         key = record.key
         value = record.value
-        key_bytes = None if key is None else self.serialize_key(key)
-        value_bytes = None if value is None else self.serialize_value(value)
         partition = None
         if self.node.partitioner is not None:
             partition = self.node.partitioner(key, value, self.collector.partitions_of(topic))
-        self.collector.send(
-            topic, key_bytes, value_bytes, record.timestamp, record.headers, partition
+        self.send(
+            topic,
+            None if key is None else self.serialize_key(key),
+            None if value is None else self.serialize_value(value),
+            record.timestamp,
+            record.headers,
+            partition,
         )
 
 
@@ -196,7 +202,10 @@ class StreamTask:
         self.collector = collector
         self.clock = clock
         self.stream_time = -1
-        self.metadata: RecordMetadata | None = None
+        # where the current record came from; a RecordMetadata is made only when asked for
+        self._topic: str | None = None
+        self._partition = 0
+        self._offset = 0
         self.commit_requested = False
         self.dropped_records = 0
         self.processed_records = 0
@@ -248,6 +257,13 @@ class StreamTask:
                 processor.init(contexts[name])
 
     @property
+    def metadata(self) -> RecordMetadata | None:
+        """Topic, partition and offset of the record being processed (None in punctuation)."""
+        if self._topic is None:
+            return None
+        return RecordMetadata(self._topic, self._partition, self._offset)
+
+    @property
     def dropped(self) -> int:
         """Records skipped: unreadable, negative timestamps, and too late for their window."""
         late = sum(int(getattr(p, "dropped", 0)) for p in self.processors.values())
@@ -279,7 +295,9 @@ class StreamTask:
     ) -> None:
         """Handle one input record; raises :class:`RecordError` unless a handler says go on."""
         source = self.sources[topic]
-        self.metadata = RecordMetadata(topic, partition, offset)
+        self._topic = topic
+        self._partition = partition
+        self._offset = offset
         try:
             record = Record(
                 None if key is None else source.deserialize_key(key),
@@ -293,17 +311,20 @@ class StreamTask:
             failure = DeserializationError(
                 f"cannot read record: {error!r}", topic, partition, offset
             )
+            failure.__cause__ = error
             if not self._on_deserialization_error(failure):
                 raise failure from error
             log.warning("skipping record: %s", failure)
             self.dropped_records += 1
             self._dead_letter(failure, key, value, headers)
             return
-        if record.timestamp < 0:
+        timestamp = record.timestamp
+        if timestamp < 0:
             log.warning("skipping %s[%d]@%d: negative timestamp", topic, partition, offset)
             self.dropped_records += 1
             return
-        self.stream_time = max(self.stream_time, record.timestamp)
+        if timestamp > self.stream_time:  # noqa: PLR1730 - faster than max() per record
+            self.stream_time = timestamp
         try:
             source.forward(record)
         except StreamsError:
@@ -344,7 +365,7 @@ class StreamTask:
             self._punctuate(self._wall_schedules, self.clock())
 
     def _punctuate(self, schedules: list[_Schedule], now: int) -> None:
-        self.metadata = None
+        self._topic = None
         schedules[:] = [s for s in schedules if not s.cancellable.cancelled]
         for schedule in schedules:
             if now >= schedule.next_time:

@@ -70,8 +70,10 @@ class StreamThread:
         self._suspended: dict[TaskId, StreamTask] = {}
         self._task_of: dict[Partition, StreamTask] = {}
         self._groups: dict[TaskId, PartitionGroup] = {}
+        self._single: set[TaskId] = set()  # tasks of one partition: no buffering needed
         self._offsets: dict[Partition, int] = {}
         self._in_transaction = False
+        self._closing = False
         self._last_commit = time.monotonic()
         self.processed = 0
         assert config.state_dir is not None
@@ -194,6 +196,10 @@ class StreamThread:
 
     # -- processing -------------------------------------------------------------------------
     def _buffer(self, messages: list[Any]) -> None:
+        """Process records of single-partition tasks at once; buffer the others (by time)."""
+        task_of = self._task_of
+        single = self._single
+        process = self._process_message
         for message in messages:
             error = message.error()
             if error is not None:
@@ -204,10 +210,29 @@ class StreamThread:
                 log.warning("consumer: %s", error.str())
                 continue
             partition = (message.topic(), message.partition())
-            task = self._task_of.get(partition)
+            task = task_of.get(partition)
             if task is None:
                 continue  # revoked meanwhile
-            self._groups[task.id].add(partition, [message], [message.timestamp()[1]])
+            if task.id in single:
+                self._begin_if_needed()
+                process(task, message)
+            else:
+                self._groups[task.id].add(partition, [message], [message.timestamp()[1]])
+
+    def _process_message(self, task: StreamTask, message: Any) -> None:
+        topic, partition, offset = message.topic(), message.partition(), message.offset()
+        headers = message.headers()
+        task.process(
+            topic,
+            partition,
+            offset,
+            message.key(),
+            message.value(),
+            message.timestamp()[1],
+            tuple(headers) if headers else (),
+        )
+        self._offsets[(topic, partition)] = offset + 1
+        self.processed += 1
 
     def _has_unfetched(self, partition: Partition) -> bool:
         _, high = self.consumer.get_watermark_offsets(TopicPartition(*partition), cached=True) or (
@@ -224,24 +249,11 @@ class StreamThread:
                 continue
             task = self.tasks[task_id]
             self._begin_if_needed()
-            offsets = self._offsets
             while True:
                 message = group.next(self._has_unfetched, now)
                 if message is None:
                     break
-                topic, partition, offset = message.topic(), message.partition(), message.offset()
-                headers = message.headers()
-                task.process(
-                    topic,
-                    partition,
-                    offset,
-                    message.key(),
-                    message.value(),
-                    message.timestamp()[1],
-                    tuple(headers) if headers else (),
-                )
-                offsets[(topic, partition)] = offset + 1
-                self.processed += 1
+                self._process_message(task, message)
 
     def dead_letter(
         self, error: RecordError, key: bytes | None, value: bytes | None, headers: Headers
@@ -312,6 +324,8 @@ class StreamThread:
         return wanted
 
     def _on_revoke(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        if self._closing:
+            return  # tasks were committed (or abandoned) by the shutdown itself
         try:
             self.state = "REBALANCING"
             if self.tasks:
@@ -320,12 +334,15 @@ class StreamThread:
             self.tasks.clear()
             self._task_of.clear()
             self._groups.clear()
+            self._single.clear()
             self._offsets.clear()
         except BaseException as error:  # raised out of consume() by confluent-kafka
             self.error = error
             raise
 
     def _on_lost(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        if self._closing:
+            return
         log.warning("partitions lost (session expired?): closing tasks without commit")
         if self._in_transaction:
             self.producer.abort_transaction(30)
@@ -336,6 +353,7 @@ class StreamThread:
         self._suspended.clear()
         self._task_of.clear()
         self._groups.clear()
+        self._single.clear()
         self._offsets.clear()
 
     def _on_assign(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
@@ -351,6 +369,8 @@ class StreamThread:
                     restorations.extend(work)
                 self.tasks[task_id] = task
                 self._groups[task_id] = PartitionGroup(task_partitions, max_idle_ms=100)
+                if len(task_partitions) == 1:
+                    self._single.add(task_id)
                 for partition in task_partitions:
                     self._task_of[partition] = task
             restore(self.restore_consumer, restorations)
@@ -504,6 +524,7 @@ class StreamThread:
             self.tasks.clear()
             self._suspended.clear()
         finally:
+            self._closing = True
             self.consumer.close()
             self.restore_consumer.close()
             if self._global_consumer is not None:
