@@ -1,0 +1,1 @@
+"""Single message transforms and predicates, under Kafka Connect's names and config keys."""

@@ -1,0 +1,1 @@
+"""File connectors: file-source (tail), spooldir-source, file-sink."""
