@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from pathlib import Path
-from typing import NamedTuple, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from sluice.streams.errors import (
     DeserializationError,
@@ -308,20 +308,11 @@ class StreamTask:
             if source.extractor is not None:
                 record.timestamp = source.extractor(record, self.stream_time)
         except Exception as error:  # a serde or extractor raised
-            failure = DeserializationError(
-                f"cannot read record: {error!r}", topic, partition, offset
-            )
-            failure.__cause__ = error
-            if not self._on_deserialization_error(failure):
-                raise failure from error
-            log.warning("skipping record: %s", failure)
-            self.dropped_records += 1
-            self._dead_letter(failure, key, value, headers)
+            self._unreadable(error, key, value, headers)
             return
         timestamp = record.timestamp
         if timestamp < 0:
-            log.warning("skipping %s[%d]@%d: negative timestamp", topic, partition, offset)
-            self.dropped_records += 1
+            self._negative_timestamp()
             return
         if timestamp > self.stream_time:  # noqa: PLR1730 - faster than max() per record
             self.stream_time = timestamp
@@ -330,16 +321,91 @@ class StreamTask:
         except StreamsError:
             raise
         except Exception as error:
-            broken = ProcessingError(f"processing failed: {error!r}", topic, partition, offset)
-            broken.__cause__ = error
-            if not self._on_processing_error(broken):
-                raise broken from error
-            log.warning("skipping record: %s", broken)
-            self.dropped_records += 1
-            self._dead_letter(broken, key, value, headers)
+            self._failed(error, key, value, headers)
         self.processed_records += 1
         if self.stream_time >= self._next_stream_punctuation:
             self._punctuate(self._stream_schedules, self.stream_time)
+
+    def process_messages(self, topic: str, partition: int, messages: list[Any]) -> None:
+        """:meth:`process` for a run of consumer messages of one partition, in one tight loop.
+
+        The runtime's hot path: the per-record work is inlined here rather than spread over
+        calls (``messages`` are confluent-kafka ``Message`` objects, or anything with their
+        ``offset() key() value() timestamp() headers()`` methods).
+        """
+        source = self.sources[topic]
+        deserialize_key = source.deserialize_key
+        deserialize_value = source.deserialize_value
+        extractor = source.extractor
+        forward = source.forward
+        self._topic = topic
+        self._partition = partition
+        stream_time = self.stream_time
+        for message in messages:
+            self._offset = message.offset()
+            key = message.key()
+            value = message.value()
+            headers = message.headers()
+            headers = tuple(headers) if headers else ()
+            try:
+                record = Record(
+                    None if key is None else deserialize_key(key),
+                    None if value is None else deserialize_value(value),
+                    message.timestamp()[1],
+                    headers,
+                )
+                if extractor is not None:
+                    record.timestamp = extractor(record, stream_time)
+            except Exception as error:  # a serde or extractor raised
+                self._unreadable(error, key, value, headers)
+                continue
+            timestamp = record.timestamp
+            if timestamp < 0:
+                self._negative_timestamp()
+                continue
+            if timestamp > stream_time:
+                stream_time = self.stream_time = timestamp
+            try:
+                forward(record)
+            except StreamsError:
+                raise
+            except Exception as error:
+                self._failed(error, key, value, headers)
+            if stream_time >= self._next_stream_punctuation:
+                self._punctuate(self._stream_schedules, stream_time)
+        self.processed_records += len(messages)
+
+    def _unreadable(
+        self, error: Exception, key: bytes | None, value: bytes | None, headers: Headers
+    ) -> None:
+        failure = DeserializationError(
+            f"cannot read record: {error!r}", self._topic or "", self._partition, self._offset
+        )
+        failure.__cause__ = error
+        if not self._on_deserialization_error(failure):
+            raise failure from error
+        log.warning("skipping record: %s", failure)
+        self.dropped_records += 1
+        self._dead_letter(failure, key, value, headers)
+
+    def _negative_timestamp(self) -> None:
+        log.warning(
+            "skipping %s[%d]@%d: negative timestamp", self._topic, self._partition, self._offset
+        )
+        self.dropped_records += 1
+
+    def _failed(
+        self, error: Exception, key: bytes | None, value: bytes | None, headers: Headers
+    ) -> None:
+        broken = ProcessingError(
+            f"processing failed: {error!r}", self._topic or "", self._partition, self._offset
+        )
+        broken.__cause__ = error
+        if not self._on_processing_error(broken):
+            raise broken from error
+        log.warning("skipping record: %s", broken)
+        self.dropped_records += 1
+        self._dead_letter(broken, key, value, headers)
 
     # -- punctuation ------------------------------------------------------------------------
     def schedule(

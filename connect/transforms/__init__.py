@@ -1,1 +1,53 @@
-"""Single message transforms and predicates, under Kafka Connect's names and config keys."""
+"""Single message transforms and predicates, under Kafka Connect's names and config keys.
+
+Every transformation Kafka ships is here, with its ``$Key``/``$Value`` variants and settings:
+InsertField, ReplaceField, MaskField, ValueToKey, ExtractField, HoistField, Flatten
+(:mod:`~sluice.connect.transforms.fields`), Cast (:mod:`~sluice.connect.transforms.cast`),
+TimestampConverter and TimestampRouter (:mod:`~sluice.connect.transforms.timestamps`), RegexRouter
+(:mod:`~sluice.connect.transforms.routing`), Filter (:mod:`~sluice.connect.transforms.filter`),
+HeaderFrom, InsertHeader and DropHeaders (:mod:`~sluice.connect.transforms.headers`); and the
+predicates TopicNameMatches, HasHeaderKey and RecordIsTombstone
+(:mod:`~sluice.connect.transforms.predicates`). :class:`TransformChain` builds a connector's chain
+from Kafka's ``transforms=...`` / ``predicates=...`` settings.
+
+>>> from sluice.connect.data import ConnectRecord
+>>> chain = TransformChain.from_config({
+...     "transforms": "key,mask",
+...     "transforms.key.type": "org.apache.kafka.connect.transforms.ValueToKey",
+...     "transforms.key.fields": "id",
+...     "transforms.mask.type": "MaskField$Value",
+...     "transforms.mask.fields": "card",
+... })
+>>> out = chain.apply(ConnectRecord("pay", 0, None, None, None, {"id": 3, "card": "4111"}))
+>>> out.key, out.value
+({'id': 3}, {'id': 3, 'card': ''})
+"""
+
+from sluice.connect.transforms.base import (
+    ConfigKey,
+    KeyOrValueTransformation,
+    Predicate,
+    Settings,
+    Transformation,
+)
+from sluice.connect.transforms.chain import TransformChain, TransformStage
+from sluice.connect.transforms.registry import (
+    PREDICATES,
+    TRANSFORMS,
+    predicate_class,
+    transform_class,
+)
+
+__all__ = [
+    "PREDICATES",
+    "TRANSFORMS",
+    "ConfigKey",
+    "KeyOrValueTransformation",
+    "Predicate",
+    "Settings",
+    "TransformChain",
+    "TransformStage",
+    "Transformation",
+    "predicate_class",
+    "transform_class",
+]

@@ -66,9 +66,16 @@ def restore(consumer: Consumer, work: list[Restoration], timeout_s: float = 600.
         while pending:
             if time.monotonic() - started > timeout_s:
                 raise StreamsError(f"restoring {sorted(pending)} took over {timeout_s} s")
+            # records go to the stores in batches, one batch per run of a partition
+            batch: list[tuple[bytes, bytes | None, int]] = []
+            current: tuple[str, int] = ("", -1)
             for message in consumer.consume(10_000, 0.5):
-                error = message.error()
                 key = (str(message.topic()), int(message.partition() or 0))
+                if key != current:
+                    _apply(by_partition.get(current), batch)
+                    batch = []
+                    current = key
+                error = message.error()
                 if error is not None:
                     if error.code() == KafkaError._PARTITION_EOF:
                         if key in pending:
@@ -77,17 +84,10 @@ def restore(consumer: Consumer, work: list[Restoration], timeout_s: float = 600.
                                 item.end_offset = int(message.offset() or 0)
                         continue
                     raise StreamsError(f"cannot read changelog {key[0]}[{key[1]}]: {error.str()}")
-                items = by_partition.get(key)
-                if items is None:
-                    continue
                 raw_key = message.key()
-                if raw_key is None:
-                    continue
-                value = message.value()
-                timestamp = int(message.timestamp()[1])
-                for item in items:
-                    item.store.restore(raw_key, value, timestamp)
-                    item.restored += 1
+                if raw_key is not None:
+                    batch.append((raw_key, message.value(), message.timestamp()[1]))
+            _apply(by_partition.get(current), batch)
     finally:
         consumer.unassign()
     for item in work:
@@ -95,3 +95,10 @@ def restore(consumer: Consumer, work: list[Restoration], timeout_s: float = 600.
     elapsed = time.monotonic() - started
     total = sum(item.restored for item in work)
     log.info("restored %d records into %d stores in %.2f s", total, len(work), elapsed)
+
+
+def _apply(items: list[Restoration] | None, batch: list[tuple[bytes, bytes | None, int]]) -> None:
+    if items and batch:
+        for item in items:
+            item.store.restore_batch(batch)
+            item.restored += len(batch)

@@ -197,10 +197,14 @@ class StreamThread:
     # -- processing -------------------------------------------------------------------------
     def _buffer(self, messages: list[Any]) -> None:
         """Process records of single-partition tasks at once; buffer the others (by time)."""
-        task_of = self._task_of
-        single = self._single
-        process = self._process_message
+        run: list[Any] = []  # consecutive messages of one partition
+        current: Partition = ("", -1)
         for message in messages:
+            partition = (message.topic(), message.partition())
+            if partition != current:
+                self._dispatch(current, run)
+                run = []
+                current = partition
             error = message.error()
             if error is not None:
                 if error.code() == KafkaError._PARTITION_EOF:
@@ -209,15 +213,22 @@ class StreamThread:
                     raise StreamsError(f"consumer failed: {error.str()}")
                 log.warning("consumer: %s", error.str())
                 continue
-            partition = (message.topic(), message.partition())
-            task = task_of.get(partition)
-            if task is None:
-                continue  # revoked meanwhile
-            if task.id in single:
-                self._begin_if_needed()
-                process(task, message)
-            else:
-                self._groups[task.id].add(partition, [message], [message.timestamp()[1]])
+            run.append(message)
+        self._dispatch(current, run)
+
+    def _dispatch(self, partition: Partition, run: list[Any]) -> None:
+        if not run:
+            return
+        task = self._task_of.get(partition)
+        if task is None:
+            return  # revoked meanwhile
+        if task.id in self._single:
+            self._begin_if_needed()
+            task.process_messages(partition[0], partition[1], run)
+            self._offsets[partition] = run[-1].offset() + 1
+            self.processed += len(run)
+        else:
+            self._groups[task.id].add(partition, run, [m.timestamp()[1] for m in run])
 
     def _process_message(self, task: StreamTask, message: Any) -> None:
         topic, partition, offset = message.topic(), message.partition(), message.offset()

@@ -55,6 +55,12 @@ class StateStore(ABC):
     def close(self) -> None:
         """Flush nothing, release files; the store is not used again."""
 
+    def restore_batch(self, records: list[tuple[bytes, bytes | None, int]]) -> None:
+        """Apply changelog records in order (stores with a faster bulk path override this)."""
+        restore = self.restore
+        for key, value, timestamp in records:
+            restore(key, value, timestamp)
+
     persistent: bool = False
     """Whether the store outlives the process (its checkpointed offset is worth restoring from)."""
 

@@ -170,6 +170,26 @@ class KeyValueStore(StateStore):
         entry = None if value is None else (self.value_serde.deserialize(value), timestamp)
         self.backend.put(self.key_serde.deserialize(key), entry)
 
+    def restore_batch(self, records: list[tuple[bytes, bytes | None, int]]) -> None:
+        put_raw = getattr(self.backend, "put_raw", None)
+        if put_raw is not None:
+            put_raw(records)  # a bytes backend: no need to decode what it would encode again
+            return
+        deserialize_key = self.key_serde.deserialize
+        deserialize_value = self.value_serde.deserialize
+        if isinstance(self.backend, MemoryBackend):
+            data = self.backend.data
+            for key, value, timestamp in records:
+                if value is None:
+                    data.pop(deserialize_key(key), None)
+                else:
+                    data[deserialize_key(key)] = (deserialize_value(value), timestamp)
+            return
+        put = self.backend.put
+        for key, value, timestamp in records:
+            entry = None if value is None else (deserialize_value(value), timestamp)
+            put(deserialize_key(key), entry)
+
     def flush_restored(self) -> None:
         self.backend.commit()
 

@@ -109,6 +109,20 @@ class RocksDBBackend:
         self._clean.update(self._dirty)
         self._dirty = {}
 
+    def put_raw(self, records: list[tuple[bytes, bytes | None, int]]) -> None:
+        """Write changelog records as they are (restoration): bytes in, bytes stored."""
+        self.commit()
+        self._clean.clear()
+        assert self._db is not None
+        batch = WriteBatch(raw_mode=True)
+        pack = _TIMESTAMP.pack
+        for key, value, timestamp in records:
+            if value is None:
+                batch.delete(key)
+            else:
+                batch.put(key, pack(timestamp) + value)
+        self._db.write(batch)
+
     def items(self, low: Any = None, high: Any = None) -> Iterator[tuple[Any, Entry]]:
         self.commit()
         assert self._db is not None
