@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from sluice.dsl.builder import Builder
-from sluice.serde import Serde
+from sluice.serde import JSON, STRING, Serde
 from sluice.streams.errors import TopologyError
 from sluice.streams.operators import stateless as ops
 from sluice.streams.operators.aggregate import ToTable
@@ -99,7 +99,9 @@ class KStream:
     ) -> KStream:
         """New key and value from ``mapper(key, value) -> (key, value)`` (marks for repartition)."""
         node = self._add("KSTREAM-MAP", lambda: ops.Map(mapper), name)
-        return self._derive(node, key_changed=True, key_serde=key_serde, value_serde=value_serde)
+        return self._derive(
+            node, key_changed=True, key_serde=key_serde or STRING, value_serde=value_serde or JSON
+        )
 
     def map_values(
         self,
@@ -111,7 +113,7 @@ class KStream:
     ) -> KStream:
         """New value from ``mapper(value)`` (``mapper(key, value)`` with ``with_key=True``)."""
         node = self._add("KSTREAM-MAPVALUES", lambda: ops.MapValues(mapper, with_key), name)
-        return self._derive(node, value_serde=value_serde)
+        return self._derive(node, value_serde=value_serde or JSON)
 
     def flat_map(
         self,
@@ -123,7 +125,9 @@ class KStream:
     ) -> KStream:
         """Zero or more ``(key, value)`` per record (marks for repartition)."""
         node = self._add("KSTREAM-FLATMAP", lambda: ops.FlatMap(mapper), name)
-        return self._derive(node, key_changed=True, key_serde=key_serde, value_serde=value_serde)
+        return self._derive(
+            node, key_changed=True, key_serde=key_serde or STRING, value_serde=value_serde or JSON
+        )
 
     def flat_map_values(
         self,
@@ -134,14 +138,14 @@ class KStream:
     ) -> KStream:
         """Zero or more values per record, same key."""
         node = self._add("KSTREAM-FLATMAPVALUES", lambda: ops.FlatMapValues(mapper), name)
-        return self._derive(node, value_serde=value_serde)
+        return self._derive(node, value_serde=value_serde or JSON)
 
     def select_key(
         self, selector: KeyValueFn, *, key_serde: Serde | None = None, name: str | None = None
     ) -> KStream:
         """New key from ``selector(key, value)`` (marks for repartition)."""
         node = self._add("KSTREAM-KEY-SELECT", lambda: ops.SelectKey(selector), name)
-        return self._derive(node, key_changed=True, key_serde=key_serde)
+        return self._derive(node, key_changed=True, key_serde=key_serde or STRING)
 
     def peek(self, action: KeyValueFn, *, name: str | None = None) -> KStream:
         """Call ``action(key, value)`` for each record, pass it on."""
@@ -182,7 +186,9 @@ class KStream:
         node = self._builder.add(
             "KSTREAM-PROCESSOR", supplier, self._node, stores=tuple(stores), name=name
         )
-        return self._derive(node, key_changed=True, key_serde=key_serde, value_serde=value_serde)
+        return self._derive(
+            node, key_changed=True, key_serde=key_serde or STRING, value_serde=value_serde or JSON
+        )
 
     # -- sinks ------------------------------------------------------------------------------
     def to(
@@ -357,7 +363,7 @@ class KStream:
                 stores=(store,),
                 name=name,
             )
-            return self._derive(node, value_serde=value_serde or _json())
+            return self._derive(node, value_serde=value_serde or JSON)
         if isinstance(other, KTable):
             if kind == "outer":
                 raise TopologyError("a stream–table join is inner or left, not outer")
@@ -373,7 +379,7 @@ class KStream:
                 stores=(table_store,),
                 name=name,
             )
-            return stream._derive(node, value_serde=value_serde or _json())
+            return stream._derive(node, value_serde=value_serde or JSON)
         if isinstance(other, KStream):
             if windows is None:
                 raise TopologyError("a stream–stream join needs JoinWindows")
@@ -436,15 +442,9 @@ class KStream:
             builder,
             merged,
             left.key_serde,
-            value_serde or _json(),
+            value_serde or JSON,
             topics=left._topics | right._topics,
         )
-
-
-def _json() -> Serde:
-    from sluice.serde import JSON
-
-    return JSON
 
 
 class Split:

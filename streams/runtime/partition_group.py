@@ -44,19 +44,24 @@ class PartitionGroup:
     def next(self, has_unfetched: Callable[[Partition], bool], now: int) -> Any:
         """The next record to process, or None (nothing buffered, or waiting for a partition)."""
         best: collections.deque[tuple[int, Any]] | None = None
+        lagging = False
         for partition, buffer in self.buffers.items():
             if not buffer:
-                if has_unfetched(partition):
-                    if self._waiting_since is None:
-                        self._waiting_since = now
-                    if now - self._waiting_since < self.max_idle_ms:
-                        return None
+                lagging = lagging or has_unfetched(partition)
                 continue
             if best is None or buffer[0][0] < best[0][0]:
                 best = buffer
+        if not lagging:
+            self._waiting_since = None  # every partition is buffered or caught up
+        elif best is not None:
+            # Wait once, up to max_idle_ms, then process what is there until no partition
+            # lags any more (Kafka's "enforced processing"): never one record per wait.
+            if self._waiting_since is None:
+                self._waiting_since = now
+            if now - self._waiting_since < self.max_idle_ms:
+                return None
         if best is None:
             return None
-        self._waiting_since = None
         return best.popleft()[1]
 
     def drop(self, partition: Partition) -> None:

@@ -101,6 +101,7 @@ class StreamThread:
             **{
                 "client.id": f"{config.application_id}-{self.process_id}-restore-consumer",
                 "enable.partition.eof": True,
+                "fetch.wait.max.ms": 20,  # the end of a changelog shows up at once
                 "isolation.level": isolation,
                 "auto.offset.reset": "earliest",
                 **config.consumer_config,
@@ -251,7 +252,10 @@ class StreamThread:
             -1,
         )
         position = self._offsets.get(partition)
-        return high >= 0 and position is not None and position < high
+        if position is None:  # nothing read yet since the assignment: is there anything?
+            (found,) = self.consumer.position([TopicPartition(*partition)])
+            position = found.offset if found.offset >= 0 else 0
+        return high > position
 
     def _process_buffered(self) -> None:
         now = _now_ms()

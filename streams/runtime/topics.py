@@ -97,7 +97,7 @@ class InternalTopics:
             if internal.partitions is not None:
                 self.partitions[topic] = internal.partitions
         # Co-partitioned with an external topic: take its count.
-        for group in topology.copartition_groups:
+        for group in self._groups():
             known = [self.partitions[t] for t in group if t in self.partitions]
             for topic in group:
                 if topic in topology.repartition_topics and topic not in self.partitions and known:
@@ -112,13 +112,22 @@ class InternalTopics:
         for topic in topology.repartition_topics:
             self.partitions.setdefault(topic, 1)
 
+    def _groups(self) -> list[set[str]]:
+        """Joined topics, and the topics one sub-topology reads together: one task reads
+        partition *p* of each, so their partition counts must match."""
+        groups = list(self.topology.copartition_groups)
+        for sub in self.topology.subtopologies():
+            if len(sub.source_topics) > 1:
+                groups.append(set(sub.source_topics))
+        return groups
+
     def _check_copartitioning(self) -> None:
-        for group in self.topology.copartition_groups:
+        for group in self._groups():
             counts = {t: self.partitions[t] for t in group if t in self.partitions}
             if len(set(counts.values())) > 1:
                 listed = ", ".join(f"{t} ({n})" for t, n in sorted(counts.items()))
                 raise TopologyError(
-                    "topics joined together must have the same number of partitions "
+                    "topics joined or read together must have the same number of partitions "
                     f"(co-partitioning): {listed}. Repartition one side with "
                     "stream.repartition(partitions=N) or recreate the topic."
                 )
