@@ -6,7 +6,8 @@ A :class:`Schema` describes a value the way Kafka Connect does (``type`` is one 
 ``org.apache.kafka.connect.data.Timestamp``). Schemaless data is plain Python (dict, list, str,
 numbers, bytes, None) with ``schema=None``.
 
->>> person = Schema.struct([Field("name", Schema("string")), Field("age", Schema("int32", optional=True))])
+>>> name, age = Field("name", Schema("string")), Field("age", Schema("int32", optional=True))
+>>> person = Schema.struct([name, age])
 >>> Struct(person, {"name": "Ada"}).get("age") is None
 True
 >>> record = SourceRecord({"file": "a.log"}, {"position": 10}, "lines", None, None, "hello")

@@ -1,14 +1,19 @@
 """Single message transforms and predicates, under Kafka Connect's names and config keys.
 
 Every transformation Kafka ships is here, with its ``$Key``/``$Value`` variants and settings:
-InsertField, ReplaceField, MaskField, ValueToKey, ExtractField, HoistField, Flatten
-(:mod:`~sluice.connect.transforms.fields`), Cast (:mod:`~sluice.connect.transforms.cast`),
-TimestampConverter and TimestampRouter (:mod:`~sluice.connect.transforms.timestamps`), RegexRouter
-(:mod:`~sluice.connect.transforms.routing`), Filter (:mod:`~sluice.connect.transforms.filter`),
-HeaderFrom, InsertHeader and DropHeaders (:mod:`~sluice.connect.transforms.headers`); and the
-predicates TopicNameMatches, HasHeaderKey and RecordIsTombstone
-(:mod:`~sluice.connect.transforms.predicates`). :class:`TransformChain` builds a connector's chain
-from Kafka's ``transforms=...`` / ``predicates=...`` settings.
+
+- InsertField, ReplaceField, MaskField, ValueToKey: :mod:`~sluice.connect.transforms.fields`;
+- ExtractField, HoistField, Flatten: :mod:`~sluice.connect.transforms.nesting`;
+- Cast: :mod:`~sluice.connect.transforms.cast`;
+- SetSchemaMetadata: :mod:`~sluice.connect.transforms.metadata`;
+- TimestampConverter, TimestampRouter: :mod:`~sluice.connect.transforms.timestamps`;
+- RegexRouter: :mod:`~sluice.connect.transforms.routing`;
+- Filter: :mod:`~sluice.connect.transforms.filter`;
+- HeaderFrom, InsertHeader, DropHeaders: :mod:`~sluice.connect.transforms.headers`;
+- the predicates TopicNameMatches, HasHeaderKey, RecordIsTombstone:
+  :mod:`~sluice.connect.transforms.predicates`.
+:class:`TransformChain` builds a connector's chain from Kafka's ``transforms=...`` /
+``predicates=...`` settings.
 
 >>> from sluice.connect.data import ConnectRecord
 >>> chain = TransformChain.from_config({
