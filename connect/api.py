@@ -18,7 +18,7 @@ worker runs one :class:`SourceTask` / :class:`SinkTask` per task config, each in
 ...     def poll(self):
 ...         if not self.left: return None
 ...         line = self.left.pop(0)
-...         return [SourceRecord({"src": "x"}, {"n": 2 - len(self.left)}, "lines", None, None, line)]
+...         return [SourceRecord({"src": "x"}, {"n": 1}, "lines", None, None, line)]
 ...     def stop(self): pass
 >>> task = Lines(); task.start({}); [r.value for r in task.poll()]
 ['a']
