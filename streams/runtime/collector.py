@@ -49,6 +49,12 @@ class KafkaCollector:
         headers: Headers,
         partition: int | None,
     ) -> None:
+        if not headers and partition is None:  # the common case, without building kwargs
+            try:
+                self._produce(topic, value, key, timestamp=timestamp)
+                return
+            except BufferError:
+                pass  # the queue is full: the slow path below waits for room
         kwargs: dict[str, Any] = {"timestamp": timestamp}
         if headers:
             kwargs["headers"] = list(headers)
