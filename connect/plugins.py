@@ -1,0 +1,48 @@
+"""Finding connector classes: short aliases, Kafka class names, dotted paths.
+
+Plugins register under the ``sluice.connectors`` entry-point group (Sluice's own file
+connectors do, in pyproject.toml); any class can also be named by its dotted path
+(``mypackage.module.MyConnector``).
+"""
+
+from __future__ import annotations
+
+import importlib
+from importlib.metadata import entry_points
+
+from sluice.connect.api import Connector, SinkConnector
+
+__all__ = ["connector_class", "known_plugins", "plugin_type"]
+
+GROUP = "sluice.connectors"
+
+
+def known_plugins() -> dict[str, type[Connector]]:
+    """Every registered alias and its class."""
+    found: dict[str, type[Connector]] = {}
+    for entry in entry_points(group=GROUP):
+        found[entry.name] = entry.load()
+    return found
+
+
+def connector_class(name: str) -> type[Connector] | None:
+    """The class behind an alias, a registered Kafka class name, or a dotted path."""
+    for entry in entry_points(group=GROUP):
+        if entry.name == name:
+            loaded: type[Connector] = entry.load()
+            return loaded
+    module, _, attribute = name.rpartition(".")
+    if not module:
+        return None
+    try:
+        found = getattr(importlib.import_module(module), attribute, None)
+    except ImportError:
+        return None
+    if isinstance(found, type) and issubclass(found, Connector):
+        return found
+    return None
+
+
+def plugin_type(cls: type[Connector]) -> str:
+    """``source`` or ``sink`` (the REST API's word)."""
+    return "sink" if issubclass(cls, SinkConnector) else "source"

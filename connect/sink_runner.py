@@ -1,0 +1,214 @@
+"""Running a sink task: consume → convert → transform → ``put``; commit offsets after flush.
+
+The task's consumer is a member of the group ``connect-<connector>`` (Kafka Connect's name), so
+that the tasks of a connector share the partitions of its ``topics`` (or ``topics.regex``).
+Every ``offset.flush.interval.ms``, on rebalance and on stop, the runner asks the task which
+offsets are safe (``pre_commit``, which flushes by default) and commits exactly those: a record
+is never marked consumed before the sink has it (at-least-once; idempotent sinks make it
+exactly-once). A record that cannot be converted or transformed fails the task, or with
+``errors.tolerance=all`` is skipped and sent to the dead-letter topic with
+``__connect.errors.*`` headers.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+from confluent_kafka import Consumer, Producer
+from confluent_kafka import TopicPartition as KafkaPartition
+
+from sluice import clients
+from sluice.connect.api import SinkTask, TopicPartition
+from sluice.connect.data import SinkRecord
+from sluice.connect.task_runner import TaskRunner
+from sluice.connect.tolerance import dead_letter_headers
+
+__all__ = ["SinkTaskRunner"]
+
+log = logging.getLogger("sluice.connect")
+
+
+class _Context:
+    def __init__(self, runner: SinkTaskRunner) -> None:
+        self.runner = runner
+
+    def offset(self, partition: TopicPartition, offset: int) -> None:
+        self.runner.consumer.seek(KafkaPartition(partition.topic, partition.partition, offset))
+
+    def assignment(self) -> set[TopicPartition]:
+        return set(self.runner.assigned)
+
+    def request_commit(self) -> None:
+        self.runner.commit_requested = True
+
+
+class SinkTaskRunner(TaskRunner):
+    """Runs one :class:`~sluice.connect.api.SinkTask`; see the module docstring."""
+
+    def __init__(
+        self,
+        connector: str,
+        task_id: int,
+        task: SinkTask,
+        config: dict[str, Any],
+        worker_config: dict[str, Any],
+    ) -> None:
+        super().__init__(connector, task_id, config, worker_config)
+        self.task = task
+        self.assigned: set[TopicPartition] = set()
+        self.commit_requested = False
+        self._positions: dict[TopicPartition, int] = {}
+        bootstrap = worker_config["bootstrap.servers"]
+        self.consumer: Consumer = clients.consumer(
+            bootstrap,
+            **{
+                "group.id": f"connect-{connector}",
+                "client.id": f"connector-consumer-{self.name}",
+                "enable.auto.commit": False,
+                "auto.offset.reset": "earliest",
+                **{k[9:]: v for k, v in worker_config.items() if k.startswith("consumer.")},
+            },
+        )
+        self._dead_letters: Producer | None = None
+        if self.errors.dead_letter_topic:
+            self._dead_letters = clients.producer(bootstrap, **{"acks": "all"})
+
+    def _topics(self) -> list[str]:
+        topics = [t.strip() for t in str(self.config.get("topics", "")).split(",") if t.strip()]
+        regex = self.config.get("topics.regex")
+        if regex:
+            topics.append("^" + str(regex))
+        return topics
+
+    def _on_assign(self, consumer: Consumer, partitions: list[KafkaPartition]) -> None:
+        new = {TopicPartition(p.topic, p.partition) for p in partitions}
+        self.assigned |= new
+        self.task.open(new)
+
+    def _on_revoke(self, consumer: Consumer, partitions: list[KafkaPartition]) -> None:
+        gone = {TopicPartition(p.topic, p.partition) for p in partitions}
+        self.commit_offsets()
+        self.task.close(gone)
+        self.assigned -= gone
+        for partition in gone:
+            self._positions.pop(partition, None)
+
+    def execute(self) -> None:
+        task = self.task
+        task.initialize(_Context(self))
+        task.start(self.config)
+        self.consumer.subscribe(
+            self._topics(), on_assign=self._on_assign, on_revoke=self._on_revoke
+        )
+        last_commit = time.monotonic()
+        try:
+            while not self.stopping():
+                self.wait_if_paused()
+                if self.stopping():
+                    break
+                messages = self.consumer.consume(500, 0.2)
+                records = [r for r in (self._record(m) for m in messages) if r is not None]
+                if records:
+                    self.errors.retry(
+                        lambda batch=records: task.put(batch),  # type: ignore[misc]
+                        f"{self.name} put",
+                        self.stopping,
+                    )
+                if (
+                    self.commit_requested
+                    or time.monotonic() - last_commit >= self.offset_flush_interval_s
+                ):
+                    self.commit_offsets()
+                    last_commit = time.monotonic()
+            self.commit_offsets()
+        finally:
+            try:
+                task.close(set(self.assigned))
+                task.stop()
+            finally:
+                self.consumer.close()
+                if self._dead_letters is not None:
+                    self._dead_letters.flush(30)
+
+    def _record(self, message: Any) -> SinkRecord | None:
+        problem = message.error()
+        if problem is not None:
+            log.warning("%s: consumer: %s", self.name, problem.str())
+            return None
+        topic, partition, offset = message.topic(), message.partition(), message.offset()
+        self._positions[TopicPartition(topic, partition)] = offset + 1
+        stage = "KEY_CONVERTER"
+        try:
+            key_schema, key = self.key_converter.to_connect(topic, message.key())
+            stage = "VALUE_CONVERTER"
+            value_schema, value = self.value_converter.to_connect(topic, message.value())
+            kind, timestamp = message.timestamp()
+            record = SinkRecord(
+                topic,
+                partition,
+                key_schema,
+                key,
+                value_schema,
+                value,
+                timestamp if timestamp >= 0 else None,
+                list(message.headers() or []),
+                kafka_offset=offset,
+                timestamp_type="LogAppendTime" if kind == 2 else "CreateTime",
+                original_topic=topic,
+                original_partition=partition,
+                original_offset=offset,
+            )
+            stage = "TRANSFORMATION"
+            transformed: SinkRecord | None = self.transforms.apply(record)
+            return transformed
+        except Exception as error:
+            if not self.errors.tolerate_all:
+                raise
+            if self.errors.log_errors:
+                log.error(
+                    "%s: skipping %s[%d]@%d (%s): %s",
+                    self.name,
+                    topic,
+                    partition,
+                    offset,
+                    stage,
+                    error,
+                )
+            self._dead_letter(message, stage, error)
+            return None
+
+    def _dead_letter(self, message: Any, stage: str, error: Exception) -> None:
+        producer = self._dead_letters
+        topic = self.errors.dead_letter_topic
+        if producer is None or topic is None:
+            return
+        headers = list(message.headers() or [])
+        if self.errors.context_headers:
+            headers += dead_letter_headers(
+                topic=message.topic(),
+                partition=message.partition(),
+                offset=message.offset(),
+                connector=self.connector,
+                task=self.task_id,
+                stage=stage,
+                plugin=type(self.task).__qualname__,
+                error=error,
+            )
+        producer.produce(topic, message.value(), message.key(), headers=headers)
+        producer.poll(0)
+
+    def commit_offsets(self) -> None:
+        """Commit the offsets the task says are written (``pre_commit``)."""
+        self.commit_requested = False
+        if not self._positions:
+            return
+        if self._dead_letters is not None:
+            self._dead_letters.flush(30)  # skipped records are in the DLQ before we move on
+        safe = self.task.pre_commit(dict(self._positions))
+        if safe:
+            self.consumer.commit(
+                offsets=[KafkaPartition(p.topic, p.partition, o) for p, o in safe.items()],
+                asynchronous=False,
+            )

@@ -1,0 +1,126 @@
+"""What the worker's source and sink task runners share: the thread, the state, pausing.
+
+States are Kafka Connect's: ``UNASSIGNED`` → ``RUNNING`` ⇄ ``PAUSED``, and ``FAILED`` (with
+the trace shown by the REST API) when the task raised, or the tolerance policy gave up.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import traceback
+from abc import ABC, abstractmethod
+from typing import Any
+
+from sluice.connect.converters import Converter, converter_from
+from sluice.connect.tolerance import ErrorPolicy
+from sluice.connect.transforms import TransformChain
+
+__all__ = ["TaskRunner"]
+
+log = logging.getLogger("sluice.connect")
+
+DEFAULT_CONVERTER = "json"
+
+
+def _converter(config: dict[str, Any], worker: dict[str, Any], is_key: bool) -> Converter:
+    prefix = "key.converter" if is_key else "value.converter"
+    source = config if prefix in config else worker
+    name = str(source.get(prefix, DEFAULT_CONVERTER))
+    settings = {k[len(prefix) + 1 :]: v for k, v in source.items() if k.startswith(prefix + ".")}
+    return converter_from(name, settings, is_key)
+
+
+class TaskRunner(ABC):
+    """One task of a connector, in its own thread."""
+
+    def __init__(
+        self, connector: str, task_id: int, config: dict[str, Any], worker_config: dict[str, Any]
+    ) -> None:
+        self.connector = connector
+        self.task_id = task_id
+        self.config = config
+        self.state = "UNASSIGNED"
+        self.trace: str | None = None
+        self.key_converter = _converter(config, worker_config, is_key=True)
+        self.value_converter = _converter(config, worker_config, is_key=False)
+        self.transforms = TransformChain.from_config(config)
+        self.errors = ErrorPolicy.from_config(config)
+        self.offset_flush_interval_s = (
+            int(
+                config.get(
+                    "offset.flush.interval.ms",
+                    worker_config.get("offset.flush.interval.ms", 10_000),
+                )
+            )
+            / 1000
+        )
+        self._stop = threading.Event()
+        self._resume = threading.Event()
+        self._resume.set()
+        self._thread: threading.Thread | None = None
+
+    @property
+    def name(self) -> str:
+        """``connector-N``, as logs and the REST API name tasks."""
+        return f"{self.connector}-{self.task_id}"
+
+    def start(self) -> None:
+        """Run in a new thread."""
+        self._thread = threading.Thread(target=self._run, name=self.name, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            self.state = "RUNNING"
+            self.execute()
+            if self.state == "RUNNING":
+                self.state = "UNASSIGNED"
+        except BaseException as error:
+            self.state = "FAILED"
+            self.trace = "".join(
+                traceback.format_exception(type(error), error, error.__traceback__)
+            )
+            log.error("task %s failed: %s", self.name, error)
+
+    @abstractmethod
+    def execute(self) -> None:
+        """The task's loop; returns when :meth:`stopping` is true."""
+
+    def stopping(self) -> bool:
+        """Whether :meth:`stop` was called."""
+        return self._stop.is_set()
+
+    def wait_if_paused(self) -> None:
+        """Block while paused (returns at once when stopping)."""
+        while not self._resume.wait(0.2):
+            if self._stop.is_set():
+                return
+
+    def pause(self) -> None:
+        """Stop polling until :meth:`resume`."""
+        self._resume.clear()
+        if self.state == "RUNNING":
+            self.state = "PAUSED"
+
+    def resume(self) -> None:
+        """Poll again."""
+        self._resume.set()
+        if self.state == "PAUSED":
+            self.state = "RUNNING"
+
+    def stop(self, timeout_s: float = 30.0) -> None:
+        """Ask the loop to finish, commit what is done, and wait for it."""
+        self._stop.set()
+        self._resume.set()
+        if self._thread is not None:
+            self._thread.join(timeout_s)
+            if self._thread.is_alive():
+                log.warning("task %s did not stop within %.0f s", self.name, timeout_s)
+
+    def status(self) -> dict[str, Any]:
+        """The REST API's task status."""
+        status: dict[str, Any] = {"id": self.task_id, "state": self.state}
+        if self.trace:
+            status["trace"] = self.trace
+        return status

@@ -1,0 +1,179 @@
+"""A Connect worker: runs connectors and their tasks (threads), and reports their status.
+
+The worker validates a connector's config against its ``CONFIG``, starts it, asks it for at most
+``tasks.max`` task configs and runs one task runner per config
+(:mod:`sluice.connect.source_runner`, :mod:`sluice.connect.sink_runner`). Worker settings use
+Kafka Connect's names: ``bootstrap.servers``, ``key.converter`` / ``value.converter`` (and their
+``.schemas.enable``), ``offset.flush.interval.ms``, ``producer.*`` / ``consumer.*`` overrides.
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+from sluice.connect.api import Connector, SinkConnector, SinkTask, SourceTask
+from sluice.connect.errors import ConnectError
+from sluice.connect.offsets import FileOffsetStore
+from sluice.connect.plugins import connector_class, plugin_type
+from sluice.connect.sink_runner import SinkTaskRunner
+from sluice.connect.source_runner import SourceTaskRunner
+from sluice.connect.task_runner import TaskRunner
+from sluice.errors import ConfigError
+
+__all__ = ["ConnectorState", "Worker"]
+
+log = logging.getLogger("sluice.connect")
+
+
+@dataclass
+class ConnectorState:
+    """A connector running on this worker."""
+
+    name: str
+    config: dict[str, Any]
+    connector: Connector
+    kind: str
+    state: str = "RUNNING"
+    trace: str | None = None
+    tasks: list[TaskRunner] = field(default_factory=list)
+
+
+class _Context:
+    def __init__(self, worker: Worker, name: str) -> None:
+        self.worker = worker
+        self.name = name
+
+    def request_task_reconfiguration(self) -> None:
+        threading.Thread(
+            target=self.worker.restart_connector, args=(self.name,), daemon=True
+        ).start()
+
+    def raise_error(self, error: Exception) -> None:
+        state = self.worker.connectors.get(self.name)
+        if state is not None:
+            state.state = "FAILED"
+            state.trace = repr(error)
+
+
+class Worker:
+    """Runs connectors; see the module docstring."""
+
+    def __init__(self, config: dict[str, Any], offsets: FileOffsetStore) -> None:
+        if "bootstrap.servers" not in config:
+            raise ConfigError("missing required configuration", key="bootstrap.servers")
+        self.config = config
+        self.offsets = offsets
+        self.worker_id = f"{socket.gethostname()}:{config.get('rest.port', 8083)}"
+        self.connectors: dict[str, ConnectorState] = {}
+        self._lock = threading.RLock()
+
+    @staticmethod
+    def connector_class_of(config: dict[str, Any]) -> type[Connector]:
+        """The class named by ``connector.class`` (alias, Kafka name or dotted path)."""
+        name = config.get("connector.class")
+        if not name:
+            raise ConfigError("missing required configuration", key="connector.class")
+        cls = connector_class(str(name))
+        if cls is None:
+            raise ConfigError(f"unknown connector class {name!r}", key="connector.class")
+        return cls
+
+    def validate(self, config: dict[str, Any]) -> None:
+        """Raise a ConfigError naming every problem of ``config``."""
+        cls = self.connector_class_of(config)
+        problems = [(v.name, e) for v in cls().validate(config) for e in v.errors]
+        if problems:
+            key, first = problems[0]
+            more = "; ".join(f"{k}: {e}" for k, e in problems[1:])
+            raise ConfigError(first + (f" (also {more})" if more else ""), key=key)
+
+    def start_connector(self, name: str, config: dict[str, Any], state: str = "RUNNING") -> None:
+        """Validate, start the connector and its tasks (``state`` PAUSED/STOPPED start idle)."""
+        with self._lock:
+            if name in self.connectors:
+                raise ConnectError(f"connector {name} is already running")
+            config = {**config, "name": name}
+            self.validate(config)
+            cls = self.connector_class_of(config)
+            connector = cls()
+            connector.initialize(_Context(self, name))
+            running = ConnectorState(name, config, connector, plugin_type(cls))
+            self.connectors[name] = running
+            if state == "STOPPED":
+                running.state = "STOPPED"
+                return
+            parsed = {**config, **cls.CONFIG.parse(config)}
+            connector.start(parsed)
+            max_tasks = int(config.get("tasks.max", 1))
+            for task_id, task_config in enumerate(connector.task_configs(max_tasks)[:max_tasks]):
+                running.tasks.append(
+                    self._task(name, task_id, connector, {**config, **task_config})
+                )
+            for task in running.tasks:
+                task.start()
+            if state == "PAUSED":
+                self.pause(name)
+            log.info("connector %s started with %d tasks", name, len(running.tasks))
+
+    def _task(
+        self, name: str, task_id: int, connector: Connector, config: dict[str, Any]
+    ) -> TaskRunner:
+        task = connector.task_class()()
+        if isinstance(connector, SinkConnector):
+            assert isinstance(task, SinkTask)
+            return SinkTaskRunner(name, task_id, task, config, self.config)
+        assert isinstance(task, SourceTask)
+        return SourceTaskRunner(name, task_id, task, config, self.config, self.offsets)
+
+    def stop_connector(self, name: str) -> None:
+        """Stop the tasks (committing), then the connector, and forget it."""
+        with self._lock:
+            running = self.connectors.pop(name, None)
+        if running is None:
+            return
+        for task in running.tasks:
+            task.stop()
+        running.connector.stop()
+        log.info("connector %s stopped", name)
+
+    def restart_connector(self, name: str) -> None:
+        """Stop and start again with the same config."""
+        with self._lock:
+            running = self.connectors.get(name)
+            if running is None:
+                raise ConnectError(f"connector {name} not found")
+            config, state = running.config, running.state
+            self.stop_connector(name)
+            self.start_connector(name, config, "RUNNING" if state == "FAILED" else state)
+
+    def pause(self, name: str) -> None:
+        """Tasks stop polling; their position is kept."""
+        running = self.connectors[name]
+        running.state = "PAUSED"
+        for task in running.tasks:
+            task.pause()
+
+    def resume(self, name: str) -> None:
+        """Tasks poll again."""
+        running = self.connectors[name]
+        running.state = "RUNNING"
+        for task in running.tasks:
+            task.resume()
+
+    def status(self, name: str) -> dict[str, Any]:
+        """Kafka Connect's ``GET /connectors/{name}/status`` body."""
+        running = self.connectors[name]
+        connector: dict[str, Any] = {"state": running.state, "worker_id": self.worker_id}
+        if running.trace:
+            connector["trace"] = running.trace
+        tasks = [{**t.status(), "worker_id": self.worker_id} for t in running.tasks]
+        return {"name": name, "connector": connector, "tasks": tasks, "type": running.kind}
+
+    def stop(self) -> None:
+        """Stop every connector."""
+        for name in list(self.connectors):
+            self.stop_connector(name)
