@@ -76,12 +76,13 @@ def _parse(key: ConfigKey, raw: Any) -> Any:
     if kind in ("string", "password", "class"):
         return str(raw).strip() if isinstance(raw, str) else str(raw)
     if kind in ("int", "long"):
+        article = "an" if kind == "int" else "a"
         if isinstance(raw, bool) or not isinstance(raw, int | str):
-            raise ValueError(f"invalid value {raw!r} for an {kind}")
+            raise ValueError(f"invalid value {raw!r} for {article} {kind}")
         try:
             return int(raw)
         except ValueError:
-            raise ValueError(f"invalid value {raw!r} for an {kind}") from None
+            raise ValueError(f"invalid value {raw!r} for {article} {kind}") from None
     if kind == "double":
         try:
             return float(raw)
