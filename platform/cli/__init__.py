@@ -8,6 +8,7 @@
     sluice consume TOPIC …
     sluice groups list|describe|reset-offsets|delete …
     sluice transactions list|describe …
+    sluice connect standalone FILE.yaml|DIR …
 
 Every client command takes ``--bootstrap-server``/``-b`` (env ``SLUICE_BOOTSTRAP``, default
 ``localhost:9092``). Exit codes: 0 success, 1 the operation failed, 2 wrong usage or
@@ -26,7 +27,7 @@ import typer
 from confluent_kafka import KafkaException
 
 from sluice import clients
-from sluice.cli import broker, groups, topics, transactions
+from sluice.cli import broker, connect, groups, topics, transactions
 from sluice.cli._common import EXIT_FAILED, CliError, describe_error, error_of
 from sluice.cli.consume import consume
 from sluice.cli.produce import produce
@@ -46,6 +47,7 @@ app.add_typer(broker.app, name="broker")
 app.add_typer(topics.app, name="topics")
 app.add_typer(groups.app, name="groups")
 app.add_typer(transactions.app, name="transactions")
+app.add_typer(connect.app, name="connect")
 app.command()(produce)
 app.command()(consume)
 

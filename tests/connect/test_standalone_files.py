@@ -1,0 +1,166 @@
+"""A YAML file deploys file-source → topic → file-sink on a standalone worker (a real process
+against the real broker): the output file gets every input line, across a rotation, a
+truncation and a ``kill -9`` of the worker (at-least-once: nothing lost)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from tests.conftest import BrokerProcess, create_topic
+
+SLUICE = Path(sys.executable).with_name("sluice")
+TIMEOUT = 60.0
+
+
+def _deploy(tmp_path: Path, topic: str) -> Path:
+    config = tmp_path / "pipeline.yaml"
+    config.write_text(
+        f"""\
+- name: tail-input
+  class: file-source
+  tasks_max: 1
+  config:
+    files: {tmp_path / "input.log"}
+    topic: {topic}
+    poll.interval.ms: 100
+- name: write-output
+  class: file-sink
+  config:
+    topics: {topic}
+    file: {tmp_path / "output.txt"}
+"""
+    )
+    return config
+
+
+def _worker(config: Path, bootstrap: str, tmp_path: Path) -> subprocess.Popen[bytes]:
+    with open(tmp_path / "worker.log", "ab") as log:  # the child keeps its own descriptor
+        return _popen(config, bootstrap, tmp_path, log)
+
+
+def _popen(config: Path, bootstrap: str, tmp_path: Path, log: object) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        [
+            str(SLUICE),
+            "connect",
+            "standalone",
+            str(config),
+            "-b",
+            bootstrap,
+            "--offsets",
+            str(tmp_path / "offsets.json"),
+            "-X",
+            "offset.flush.interval.ms=200",
+            "-X",
+            "value.converter=string",
+            "-X",
+            "key.converter=string",
+        ],
+        stdout=log,  # type: ignore[arg-type]
+        stderr=subprocess.STDOUT,
+        env={**os.environ, "SLUICE_LOG_LEVEL": "INFO"},
+    )
+
+
+def _append(path: Path, lines: list[str]) -> None:
+    with open(path, "a") as handle:
+        handle.write("".join(f"{line}\n" for line in lines))
+
+
+def _output(tmp_path: Path) -> list[str]:
+    path = tmp_path / "output.txt"
+    return path.read_text().splitlines() if path.exists() else []
+
+
+def _wait_for(tmp_path: Path, expected: list[str], exact: bool) -> None:
+    deadline = time.monotonic() + TIMEOUT
+    got: list[str] = []
+    while time.monotonic() < deadline:
+        got = _output(tmp_path)
+        if (got == expected) if exact else set(expected) <= set(got):
+            return
+        time.sleep(0.1)
+    log = (tmp_path / "worker.log").read_text()[-3000:]
+    missing = [line for line in expected if line not in set(got)]
+    raise AssertionError(f"output: {len(got)} lines, missing {missing[:5]}…\nworker log:\n{log}")
+
+
+def _stop(worker: subprocess.Popen[bytes]) -> None:
+    if worker.poll() is None:
+        worker.send_signal(signal.SIGTERM)
+        try:
+            worker.wait(30)
+        except subprocess.TimeoutExpired:
+            worker.kill()
+            worker.wait(10)
+
+
+def test_file_to_topic_to_file_across_rotation_truncation_and_kill_9(
+    shared_broker: BrokerProcess, tmp_path: Path
+) -> None:
+    topic = create_topic(shared_broker.bootstrap)
+    config = _deploy(tmp_path, topic)
+    source = tmp_path / "input.log"
+    worker = _worker(config, shared_broker.bootstrap, tmp_path)
+    try:
+        expected = [f"first {i}" for i in range(100)]
+        _append(source, expected)
+        _wait_for(tmp_path, expected, exact=True)
+        # rotation by rename: the rest of the old file, then the new one
+        _append(source, ["before rotation"])
+        source.rename(tmp_path / "input.log.1")
+        _append(source, [f"after rotation {i}" for i in range(50)])
+        expected += ["before rotation"] + [f"after rotation {i}" for i in range(50)]
+        _wait_for(tmp_path, expected, exact=True)
+        # truncation: start again at 0
+        source.write_text("")
+        time.sleep(0.5)
+        _append(source, ["after truncation"])
+        expected.append("after truncation")
+        _wait_for(tmp_path, expected, exact=True)
+        # kill -9 while lines keep coming: at-least-once after a restart
+        burst = [f"burst {i}" for i in range(5000)]
+        _append(source, burst[:2500])
+        worker.send_signal(signal.SIGKILL)
+        worker.wait(10)
+        _append(source, burst[2500:])
+        worker = _worker(config, shared_broker.bootstrap, tmp_path)
+        _wait_for(tmp_path, expected + burst, exact=False)
+    finally:
+        _stop(worker)
+    got = _output(tmp_path)
+    assert got[: len(expected)] == expected, "lines before the kill were reordered or lost"
+
+
+def test_a_bad_file_names_file_line_and_key_and_starts_nothing(
+    shared_broker: BrokerProcess, tmp_path: Path
+) -> None:
+    config = tmp_path / "bad.yaml"
+    config.write_text(
+        """\
+- name: ok
+  class: file-sink
+  config:
+    topics: t
+    file: /tmp/x
+- name: broken
+  class: file-source
+  tasks_max: many
+  config:
+    topic: t
+"""
+    )
+    result = subprocess.run(
+        [str(SLUICE), "connect", "standalone", str(config), "-b", shared_broker.bootstrap],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 2, result.stderr
+    assert f"{config}:8: tasks_max:" in result.stderr, result.stderr
