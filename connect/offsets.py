@@ -20,14 +20,74 @@ import os
 import threading
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
-__all__ = ["FileOffsetStore", "OffsetReader", "offset_key"]
+if TYPE_CHECKING:
+    from sluice.connect.topic_store import TopicMap
+
+__all__ = ["FileOffsetStore", "KafkaOffsetStore", "OffsetReader", "OffsetStore", "offset_key"]
 
 
 def offset_key(connector: str, partition: Mapping[str, Any]) -> str:
     """Kafka Connect's key of a source partition's offset."""
     return json.dumps([connector, dict(partition)], sort_keys=True, separators=(",", ":"))
+
+
+class OffsetStore(Protocol):
+    """Where a worker keeps source offsets (a file standalone, a topic distributed)."""
+
+    def get(self, connector: str, partition: Mapping[str, Any]) -> dict[str, Any] | None:
+        """The committed offset of one source partition."""
+
+    def put(
+        self, connector: str, partition: Mapping[str, Any], offset: dict[str, Any] | None
+    ) -> None:
+        """Stage an offset (None deletes it)."""
+
+    def flush(self) -> None:
+        """Make staged offsets durable."""
+
+    def connector_offsets(self, connector: str) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+        """Every ``(partition, offset)`` of a connector."""
+
+
+class KafkaOffsetStore:
+    """Offsets in the compacted topic ``connect-offsets`` (Kafka Connect's keys and values)."""
+
+    def __init__(self, topic_map: TopicMap) -> None:
+        self.map = topic_map
+        self._staged: dict[str, dict[str, Any] | None] = {}
+        self._lock = threading.Lock()
+
+    def get(self, connector: str, partition: Mapping[str, Any]) -> dict[str, Any] | None:
+        key = offset_key(connector, partition)
+        with self._lock:
+            if key in self._staged:
+                return self._staged[key]
+        found: dict[str, Any] | None = self.map.get(key)
+        return found
+
+    def put(
+        self, connector: str, partition: Mapping[str, Any], offset: dict[str, Any] | None
+    ) -> None:
+        with self._lock:
+            self._staged[offset_key(connector, partition)] = offset
+
+    def flush(self) -> None:
+        with self._lock:
+            staged, self._staged = self._staged, {}
+        for key, offset in staged.items():
+            self.map.put(key, offset, wait=False)
+        if staged:
+            self.map.sync()
+
+    def connector_offsets(self, connector: str) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+        found = []
+        for key, offset in self.map.items():
+            name, partition = json.loads(key)
+            if name == connector and offset is not None:
+                found.append((partition, offset))
+        return found
 
 
 class FileOffsetStore:
@@ -82,7 +142,7 @@ class FileOffsetStore:
 class OffsetReader:
     """A task's view of its connector's committed offsets (``context.offset_storage_reader``)."""
 
-    def __init__(self, store: FileOffsetStore, connector: str) -> None:
+    def __init__(self, store: OffsetStore, connector: str) -> None:
         self.store = store
         self.connector = connector
 

@@ -21,7 +21,7 @@ from sluice import clients
 from sluice.connect.api import OffsetStorageReader, SourceTask
 from sluice.connect.data import SourceRecord
 from sluice.connect.errors import ConnectError
-from sluice.connect.offsets import FileOffsetStore, OffsetReader
+from sluice.connect.offsets import OffsetReader, OffsetStore
 from sluice.connect.task_runner import TaskRunner
 
 __all__ = ["SourceTaskRunner"]
@@ -44,7 +44,7 @@ class SourceTaskRunner(TaskRunner):
         task: SourceTask,
         config: dict[str, Any],
         worker_config: dict[str, Any],
-        offsets: FileOffsetStore,
+        offsets: OffsetStore,
     ) -> None:
         super().__init__(connector, task_id, config, worker_config)
         self.task = task

@@ -17,7 +17,7 @@ from typing import Any
 
 from sluice.connect.api import Connector, SinkConnector, SinkTask, SourceTask
 from sluice.connect.errors import ConnectError
-from sluice.connect.offsets import FileOffsetStore
+from sluice.connect.offsets import OffsetStore
 from sluice.connect.plugins import connector_class, plugin_type
 from sluice.connect.sink_runner import SinkTaskRunner
 from sluice.connect.source_runner import SourceTaskRunner
@@ -62,7 +62,7 @@ class _Context:
 class Worker:
     """Runs connectors; see the module docstring."""
 
-    def __init__(self, config: dict[str, Any], offsets: FileOffsetStore) -> None:
+    def __init__(self, config: dict[str, Any], offsets: OffsetStore) -> None:
         if "bootstrap.servers" not in config:
             raise ConfigError("missing required configuration", key="bootstrap.servers")
         self.config = config
