@@ -1,10 +1,15 @@
 """A task: one sub-topology over one partition of its input topics, with its own stores.
 
-The task turns raw input records into :class:`Record` objects, keeps the task's stream time
-(the largest timestamp seen), drives the processors by plain calls (each built-in operator calls
-its children's ``process`` directly, no queue in between), runs punctuations and, at commit,
-flushes its stores (one changelog record per dirty key). Output goes to a :class:`RecordCollector`
-(a Kafka producer in the runtime, in-memory topics in the test driver).
+The task deserializes raw input records, keeps the task's stream time (the largest timestamp
+seen), drives the processors by plain calls (each built-in operator calls its children's
+``process`` directly, no queue in between), runs punctuations and, at commit, flushes its stores
+(one changelog record per dirty key). Output goes to a :class:`RecordCollector` (a Kafka producer
+in the runtime, in-memory topics in the test driver).
+
+From each source, runs of built-in stateless operators and the sinks after them are fused into
+plain functions of the record's fields (``fuse`` in :mod:`sluice.streams.operators.stateless`):
+a record that only passes those never becomes a :class:`Record`; any other processor gets a new
+``Record`` of the fields, and a node with several children one ``Record`` shared by them all.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from sluice.streams.errors import (
     RecordError,
     StreamsError,
 )
+from sluice.streams.operators.stateless import Emit
 from sluice.streams.processor import (
     Cancellable,
     Processor,
@@ -136,6 +142,17 @@ def _drop(record: Record) -> None:
     pass
 
 
+def _drop_fields(key: Any, value: Any, timestamp: int, headers: Headers) -> None:
+    pass
+
+
+def _as_record(process: Callable[[Record], None]) -> Emit:
+    def to_record(key: Any, value: Any, timestamp: int, headers: Headers) -> None:
+        process(Record(key, value, timestamp, headers))
+
+    return to_record
+
+
 class _Sink(Processor):
     """Serializes and hands the record to the collector."""
 
@@ -165,16 +182,71 @@ class _Sink(Processor):
             partition,
         )
 
+    def fuse(self) -> Emit:
+        """:meth:`process` as a function of the fields (a topic chosen per record needs one)."""
+        topic = self.static_topic
+        if topic is None:
+            return _as_record(self.process)
+        send = self.send
+        serialize_key = self.serialize_key
+        serialize_value = self.serialize_value
+        partitioner = self.node.partitioner
+        if partitioner is not None:
+            partitions_of = self.collector.partitions_of
+
+            def sink_partitioned(key: Any, value: Any, timestamp: int, headers: Headers) -> None:
+                partition = partitioner(key, value, partitions_of(topic))
+                send(
+                    topic,
+                    None if key is None else serialize_key(key),
+                    None if value is None else serialize_value(value),
+                    timestamp,
+                    headers,
+                    partition,
+                )
+
+            return sink_partitioned
+
+        produce = getattr(self.collector, "raw_produce", None)
+        if produce is not None:  # a Kafka producer: no call between the sink and librdkafka
+
+            def sink_to_producer(key: Any, value: Any, timestamp: int, headers: Headers) -> None:
+                serialized_key = None if key is None else serialize_key(key)
+                serialized_value = None if value is None else serialize_value(value)
+                if not headers:
+                    try:
+                        produce(topic, serialized_value, serialized_key, -1, None, None, timestamp)
+                        return
+                    except BufferError:
+                        pass  # the queue is full: send() waits for room
+                send(topic, serialized_key, serialized_value, timestamp, headers, None)
+
+            return sink_to_producer
+
+        def sink(key: Any, value: Any, timestamp: int, headers: Headers) -> None:
+            send(
+                topic,
+                None if key is None else serialize_key(key),
+                None if value is None else serialize_value(value),
+                timestamp,
+                headers,
+                None,
+            )
+
+        return sink
+
 
 class _Source:
-    __slots__ = ("deserialize_key", "deserialize_value", "extractor", "forward", "name")
+    __slots__ = ("deserialize_key", "deserialize_value", "emit", "extractor", "fused", "name")
 
-    def __init__(self, node: SourceNode, forward: Callable[[Record], None]) -> None:
+    def __init__(self, node: SourceNode, emit: Emit, fused: bool) -> None:
         self.name = node.name
         self.deserialize_key = node.key_serde.deserialize
         self.deserialize_value = node.value_serde.deserialize
         self.extractor = node.timestamp_extractor
-        self.forward = forward
+        self.emit = emit
+        # nothing downstream can ask for the record's metadata: only built-in operators and sinks
+        self.fused = fused
 
 
 class StreamTask:
@@ -242,19 +314,51 @@ class StreamTask:
             if isinstance(node, SourceNode | ProcessorNode) and name in contexts:
                 for child in node.children:
                     contexts[name].children[child] = self.processors[child]
-        self.sources: dict[str, _Source] = {}
-        for name in sub.nodes:
-            node = topology.nodes[name]
-            if isinstance(node, SourceNode):
-                source_context = _NodeContext(self, name, [])
-                for child in node.children:
-                    source_context.children[child] = self.processors[child]
-                source = _Source(node, source_context.forwarder())
-                for topic in node.topics:
-                    self.sources[topic] = source
         for name, processor in self.processors.items():
             if name in contexts:
                 processor.init(contexts[name])
+        self.sources: dict[str, _Source] = {}
+        # per node: its fused function, and whether everything it reaches is fused
+        self._emits: dict[str, tuple[Emit, bool]] = {}
+        for name in sub.nodes:
+            node = topology.nodes[name]
+            if isinstance(node, SourceNode):
+                emit, fused = self._emit_to(topology, list(node.children))
+                source = _Source(node, emit, fused)
+                for topic in node.topics:
+                    self.sources[topic] = source
+
+    def _emit_to(self, topology: Topology, names: list[str]) -> tuple[Emit, bool]:
+        """A function of a record's fields handing the record to the nodes ``names``; pure?"""
+        if len(names) == 1:
+            return self._emit_of(topology, names[0])
+        if not names:
+            return _drop_fields, True
+        calls = [self.processors[name].process for name in names]
+
+        def fan_out(key: Any, value: Any, timestamp: int, headers: Headers) -> None:
+            record = Record(key, value, timestamp, headers)  # shared, as a forward does
+            for call in calls:
+                call(record)
+
+        return fan_out, False
+
+    def _emit_of(self, topology: Topology, name: str) -> tuple[Emit, bool]:
+        known = self._emits.get(name)
+        if known is not None:
+            return known
+        processor = self.processors[name]
+        if isinstance(processor, _Sink):
+            emit, fused = processor.fuse(), processor.static_topic is not None
+        elif "fuse" in type(processor).__dict__:
+            node = topology.nodes[name]
+            assert isinstance(node, ProcessorNode)
+            downstream, fused = self._emit_to(topology, list(node.children))
+            emit = processor.fuse(downstream)  # type: ignore[attr-defined]
+        else:
+            emit, fused = _as_record(processor.process), False
+        self._emits[name] = (emit, fused)
+        return emit, fused
 
     @property
     def metadata(self) -> RecordMetadata | None:
@@ -299,25 +403,22 @@ class StreamTask:
         self._partition = partition
         self._offset = offset
         try:
-            record = Record(
-                None if key is None else source.deserialize_key(key),
-                None if value is None else source.deserialize_value(value),
-                timestamp,
-                headers,
-            )
+            record_key = None if key is None else source.deserialize_key(key)
+            record_value = None if value is None else source.deserialize_value(value)
             if source.extractor is not None:
-                record.timestamp = source.extractor(record, self.stream_time)
+                timestamp = source.extractor(
+                    Record(record_key, record_value, timestamp, headers), self.stream_time
+                )
         except Exception as error:  # a serde or extractor raised
             self._unreadable(error, key, value, headers)
             return
-        timestamp = record.timestamp
         if timestamp < 0:
             self._negative_timestamp()
             return
         if timestamp > self.stream_time:  # noqa: PLR1730 - faster than max() per record
             self.stream_time = timestamp
         try:
-            source.forward(record)
+            source.emit(record_key, record_value, timestamp, headers)
         except StreamsError:
             raise
         except Exception as error:
@@ -331,48 +432,57 @@ class StreamTask:
 
         The runtime's hot path: the per-record work is inlined here rather than spread over
         calls (``messages`` are confluent-kafka ``Message`` objects, or anything with their
-        ``offset() key() value() timestamp() headers()`` methods).
+        ``offset() key() value() timestamp() headers()`` methods). When every node the source
+        reaches is fused, nothing can ask for the record's metadata while it is processed, so
+        the offset is only looked up for an error (and kept for the last record).
         """
+        if not messages:
+            return
         source = self.sources[topic]
         deserialize_key = source.deserialize_key
         deserialize_value = source.deserialize_value
         extractor = source.extractor
-        forward = source.forward
+        emit = source.emit
+        track = not source.fused
         self._topic = topic
         self._partition = partition
         stream_time = self.stream_time
         for message in messages:
-            self._offset = message.offset()
+            if track:
+                self._offset = message.offset()
             key = message.key()
             value = message.value()
             headers = message.headers()
             headers = tuple(headers) if headers else ()
+            timestamp = message.timestamp()[1]
             try:
-                record = Record(
-                    None if key is None else deserialize_key(key),
-                    None if value is None else deserialize_value(value),
-                    message.timestamp()[1],
-                    headers,
-                )
+                record_key = None if key is None else deserialize_key(key)
+                record_value = None if value is None else deserialize_value(value)
                 if extractor is not None:
-                    record.timestamp = extractor(record, stream_time)
+                    timestamp = extractor(
+                        Record(record_key, record_value, timestamp, headers), stream_time
+                    )
             except Exception as error:  # a serde or extractor raised
+                self._offset = message.offset()
                 self._unreadable(error, key, value, headers)
                 continue
-            timestamp = record.timestamp
             if timestamp < 0:
+                self._offset = message.offset()
                 self._negative_timestamp()
                 continue
             if timestamp > stream_time:
                 stream_time = self.stream_time = timestamp
             try:
-                forward(record)
+                emit(record_key, record_value, timestamp, headers)
             except StreamsError:
                 raise
             except Exception as error:
+                self._offset = message.offset()
                 self._failed(error, key, value, headers)
             if stream_time >= self._next_stream_punctuation:
                 self._punctuate(self._stream_schedules, stream_time)
+                self._topic = topic
+        self._offset = messages[-1].offset()
         self.processed_records += len(messages)
 
     def _unreadable(

@@ -20,11 +20,17 @@ __all__ = ["KafkaCollector"]
 
 log = logging.getLogger("sluice.streams")
 
+_ANY_PARTITION = -1  # librdkafka's RD_KAFKA_PARTITION_UA: the partitioner chooses
+
 
 class KafkaCollector:
     """Sends task output and changelog records; see the module docstring."""
 
     producer: Producer
+    raw_produce: Any
+    """The producer's own ``produce``, for the sinks' fast path: records without headers, sent
+    positionally as ``(topic, value, key, -1, None, None, timestamp)`` (``-1``: the partitioner
+    picks), falling back to :meth:`send` on ``BufferError``."""
 
     def __init__(self, partitions_of: Any) -> None:
         self._partitions_of = partitions_of
@@ -33,7 +39,7 @@ class KafkaCollector:
     def bind(self, producer: Producer) -> None:
         """Send through ``producer`` (made after the collector: it needs ``on_delivery``)."""
         self.producer = producer
-        self._produce = producer.produce
+        self._produce = self.raw_produce = producer.produce
 
     def on_delivery(self, error: KafkaError | None, message: Any) -> None:
         """Producer-wide delivery callback (errors only)."""
@@ -49,20 +55,20 @@ class KafkaCollector:
         headers: Headers,
         partition: int | None,
     ) -> None:
-        if not headers and partition is None:  # the common case, without building kwargs
+        # Positional arguments only (topic, value, key, partition, callback, on_delivery,
+        # timestamp, headers): keywords cost confluent-kafka about 1 µs per call to parse.
+        if partition is None:
+            partition = _ANY_PARTITION
+        if not headers:
             try:
-                self._produce(topic, value, key, timestamp=timestamp)
+                self._produce(topic, value, key, partition, None, None, timestamp)
                 return
             except BufferError:
                 pass  # the queue is full: the slow path below waits for room
-        kwargs: dict[str, Any] = {"timestamp": timestamp}
-        if headers:
-            kwargs["headers"] = list(headers)
-        if partition is not None:
-            kwargs["partition"] = partition
+        header_list: Any = list(headers) if headers else None
         for _ in range(10_000):
             try:
-                self._produce(topic, value, key, **kwargs)
+                self._produce(topic, value, key, partition, None, None, timestamp, header_list)
                 return
             except BufferError:
                 self.producer.poll(0.05)

@@ -71,6 +71,7 @@ class StreamThread:
         self._task_of: dict[Partition, StreamTask] = {}
         self._groups: dict[TaskId, PartitionGroup] = {}
         self._single: set[TaskId] = set()  # tasks of one partition: no buffering needed
+        self._only_topic: str | None = None  # the consumer's topic, when it reads only one
         self._offsets: dict[Partition, int] = {}
         self._in_transaction = False
         self._closing = False
@@ -173,6 +174,7 @@ class StreamThread:
             self.producer.init_transactions(30)
         self._bootstrap_globals()
         sources = [t for t in self.topology.source_topics() if not self.globals.reads(t)]
+        self._only_topic = sources[0] if len(sources) == 1 else None
         self.consumer.subscribe(
             sources, on_assign=self._on_assign, on_revoke=self._on_revoke, on_lost=self._on_lost
         )
@@ -199,23 +201,40 @@ class StreamThread:
     def _buffer(self, messages: list[Any]) -> None:
         """Process records of single-partition tasks at once; buffer the others (by time)."""
         run: list[Any] = []  # consecutive messages of one partition
+        topic = self._only_topic
+        if topic is not None:  # one topic: the partition number tells runs apart
+            number = -1
+            for message in messages:
+                partition = message.partition()
+                if partition != number:
+                    self._dispatch((topic, number), run)
+                    run = []
+                    number = partition
+                if message.error() is not None:
+                    self._consumer_error(message.error())
+                    continue
+                run.append(message)
+            self._dispatch((topic, number), run)
+            return
         current: Partition = ("", -1)
         for message in messages:
-            partition = (message.topic(), message.partition())
-            if partition != current:
+            partition_of = (message.topic(), message.partition())
+            if partition_of != current:
                 self._dispatch(current, run)
                 run = []
-                current = partition
-            error = message.error()
-            if error is not None:
-                if error.code() == KafkaError._PARTITION_EOF:
-                    continue
-                if error.fatal():
-                    raise StreamsError(f"consumer failed: {error.str()}")
-                log.warning("consumer: %s", error.str())
+                current = partition_of
+            if message.error() is not None:
+                self._consumer_error(message.error())
                 continue
             run.append(message)
         self._dispatch(current, run)
+
+    def _consumer_error(self, error: KafkaError) -> None:
+        if error.code() == KafkaError._PARTITION_EOF:
+            return
+        if error.fatal():
+            raise StreamsError(f"consumer failed: {error.str()}")
+        log.warning("consumer: %s", error.str())
 
     def _dispatch(self, partition: Partition, run: list[Any]) -> None:
         if not run:
