@@ -96,6 +96,7 @@ class FileOffsetStore:
     def __init__(self, path: Path) -> None:
         self.path = path
         self._lock = threading.Lock()
+        self._writing = threading.Lock()
         self._offsets: dict[str, dict[str, Any] | None] = {}
         if path.exists():
             try:
@@ -127,16 +128,17 @@ class FileOffsetStore:
             return found
 
     def flush(self) -> None:
-        """Write the file atomically."""
-        with self._lock:
-            data = json.dumps(self._offsets, sort_keys=True)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        temporary = self.path.with_suffix(self.path.suffix + ".tmp")
-        with open(temporary, "w") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temporary, self.path)
+        """Write the file atomically (one writer at a time: tasks commit concurrently)."""
+        with self._writing:
+            with self._lock:
+                data = json.dumps(self._offsets, sort_keys=True)
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            temporary = self.path.with_suffix(self.path.suffix + ".tmp")
+            with open(temporary, "w") as handle:
+                handle.write(data)
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.replace(temporary, self.path)
 
 
 class OffsetReader:

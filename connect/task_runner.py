@@ -72,7 +72,7 @@ class TaskRunner(ABC):
 
     def _run(self) -> None:
         try:
-            self.state = "RUNNING"
+            self.state = "RUNNING" if self._resume.is_set() else "PAUSED"
             self.execute()
             if self.state == "RUNNING":
                 self.state = "UNASSIGNED"

@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import socket
 import threading
+import traceback
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -106,13 +107,20 @@ class Worker:
             if state == "STOPPED":
                 running.state = "STOPPED"
                 return
-            parsed = {**config, **cls.CONFIG.parse(config)}
-            connector.start(parsed)
-            max_tasks = int(config.get("tasks.max", 1))
-            for task_id, task_config in enumerate(connector.task_configs(max_tasks)[:max_tasks]):
-                running.tasks.append(
-                    self._task(name, task_id, connector, {**config, **task_config})
-                )
+            try:
+                parsed = {**config, **cls.CONFIG.parse(config)}
+                connector.start(parsed)
+                max_tasks = int(config.get("tasks.max", 1))
+                configs = connector.task_configs(max_tasks)[:max_tasks]
+                for task_id, task_config in enumerate(configs):
+                    running.tasks.append(
+                        self._task(name, task_id, connector, {**config, **task_config})
+                    )
+            except Exception as error:
+                running.state = "FAILED"
+                running.trace = "".join(traceback.format_exception(error))
+                log.error("connector %s failed to start: %s", name, error)
+                return
             for task in running.tasks:
                 task.start()
             if state == "PAUSED":
@@ -129,6 +137,18 @@ class Worker:
         assert isinstance(task, SourceTask)
         return SourceTaskRunner(name, task_id, task, config, self.config, self.offsets)
 
+    def restart_task(self, name: str, task_id: int) -> None:
+        """Stop one task (committing) and start it again with the same config."""
+        running = self.connectors[name]
+        index = next(i for i, t in enumerate(running.tasks) if t.task_id == task_id)
+        old = running.tasks[index]
+        old.stop()
+        new = self._task(name, task_id, running.connector, old.config)
+        running.tasks[index] = new
+        new.start()
+        if running.state == "PAUSED":
+            new.pause()
+
     def stop_connector(self, name: str) -> None:
         """Stop the tasks (committing), then the connector, and forget it."""
         with self._lock:
@@ -137,7 +157,8 @@ class Worker:
             return
         for task in running.tasks:
             task.stop()
-        running.connector.stop()
+        if running.state != "STOPPED":  # a STOPPED connector was never started
+            running.connector.stop()
         log.info("connector %s stopped", name)
 
     def restart_connector(self, name: str) -> None:

@@ -44,6 +44,14 @@ def standalone(
         typer.Option("--offsets", metavar="FILE", help="Where source offsets are kept."),
     ] = Path(".sluice/connect.offsets"),
     worker_config: ClientConfig = None,
+    rest: Annotated[
+        str,
+        typer.Option(
+            "--rest",
+            metavar="HOST:PORT",
+            help="Serve Kafka Connect's REST API there ('' for none).",
+        ),
+    ] = "127.0.0.1:8083",
     log_level: Annotated[
         str, typer.Option("--log-level", envvar="SLUICE_LOG_LEVEL", metavar="LEVEL")
     ] = "INFO",
@@ -55,8 +63,10 @@ def standalone(
     Example: `sluice connect standalone examples/connect/files.yaml`
     """
     from sluice.connect.deploy import DeploymentError, load, resolve_class
+    from sluice.connect.herder import Herder, HerderError
     from sluice.connect.offsets import FileOffsetStore
     from sluice.connect.plugins import connector_class, known_plugins
+    from sluice.connect.rest import serve
     from sluice.connect.worker import Worker
 
     logging.basicConfig(
@@ -84,13 +94,68 @@ def standalone(
 
     signal.signal(signal.SIGINT, on_signal)
     signal.signal(signal.SIGTERM, on_signal)
+    herder = Herder(worker)
+    server = None
     try:
+        if rest:
+            host, _, port = rest.rpartition(":")
+            try:
+                server = serve(herder, host or "127.0.0.1", int(port))
+            except (OSError, ValueError) as error:
+                raise CliError(f"cannot serve the REST API on {rest!r}: {error}") from None
         for spec in specs:
-            worker.start_connector(spec.name, spec.config, spec.state.upper())
+            try:
+                herder.create_connector(
+                    spec.name, spec.config, spec.state.upper(), secrets=spec.secret_keys
+                )
+            except HerderError as error:
+                raise CliError(f"{spec.where('name')}: {spec.name}: {error}") from None
         logging.getLogger("sluice.connect").info(
-            "standalone worker running %d connectors", len(specs)
+            "standalone worker running %d connectors%s",
+            len(specs),
+            f", REST API on {server.url}" if server is not None else "",
         )
         while not stop.wait(0.5):
             pass
     finally:
+        if server is not None:
+            server.stop()
         worker.stop()
+
+
+@app.command()
+def status(
+    name: Annotated[str | None, typer.Argument(help="One connector (default: all).")] = None,
+    *,
+    url: Annotated[
+        str,
+        typer.Option("--url", envvar="SLUICE_CONNECT_URL", help="A worker's REST API."),
+    ] = "http://127.0.0.1:8083",
+) -> None:
+    """Print connectors, their tasks, states and worker ids (through the REST API)."""
+    import json
+    import urllib.error
+    import urllib.request
+
+    from sluice.cli._common import print_table
+
+    def get(path: str) -> object:
+        try:
+            with urllib.request.urlopen(f"{url.rstrip('/')}{path}", timeout=10) as response:
+                return json.loads(response.read())
+        except urllib.error.HTTPError as error:
+            body = json.loads(error.read() or b"{}")
+            raise CliError(f"{error.code}: {body.get('message', error.reason)}") from None
+        except (urllib.error.URLError, OSError) as error:
+            raise CliError(f"cannot reach the Connect worker at {url}: {error}") from None
+
+    names = [name] if name else list(get("/connectors"))  # type: ignore[call-overload]
+    rows = []
+    for connector in sorted(names):
+        body = get(f"/connectors/{connector}/status")
+        assert isinstance(body, dict)
+        state = body["connector"]
+        rows.append([connector, "connector", state["state"], state["worker_id"], body["type"]])
+        for task in body["tasks"]:
+            rows.append([connector, f"task {task['id']}", task["state"], task["worker_id"], ""])
+    print_table(["connector", "what", "state", "worker", "type"], rows)

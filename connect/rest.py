@@ -1,0 +1,328 @@
+"""Kafka Connect's REST API, served by FastAPI over a :class:`~sluice.connect.herder.Herder`.
+
+Same paths, status codes and bodies as Kafka Connect (3.6), so that its tooling works::
+
+    GET    /                                        200 {"version", "commit", "kafka_cluster_id"}
+    GET    /connectors[?expand=status&expand=info]  200 [names] or {name: {"status", "info"}}
+    POST   /connectors                              201 connector info (409 if it exists)
+    GET    /connectors/{name}                       200 {"name", "config", "tasks", "type"}
+    GET    /connectors/{name}/config                200 config (secrets shown as "[hidden]")
+    PUT    /connectors/{name}/config                201 created / 200 reconfigured, info
+    GET    /connectors/{name}/status                200 {"name", "connector", "tasks", "type"}
+    GET    /connectors/{name}/tasks                 200 [{"id": {...}, "config": {...}}]
+    GET    /connectors/{name}/tasks/{id}/status     200 {"id", "state", "worker_id"}
+    POST   /connectors/{name}/restart               204; 202 + status with includeTasks/onlyFailed
+    POST   /connectors/{name}/tasks/{id}/restart    204
+    PUT    /connectors/{name}/pause | resume        202
+    PUT    /connectors/{name}/stop                  204
+    DELETE /connectors/{name}                       204
+    GET    /connectors/{name}/offsets               200 {"offsets": [{"partition", "offset"}]}
+    PATCH  /connectors/{name}/offsets               200 {"message"} (connector STOPPED, else 400)
+    DELETE /connectors/{name}/offsets               200 {"message"} (connector STOPPED, else 400)
+    GET    /connector-plugins[?connectorsOnly=false] 200 [{"class", "type", "version"}]
+    GET    /connector-plugins/{plugin}/config       200 [config key definitions]
+    PUT    /connector-plugins/{plugin}/config/validate
+                                                    200 {"name", "error_count", "groups", "configs"}
+
+Errors are ``{"error_code": <status>, "message": "..."}``: 400 for an invalid config or body,
+404 for an unknown connector, task, plugin or path, 409 for an existing connector or while the
+herder is rebalancing, 500 otherwise. :func:`serve` runs the API with uvicorn in a thread.
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+import threading
+import time
+from collections.abc import Awaitable, Callable
+from types import TracebackType
+from typing import Annotated, Any
+
+import uvicorn
+from fastapi import Body, FastAPI, Query, Request, Response
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException
+
+from sluice.connect.herder import BadRequestError, Herder, HerderError
+
+__all__ = ["RestServer", "create_app", "serve"]
+
+log = logging.getLogger("sluice.connect")
+
+_REASONS = {404: "Not Found", 405: "Method Not Allowed", 415: "Unsupported Media Type"}
+
+
+def _error(status: int, message: str) -> JSONResponse:
+    return JSONResponse({"error_code": status, "message": message}, status_code=status)
+
+
+def _flag(value: str | None) -> bool:
+    """A query flag as Java's ``Boolean.valueOf`` reads it."""
+    return value is not None and value.strip().lower() == "true"
+
+
+def _config(payload: Any) -> dict[str, str]:
+    """A request's connector config: a JSON object of strings (scalars are turned into text)."""
+    if not isinstance(payload, dict):
+        raise BadRequestError("The connector config must be a JSON object")
+    config = {}
+    for key, value in payload.items():
+        if value is None:
+            continue
+        if isinstance(value, dict | list):
+            raise BadRequestError(f"The value of {key} must be a string, not {value!r}")
+        config[str(key)] = str(value).lower() if isinstance(value, bool) else str(value)
+    return config
+
+
+def _named(name: str, config: dict[str, str]) -> dict[str, str]:
+    included = config.get("name")
+    if included is not None and included != name:
+        raise BadRequestError(
+            f"Connector name configuration ({included}) doesn't match connector name in the "
+            f"URL ({name})"
+        )
+    return {**config, "name": name}
+
+
+def create_app(herder: Herder) -> FastAPI:
+    """The REST API of ``herder``; see the module docstring."""
+    app = FastAPI(title="Sluice Connect", docs_url=None, redoc_url=None)
+
+    @app.middleware("http")
+    async def unexpected(
+        request: Request, call_next: Callable[[Request], Awaitable[Response]]
+    ) -> Response:
+        try:
+            return await call_next(request)
+        except Exception as error:
+            log.exception("%s %s failed", request.method, request.url.path)
+            return _error(500, str(error) or type(error).__name__)
+
+    @app.exception_handler(HerderError)
+    async def herder_error(request: Request, error: HerderError) -> JSONResponse:
+        return _error(error.status, str(error))
+
+    @app.exception_handler(HTTPException)
+    async def http_error(request: Request, error: HTTPException) -> JSONResponse:
+        reason = _REASONS.get(error.status_code, str(error.detail))
+        return _error(error.status_code, f"HTTP {error.status_code} {reason}")
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid_request(request: Request, error: RequestValidationError) -> JSONResponse:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in e.get('loc', ()))}: {e.get('msg', '')}"
+            for e in error.errors()
+        )
+        return _error(400, f"Invalid request: {problems}")
+
+    @app.get("/")
+    def server_info() -> dict[str, Any]:
+        return herder.server_info()
+
+    # -- connectors ------------------------------------------------------------------------
+
+    @app.get("/connectors")
+    def list_connectors(expand: Annotated[list[str] | None, Query()] = None) -> Any:
+        if not expand:
+            return herder.connectors()
+        wanted = {part.strip() for value in expand for part in value.split(",")}
+        expanded: dict[str, dict[str, Any]] = {}
+        for name in herder.connectors():
+            entry: dict[str, Any] = {}
+            try:
+                if "status" in wanted:
+                    entry["status"] = herder.connector_status(name)
+                if "info" in wanted:
+                    entry["info"] = herder.connector_info(name)
+            except HerderError:  # deleted while we looked
+                continue
+            expanded[name] = entry
+        return expanded
+
+    @app.post("/connectors", status_code=201)
+    def create_connector(response: Response, payload: Annotated[Any, Body()] = None) -> Any:
+        if not isinstance(payload, dict):
+            raise BadRequestError("The request body must be a JSON object")
+        name = str(payload.get("name") or "").strip()
+        if payload.get("config") is None:
+            raise BadRequestError("The request needs a 'config' object")
+        config = _named(name, _config(payload["config"]))
+        initial_state = str(payload.get("initial_state") or "RUNNING").upper()
+        info = herder.create_connector(name, config, initial_state)
+        response.headers["Location"] = f"/connectors/{name}"
+        return info
+
+    @app.get("/connectors/{name}")
+    def connector_info(name: str) -> Any:
+        return herder.connector_info(name)
+
+    @app.get("/connectors/{name}/config")
+    def connector_config(name: str) -> Any:
+        return herder.connector_config(name)
+
+    @app.put("/connectors/{name}/config")
+    def put_connector_config(
+        name: str, response: Response, payload: Annotated[Any, Body()] = None
+    ) -> Any:
+        created, info = herder.put_connector_config(name, _named(name, _config(payload)))
+        if created:
+            response.status_code = 201
+            response.headers["Location"] = f"/connectors/{name}"
+        return info
+
+    @app.get("/connectors/{name}/status")
+    def connector_status(name: str) -> Any:
+        return herder.connector_status(name)
+
+    @app.get("/connectors/{name}/tasks")
+    def task_configs(name: str) -> Any:
+        return herder.task_configs(name)
+
+    @app.get("/connectors/{name}/tasks/{task}/status")
+    def task_status(name: str, task: int) -> Any:
+        return herder.task_status(name, task)
+
+    @app.post("/connectors/{name}/restart")
+    def restart_connector(
+        name: str,
+        include_tasks: Annotated[str | None, Query(alias="includeTasks")] = None,
+        only_failed: Annotated[str | None, Query(alias="onlyFailed")] = None,
+    ) -> Response:
+        status = herder.restart_connector(name, _flag(include_tasks), _flag(only_failed))
+        if status is None:
+            return Response(status_code=204)
+        return JSONResponse(status, status_code=202)
+
+    @app.post("/connectors/{name}/tasks/{task}/restart", status_code=204)
+    def restart_task(name: str, task: int) -> Response:
+        herder.restart_task(name, task)
+        return Response(status_code=204)
+
+    @app.put("/connectors/{name}/pause", status_code=202)
+    def pause(name: str) -> Response:
+        herder.pause(name)
+        return Response(status_code=202)
+
+    @app.put("/connectors/{name}/resume", status_code=202)
+    def resume(name: str) -> Response:
+        herder.resume(name)
+        return Response(status_code=202)
+
+    @app.put("/connectors/{name}/stop", status_code=204)
+    def stop(name: str) -> Response:
+        herder.stop(name)
+        return Response(status_code=204)
+
+    @app.delete("/connectors/{name}", status_code=204)
+    def delete_connector(name: str) -> Response:
+        herder.delete_connector(name)
+        return Response(status_code=204)
+
+    # -- offsets ---------------------------------------------------------------------------
+
+    @app.get("/connectors/{name}/offsets")
+    def connector_offsets(name: str) -> Any:
+        return herder.connector_offsets(name)
+
+    @app.patch("/connectors/{name}/offsets")
+    def alter_offsets(name: str, payload: Annotated[Any, Body()] = None) -> Any:
+        offsets = payload.get("offsets") if isinstance(payload, dict) else None
+        if not isinstance(offsets, list) or not offsets:
+            raise BadRequestError(
+                "Partitions / offsets need to be provided for an alter offsets request"
+            )
+        return herder.alter_offsets(name, offsets)
+
+    @app.delete("/connectors/{name}/offsets")
+    def reset_offsets(name: str) -> Any:
+        return herder.reset_offsets(name)
+
+    # -- plugins ---------------------------------------------------------------------------
+
+    @app.get("/connector-plugins")
+    def plugins(connectors_only: Annotated[str, Query(alias="connectorsOnly")] = "true") -> Any:
+        return herder.plugins(connectors_only.strip().lower() != "false")
+
+    @app.get("/connector-plugins/{plugin}/config")
+    def plugin_config(plugin: str) -> Any:
+        return herder.plugin_config(plugin)
+
+    @app.put("/connector-plugins/{plugin}/config/validate")
+    def validate(plugin: str, payload: Annotated[Any, Body()] = None) -> Any:
+        return herder.validate(_config(payload), plugin)
+
+    return app
+
+
+class RestServer:
+    """A running REST API (see :func:`serve`); stop it with :meth:`stop` or ``with``."""
+
+    def __init__(self, server: uvicorn.Server, thread: threading.Thread, address: Any) -> None:
+        self.server = server
+        self.thread = thread
+        self.host: str = address[0]
+        self.port: int = address[1]
+
+    @property
+    def url(self) -> str:
+        """``http://host:port``."""
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}"
+
+    def stop(self, timeout_s: float = 10.0) -> None:
+        """Finish the requests under way, close the socket and wait for the thread."""
+        self.server.should_exit = True
+        self.thread.join(timeout_s)
+        if self.thread.is_alive():
+            self.server.force_exit = True
+            self.thread.join(timeout_s)
+
+    def __enter__(self) -> RestServer:
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        trace: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+
+def serve(
+    herder: Herder, host: str = "127.0.0.1", port: int = 8083, *, timeout_s: float = 10.0
+) -> RestServer:
+    """Serve the REST API of ``herder`` on ``host:port`` (0: any free port) in a thread.
+
+    The socket is bound before this returns (an address in use raises ``OSError`` here), and
+    the server accepts requests once it returns.
+    """
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+    except OSError:
+        sock.close()
+        raise
+    config = uvicorn.Config(
+        create_app(herder), log_config=None, log_level="warning", lifespan="off", access_log=False
+    )
+    server = uvicorn.Server(config)
+    thread = threading.Thread(
+        target=server.run, kwargs={"sockets": [sock]}, name="connect-rest", daemon=True
+    )
+    thread.start()
+    running = RestServer(server, thread, sock.getsockname())
+    deadline = time.monotonic() + timeout_s
+    while not server.started and thread.is_alive() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    if not server.started:
+        running.stop()
+        sock.close()
+        raise OSError(f"the REST API did not start on {running.url}")
+    log.info("Connect REST API listening on %s", running.url)
+    return running
