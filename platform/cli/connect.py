@@ -2,7 +2,9 @@
 
 ::
 
-    sluice connect standalone connectors.yaml [-b HOST:PORT] [--offsets FILE]
+    sluice connect standalone connectors.yaml [-b HOST:PORT] [--offsets FILE] [--rest HOST:PORT]
+    sluice connect apply connectors.yaml|DIR [--url URL] [--prune] [--watch]
+    sluice connect status [NAME] [--url URL]
 
 The standalone worker (Kafka's ``connect-standalone``) runs every connector of the file (or of
 every ``*.yaml`` in a directory) in this process, keeps source offsets in a local file, and
@@ -12,17 +14,30 @@ a whole, each problem named at ``file:line: key``, and nothing starts.
 
 from __future__ import annotations
 
+import json
 import logging
 import signal
 import threading
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from http import HTTPStatus
 from pathlib import Path
 from types import FrameType
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
 from sluice import clients
-from sluice.cli._common import EXIT_USAGE, Bootstrap, ClientConfig, CliError, parse_pairs
+from sluice.cli._common import (
+    EXIT_USAGE,
+    Bootstrap,
+    ClientConfig,
+    CliError,
+    parse_pairs,
+    stderr,
+)
 from sluice.errors import ConfigError
 
 __all__ = ["app"]
@@ -133,23 +148,11 @@ def status(
     ] = "http://127.0.0.1:8083",
 ) -> None:
     """Print connectors, their tasks, states and worker ids (through the REST API)."""
-    import json
-    import urllib.error
-    import urllib.request
-
     from sluice.cli._common import print_table
 
-    def get(path: str) -> object:
-        try:
-            with urllib.request.urlopen(f"{url.rstrip('/')}{path}", timeout=10) as response:
-                return json.loads(response.read())
-        except urllib.error.HTTPError as error:
-            body = json.loads(error.read() or b"{}")
-            raise CliError(f"{error.code}: {body.get('message', error.reason)}") from None
-        except (urllib.error.URLError, OSError) as error:
-            raise CliError(f"cannot reach the Connect worker at {url}: {error}") from None
-
-    names = [name] if name else list(get("/connectors"))  # type: ignore[call-overload]
+    rest = _Rest(url)
+    get = rest.get
+    names = [name] if name else list(get("/connectors"))
     rows = []
     for connector in sorted(names):
         body = get(f"/connectors/{connector}/status")
@@ -159,3 +162,153 @@ def status(
         for task in body["tasks"]:
             rows.append([connector, f"task {task['id']}", task["state"], task["worker_id"], ""])
     print_table(["connector", "what", "state", "worker", "type"], rows)
+
+
+class _Rest:
+    """A small client of Kafka Connect's REST API (errors become CliErrors)."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url.rstrip("/")
+
+    def call(self, method: str, path: str, body: object = None) -> tuple[int, Any]:
+        """Status and decoded body of one request (404 is returned, other errors raise)."""
+        data = None if body is None else json.dumps(body).encode()
+        request = urllib.request.Request(
+            f"{self.url}{path}",
+            data=data,
+            method=method,
+            headers={"Content-Type": "application/json"},
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=30) as response:
+                raw = response.read()
+                return response.status, json.loads(raw) if raw else None
+        except urllib.error.HTTPError as error:
+            raw = error.read()
+            decoded = json.loads(raw) if raw else {}
+            if error.code == HTTPStatus.NOT_FOUND:
+                return error.code, decoded
+            message = (
+                decoded.get("message", error.reason)
+                if isinstance(decoded, dict)
+                else raw.decode(errors="replace")
+            )
+            raise CliError(f"{method} {path}: {error.code}: {message}") from None
+        except (urllib.error.URLError, OSError) as error:
+            raise CliError(f"cannot reach the Connect worker at {self.url}: {error}") from None
+
+    def get(self, path: str) -> Any:
+        """GET, 404 raised too."""
+        status, body = self.call("GET", path)
+        if status == HTTPStatus.NOT_FOUND:
+            raise CliError(f"GET {path}: 404: {body.get('message', 'not found')}")
+        return body
+
+
+_STATE_CALLS = {"running": "resume", "paused": "pause", "stopped": "stop"}
+
+
+@app.command()
+def apply(
+    path: Annotated[Path, typer.Argument(metavar="FILE|DIR", help="Connectors (YAML).")],
+    *,
+    url: Annotated[
+        str,
+        typer.Option("--url", envvar="SLUICE_CONNECT_URL", help="A worker's REST API."),
+    ] = "http://127.0.0.1:8083",
+    prune: Annotated[
+        bool, typer.Option("--prune", help="Delete running connectors no file declares.")
+    ] = False,
+    watch: Annotated[
+        bool, typer.Option("--watch", help="Apply again whenever a file changes.")
+    ] = False,
+) -> None:
+    """Make the worker run exactly the connectors of FILE (or of every YAML file in DIR).
+
+    New connectors are created, changed ones updated, `state:` applied (running, paused,
+    stopped); with `--prune`, connectors no file declares are deleted. Every file is checked
+    first (locally and by the worker's validation): with any problem, nothing changes.
+    """
+    rest = _Rest(url)
+    _apply_once(rest, path, prune)
+    if not watch:
+        return
+    from watchdog.events import FileSystemEvent, FileSystemEventHandler
+    from watchdog.observers import Observer
+
+    changed = threading.Event()
+
+    class _Changed(FileSystemEventHandler):
+        def on_any_event(self, event: FileSystemEvent) -> None:
+            changed.set()
+
+    observer = Observer()
+    folder = path if path.is_dir() else path.parent
+    observer.schedule(_Changed(), str(folder), recursive=False)
+    observer.start()
+    stop = threading.Event()
+    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    stderr.print(f"watching {folder} for changes (Ctrl-C stops)")
+    try:
+        while not stop.wait(0.3):
+            if changed.is_set():
+                time.sleep(0.3)  # let an editor finish writing
+                changed.clear()
+                try:
+                    _apply_once(rest, path, prune)
+                except CliError as error:  # keep watching: the next save may fix it
+                    stderr.print(f"error: {error.message}", markup=False)
+    finally:
+        observer.stop()
+        observer.join(5)
+
+
+def _apply_once(rest: _Rest, path: Path, prune: bool) -> None:
+    from sluice.connect.deploy import DeploymentError, load
+
+    try:
+        specs = load(path)
+    except (DeploymentError, OSError) as error:
+        raise CliError(str(error), exit_code=EXIT_USAGE) from None
+    problems = []
+    for spec in specs:  # the worker validates against the plugins it has
+        plugin = spec.config["connector.class"]
+        status, body = rest.call(
+            "PUT", f"/connector-plugins/{urllib.parse.quote(plugin)}/config/validate", spec.config
+        )
+        if status == HTTPStatus.NOT_FOUND:
+            problems.append(
+                str(spec.error("connector.class", f"unknown connector class {plugin!r}"))
+            )
+            continue
+        for entry in body.get("configs", []):
+            for message in entry["value"]["errors"]:
+                problems.append(str(spec.error(entry["value"]["name"], message)))
+    if problems:
+        raise CliError("\n".join(problems), exit_code=EXIT_USAGE)
+    running = set(rest.get("/connectors"))
+    for spec in specs:
+        state = spec.state
+        if spec.name not in running:
+            rest.call(
+                "POST",
+                "/connectors",
+                {"name": spec.name, "config": spec.config, "initial_state": state.upper()},
+            )
+            stderr.print(f"{spec.name}: created ({state})", markup=False)
+            continue
+        current = rest.get(f"/connectors/{spec.name}/config")
+        unchanged = current == spec.config and "[hidden]" not in current.values()
+        if not unchanged:
+            rest.call("PUT", f"/connectors/{spec.name}/config", spec.config)
+        status_body = rest.get(f"/connectors/{spec.name}/status")
+        if status_body["connector"]["state"].lower() != state:
+            rest.call("PUT", f"/connectors/{spec.name}/{_STATE_CALLS[state]}")
+        stderr.print(
+            f"{spec.name}: {'unchanged' if unchanged else 'updated'} ({state})", markup=False
+        )
+    if prune:
+        for name in sorted(running - {spec.name for spec in specs}):
+            rest.call("DELETE", f"/connectors/{name}")
+            stderr.print(f"{name}: deleted", markup=False)
