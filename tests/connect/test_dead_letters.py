@@ -1,0 +1,104 @@
+"""A sink connector with ``errors.tolerance=all``: records that cannot be converted go to the
+dead-letter topic with Kafka Connect's context headers; the good ones reach the sink; without
+tolerance the task fails and says why."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from confluent_kafka import Producer
+
+from sluice import clients
+from sluice.connect.offsets import FileOffsetStore
+from sluice.connect.worker import Worker
+from tests.conftest import BrokerProcess, create_topic
+
+
+def _send(bootstrap: str, topic: str, values: list[bytes]) -> None:
+    producer = Producer({"bootstrap.servers": bootstrap})
+    for value in values:
+        producer.produce(topic, value, b"k")
+    assert producer.flush(30) == 0
+
+
+def _worker(bootstrap: str, tmp_path: Path) -> Worker:
+    settings = {"bootstrap.servers": bootstrap, "offset.flush.interval.ms": 200}
+    return Worker(settings, FileOffsetStore(tmp_path / "offsets.json"))
+
+
+def _wait(condition: Any, what: str, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def test_bad_records_go_to_the_dead_letter_topic_with_context(
+    shared_broker: BrokerProcess, tmp_path: Path
+) -> None:
+    bootstrap = shared_broker.bootstrap
+    topic, dead = create_topic(bootstrap), create_topic(bootstrap)
+    _send(bootstrap, topic, [b'{"n": 1}', b"{not json", b'{"n": 2}'])
+    worker = _worker(bootstrap, tmp_path)
+    output = tmp_path / "out.txt"
+    worker.start_connector(
+        "sink",
+        {
+            "connector.class": "file-sink",
+            "topics": topic,
+            "file": str(output),
+            "key.converter": "string",
+            "value.converter": "json",
+            "value.converter.schemas.enable": "false",
+            "errors.tolerance": "all",
+            "errors.deadletterqueue.topic.name": dead,
+            "errors.deadletterqueue.context.headers.enable": "true",
+        },
+    )
+    try:
+        _wait(lambda: output.exists() and len(output.read_text().splitlines()) == 2, "2 lines")
+        assert output.read_text().splitlines() == ['{"n":1}', '{"n":2}']
+        consumer = clients.consumer(bootstrap, **{"auto.offset.reset": "earliest"})
+        consumer.subscribe([dead])
+        found: list[Any] = []
+        deadline = time.monotonic() + 30
+        while not found and time.monotonic() < deadline:
+            found = [m for m in consumer.consume(10, 0.5) if m.error() is None]
+        consumer.close()
+        assert len(found) == 1
+        assert found[0].value() == b"{not json"
+        headers = dict(found[0].headers())
+        assert headers["__connect.errors.topic"] == topic.encode()
+        assert headers["__connect.errors.offset"] == b"1"
+        assert headers["__connect.errors.stage"] == b"VALUE_CONVERTER"
+        assert headers["__connect.errors.connector.name"] == b"sink"
+        assert headers["__connect.errors.exception.class.name"]
+    finally:
+        worker.stop()
+
+
+def test_without_tolerance_the_task_fails_with_its_trace(
+    shared_broker: BrokerProcess, tmp_path: Path
+) -> None:
+    bootstrap = shared_broker.bootstrap
+    topic = create_topic(bootstrap)
+    _send(bootstrap, topic, [b"{not json"])
+    worker = _worker(bootstrap, tmp_path)
+    worker.start_connector(
+        "strict",
+        {
+            "connector.class": "file-sink",
+            "topics": topic,
+            "file": str(tmp_path / "out.txt"),
+            "value.converter": "json",
+        },
+    )
+    try:
+        _wait(lambda: worker.status("strict")["tasks"][0]["state"] == "FAILED", "FAILED")
+        assert "ConverterError" in worker.status("strict")["tasks"][0]["trace"]
+    finally:
+        worker.stop()
