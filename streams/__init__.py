@@ -32,6 +32,7 @@ from sluice.streams.processor import (
     RecordMetadata,
 )
 from sluice.streams.record import Change, Headers, Record, Windowed
+from sluice.streams.runtime.streams import KafkaStreams
 from sluice.streams.state import KeyValueStore, SessionStore, StateStore, StoreSpec, WindowStore
 from sluice.streams.topology import TimestampExtractor, Topology
 
@@ -42,6 +43,7 @@ __all__ = [
     "Change",
     "DeserializationError",
     "Headers",
+    "KafkaStreams",
     "KeyValueStore",
     "ProcessingError",
     "Processor",
