@@ -16,12 +16,13 @@ import logging
 import time
 from typing import Any
 
-from confluent_kafka import Consumer, Producer
+from confluent_kafka import Consumer, KafkaException, Producer
 from confluent_kafka import TopicPartition as KafkaPartition
 
 from sluice import clients
 from sluice.connect.api import SinkTask, TopicPartition
 from sluice.connect.data import SinkRecord
+from sluice.connect.errors import ConnectError
 from sluice.connect.task_runner import TaskRunner
 from sluice.connect.tolerance import dead_letter_headers
 
@@ -60,6 +61,8 @@ class SinkTaskRunner(TaskRunner):
         self.assigned: set[TopicPartition] = set()
         self.commit_requested = False
         self._positions: dict[TopicPartition, int] = {}
+        self._closing = False
+        self._paused = False
         bootstrap = worker_config["bootstrap.servers"]
         self.consumer: Consumer = clients.consumer(
             bootstrap,
@@ -83,11 +86,15 @@ class SinkTaskRunner(TaskRunner):
         return topics
 
     def _on_assign(self, consumer: Consumer, partitions: list[KafkaPartition]) -> None:
+        if self._paused:
+            consumer.pause(partitions)
         new = {TopicPartition(p.topic, p.partition) for p in partitions}
         self.assigned |= new
         self.task.open(new)
 
     def _on_revoke(self, consumer: Consumer, partitions: list[KafkaPartition]) -> None:
+        if self._closing:
+            return  # the teardown commits (or, after a failure, must not) and closes
         gone = {TopicPartition(p.topic, p.partition) for p in partitions}
         self.commit_offsets()
         self.task.close(gone)
@@ -105,17 +112,21 @@ class SinkTaskRunner(TaskRunner):
         last_commit = time.monotonic()
         try:
             while not self.stopping():
-                self.wait_if_paused()
-                if self.stopping():
-                    break
-                messages = self.consumer.consume(500, 0.2)
-                records = [r for r in (self._record(m) for m in messages) if r is not None]
+                self._follow_pause()
+                try:
+                    messages = self.consumer.consume(500, 0.2)
+                except KafkaException as error:
+                    raise ConnectError(f"task {self.name}: consumer failed: {error}") from None
+                positions: dict[TopicPartition, int] = {}
+                records = [r for r in (self._record(m, positions) for m in messages) if r]
                 if records:
                     self.errors.retry(
                         lambda batch=records: task.put(batch),  # type: ignore[misc]
                         f"{self.name} put",
                         self.stopping,
                     )
+                # only now are these records the sink's: their offsets may be committed
+                self._positions.update(positions)
                 if (
                     self.commit_requested
                     or time.monotonic() - last_commit >= self.offset_flush_interval_s
@@ -124,21 +135,42 @@ class SinkTaskRunner(TaskRunner):
                     last_commit = time.monotonic()
             self.commit_offsets()
         finally:
+            # After a failure nothing more is committed: the records of the failed batch were
+            # not written, and a restart must read them again.
+            self._closing = True
             try:
-                task.close(set(self.assigned))
-                task.stop()
-            finally:
                 self.consumer.close()
-                if self._dead_letters is not None:
-                    self._dead_letters.flush(30)
+            finally:
+                try:
+                    task.close(set(self.assigned))
+                finally:
+                    task.stop()
+                    if self._dead_letters is not None:
+                        self._dead_letters.flush(30)
 
-    def _record(self, message: Any) -> SinkRecord | None:
+    def release(self) -> None:
+        self.consumer.close()
+        if self._dead_letters is not None:
+            self._dead_letters.flush(10)
+
+    def _follow_pause(self) -> None:
+        """Paused: stop fetching but keep polling (the group membership stays alive)."""
+        wanted = not self._resume.is_set()
+        if wanted != self._paused:
+            assignment = self.consumer.assignment()
+            if wanted:
+                self.consumer.pause(assignment)
+            else:
+                self.consumer.resume(assignment)
+            self._paused = wanted
+
+    def _record(self, message: Any, positions: dict[TopicPartition, int]) -> SinkRecord | None:
         problem = message.error()
         if problem is not None:
             log.warning("%s: consumer: %s", self.name, problem.str())
             return None
         topic, partition, offset = message.topic(), message.partition(), message.offset()
-        self._positions[TopicPartition(topic, partition)] = offset + 1
+        positions[TopicPartition(topic, partition)] = offset + 1
         stage = "KEY_CONVERTER"
         try:
             key_schema, key = self.key_converter.to_connect(topic, message.key())

@@ -113,10 +113,16 @@ class TaskRunner(ABC):
         """Ask the loop to finish, commit what is done, and wait for it."""
         self._stop.set()
         self._resume.set()
+        if self._thread is None:
+            self.release()  # never started: only its clients to close
+            return
         if self._thread is not None:
             self._thread.join(timeout_s)
             if self._thread.is_alive():
                 log.warning("task %s did not stop within %.0f s", self.name, timeout_s)
+
+    def release(self) -> None:  # noqa: B027 - runners with clients override it
+        """Close the clients of a runner whose thread never ran."""
 
     def status(self) -> dict[str, Any]:
         """The REST API's task status."""

@@ -49,9 +49,14 @@ class _Context:
         self.name = name
 
     def request_task_reconfiguration(self) -> None:
-        threading.Thread(
-            target=self.worker.restart_connector, args=(self.name,), daemon=True
-        ).start()
+        threading.Thread(target=self._reconfigure, daemon=True).start()
+
+    def _reconfigure(self) -> None:
+        try:
+            self.worker.restart_connector(self.name)
+        except Exception as error:  # never lose it: the connector shows FAILED with the trace
+            log.error("connector %s could not reconfigure its tasks: %s", self.name, error)
+            self.raise_error(error)
 
     def raise_error(self, error: Exception) -> None:
         state = self.worker.connectors.get(self.name)
@@ -120,6 +125,9 @@ class Worker:
                 running.state = "FAILED"
                 running.trace = "".join(traceback.format_exception(error))
                 log.error("connector %s failed to start: %s", name, error)
+                for task in running.tasks:
+                    task.stop()  # never started: closes their clients
+                running.tasks.clear()
                 return
             for task in running.tasks:
                 task.start()

@@ -240,7 +240,14 @@ def apply(
 
     class _Changed(FileSystemEventHandler):
         def on_any_event(self, event: FileSystemEvent) -> None:
-            changed.set()
+            # reading the files (opened, closed_no_write) must not trigger another apply
+            if event.event_type not in ("created", "modified", "moved", "deleted", "closed"):
+                return
+            names = [str(event.src_path), str(getattr(event, "dest_path", "") or "")]
+            if any(
+                n.endswith((".yaml", ".yml")) and not Path(n).name.startswith(".") for n in names
+            ):
+                changed.set()
 
     observer = Observer()
     folder = path if path.is_dir() else path.parent
@@ -299,7 +306,11 @@ def _apply_once(rest: _Rest, path: Path, prune: bool) -> None:
             stderr.print(f"{spec.name}: created ({state})", markup=False)
             continue
         current = rest.get(f"/connectors/{spec.name}/config")
-        unchanged = current == spec.config and "[hidden]" not in current.values()
+        # The worker shows secrets as [hidden]: those keys compare equal (a change of a secret
+        # alone is not seen; `PUT /connectors/{name}/config` applies one).
+        unchanged = set(current) == set(spec.config) and all(
+            current[key] in (value, "[hidden]") for key, value in spec.config.items()
+        )
         if not unchanged:
             rest.call("PUT", f"/connectors/{spec.name}/config", spec.config)
         status_body = rest.get(f"/connectors/{spec.name}/status")
