@@ -39,6 +39,7 @@ import dataclasses
 import importlib
 import json
 import math
+from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any
@@ -76,7 +77,7 @@ def _boolean(config: Mapping[str, Any], key: str, default: bool) -> bool:
     raise ConfigError(f"must be true or false, not {raw!r}", key=key)
 
 
-class Converter:
+class Converter(ABC):
     """Turns Connect data into record bytes and back; one instance serves either keys or values.
 
     ``configure`` receives the converter's settings with the ``key.converter.`` /
@@ -89,13 +90,13 @@ class Converter:
         """Apply settings (unknown keys are ignored, as Kafka does)."""
         self.is_key = is_key
 
+    @abstractmethod
     def from_connect(self, topic: str, schema: Schema | None, value: Any) -> bytes | None:
         """Serialize ``value`` (described by ``schema``, or schemaless) for ``topic``."""
-        raise NotImplementedError
 
+    @abstractmethod
     def to_connect(self, topic: str, data: bytes | None) -> tuple[Schema | None, Any]:
         """Deserialize record bytes of ``topic`` into ``(schema, value)``."""
-        raise NotImplementedError
 
 
 class StringConverter(Converter):

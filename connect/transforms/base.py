@@ -8,7 +8,7 @@ never modified in place: a transformation returns ``record.new_record(...)``.
 >>> class Upper(Transformation):
 ...     '''Upper-cases a string value.'''
 ...     CONFIG = (ConfigKey("suffix", "string", "Appended after upper-casing.", default=""),)
-...     def setup(self, settings: Settings) -> None:
+...     def setup(self, settings: Settings) -> None:  # noqa: B027 - an optional hook
 ...         self.suffix = settings.string("suffix")
 ...     def apply(self, record):
 ...         return record.new_record(value=record.value.upper() + self.suffix)
@@ -23,6 +23,7 @@ never modified in place: a transformation returns ``record.new_record(...)``.
 from __future__ import annotations
 
 import re
+from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal, TypeVar
@@ -164,7 +165,7 @@ REPLACE_NULL = ConfigKey(
 """The ``replace.null.with.default`` setting several of Kafka's transformations share."""
 
 
-class Transformation:
+class Transformation(ABC):
     """A single message transform (Kafka's ``Transformation``).
 
     Subclasses declare ``CONFIG``, read their settings in :meth:`setup` and implement
@@ -179,18 +180,18 @@ class Transformation:
         """Validate ``config`` against ``CONFIG`` and hand the result to :meth:`setup`."""
         self.setup(parse_config(self.CONFIG, config))
 
-    def setup(self, settings: Settings) -> None:
+    def setup(self, settings: Settings) -> None:  # noqa: B027 - an optional hook
         """Keep the parsed settings; raise ``ConfigError(message, key=...)`` for bad ones."""
 
+    @abstractmethod
     def apply(self, record: R) -> R | None:
         """The transformed record, or None to drop it."""
-        raise NotImplementedError
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 - an optional hook
         """Release what :meth:`configure` acquired."""
 
 
-class Predicate:
+class Predicate(ABC):
     """A condition on a record that guards a transformation (Kafka's ``Predicate``)."""
 
     CONFIG: ClassVar[tuple[ConfigKey, ...]] = ()
@@ -199,14 +200,14 @@ class Predicate:
         """Validate ``config`` against ``CONFIG`` and hand the result to :meth:`setup`."""
         self.setup(parse_config(self.CONFIG, config))
 
-    def setup(self, settings: Settings) -> None:
+    def setup(self, settings: Settings) -> None:  # noqa: B027 - an optional hook
         """Keep the parsed settings."""
 
+    @abstractmethod
     def test(self, record: ConnectRecord) -> bool:
         """Whether ``record`` matches."""
-        raise NotImplementedError
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 - an optional hook
         """Release what :meth:`configure` acquired."""
 
 

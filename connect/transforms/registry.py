@@ -115,11 +115,13 @@ def transform_class(name: str) -> type[Transformation]:
     """The transformation class for a Kafka class name, a short name or a Python path."""
     name = name.strip()
     found = TRANSFORMS.get(name.removeprefix(TRANSFORMS_PACKAGE))
-    return found or _load(name, Transformation, "transformation", TRANSFORMS)
+    base: type[Transformation] = Transformation  # type: ignore[type-abstract]
+    return found or _load(name, base, "transformation", TRANSFORMS)
 
 
 def predicate_class(name: str) -> type[Predicate]:
     """The predicate class for a Kafka class name, a short name or a Python path."""
     name = name.strip()
     found = PREDICATES.get(name.removeprefix(PREDICATES_PACKAGE))
-    return found or _load(name, Predicate, "predicate", PREDICATES)
+    base: type[Predicate] = Predicate  # type: ignore[type-abstract]
+    return found or _load(name, base, "predicate", PREDICATES)
