@@ -1,4 +1,5 @@
-"""Kafka Connect's REST API, served by FastAPI over a :class:`~sluice.connect.herder.Herder`.
+"""Kafka Connect's REST API, served by FastAPI over a herder
+(:class:`~sluice.connect.herder_base.HerderBase`).
 
 Same paths, status codes and bodies as Kafka Connect (3.6), so that its tooling works::
 
@@ -45,7 +46,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
 
-from sluice.connect.herder import BadRequestError, Herder, HerderError
+from sluice.connect.herder_base import BadRequestError, HerderBase, HerderError
 
 __all__ = ["RestServer", "create_app", "serve"]
 
@@ -87,7 +88,7 @@ def _named(name: str, config: dict[str, str]) -> dict[str, str]:
     return {**config, "name": name}
 
 
-def create_app(herder: Herder) -> FastAPI:
+def create_app(herder: HerderBase) -> FastAPI:
     """The REST API of ``herder``; see the module docstring."""
     app = FastAPI(title="Sluice Connect", docs_url=None, redoc_url=None)
 
@@ -293,7 +294,7 @@ class RestServer:
 
 
 def serve(
-    herder: Herder, host: str = "127.0.0.1", port: int = 8083, *, timeout_s: float = 10.0
+    herder: HerderBase, host: str = "127.0.0.1", port: int = 8083, *, timeout_s: float = 10.0
 ) -> RestServer:
     """Serve the REST API of ``herder`` on ``host:port`` (0: any free port) in a thread.
 
