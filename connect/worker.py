@@ -25,9 +25,26 @@ from sluice.connect.source_runner import SourceTaskRunner
 from sluice.connect.task_runner import TaskRunner
 from sluice.errors import ConfigError
 
-__all__ = ["ConnectorState", "Worker"]
+__all__ = ["ConnectorState", "Worker", "task_runner"]
 
 log = logging.getLogger("sluice.connect")
+
+
+def task_runner(
+    name: str,
+    task_id: int,
+    connector: Connector,
+    config: dict[str, Any],
+    worker_config: dict[str, Any],
+    offsets: OffsetStore,
+) -> TaskRunner:
+    """A runner (not started) for task ``task_id`` of ``connector``, named ``name``."""
+    task = connector.task_class()()
+    if isinstance(connector, SinkConnector):
+        assert isinstance(task, SinkTask)
+        return SinkTaskRunner(name, task_id, task, config, worker_config)
+    assert isinstance(task, SourceTask)
+    return SourceTaskRunner(name, task_id, task, config, worker_config, offsets)
 
 
 @dataclass
@@ -138,12 +155,7 @@ class Worker:
     def _task(
         self, name: str, task_id: int, connector: Connector, config: dict[str, Any]
     ) -> TaskRunner:
-        task = connector.task_class()()
-        if isinstance(connector, SinkConnector):
-            assert isinstance(task, SinkTask)
-            return SinkTaskRunner(name, task_id, task, config, self.config)
-        assert isinstance(task, SourceTask)
-        return SourceTaskRunner(name, task_id, task, config, self.config, self.offsets)
+        return task_runner(name, task_id, connector, config, self.config, self.offsets)
 
     def restart_task(self, name: str, task_id: int) -> None:
         """Stop one task (committing) and start it again with the same config."""

@@ -3,13 +3,16 @@
 ::
 
     sluice connect standalone connectors.yaml [-b HOST:PORT] [--offsets FILE] [--rest HOST:PORT]
+    sluice connect start [--group G] [-b HOST:PORT] [--rest HOST:PORT]
     sluice connect apply connectors.yaml|DIR [--url URL] [--prune] [--watch]
     sluice connect status [NAME] [--url URL]
 
 The standalone worker (Kafka's ``connect-standalone``) runs every connector of the file (or of
 every ``*.yaml`` in a directory) in this process, keeps source offsets in a local file, and
 stops cleanly — committing what was delivered — on Ctrl-C or SIGTERM. A bad file is refused as
-a whole, each problem named at ``file:line: key``, and nothing starts.
+a whole, each problem named at ``file:line: key``, and nothing starts. A distributed worker
+(Kafka's ``connect-distributed``) joins a group of workers that share the connectors deployed
+to any of them (:mod:`sluice.connect.cluster`).
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ import urllib.request
 from http import HTTPStatus
 from pathlib import Path
 from types import FrameType
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -39,6 +42,12 @@ from sluice.cli._common import (
     stderr,
 )
 from sluice.errors import ConfigError
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from sluice.connect.herder_base import HerderBase
+    from sluice.connect.rest import RestServer
 
 __all__ = ["app"]
 
@@ -81,12 +90,9 @@ def standalone(
     from sluice.connect.herder import Herder, HerderError
     from sluice.connect.offsets import FileOffsetStore
     from sluice.connect.plugins import connector_class, known_plugins
-    from sluice.connect.rest import serve
     from sluice.connect.worker import Worker
 
-    logging.basicConfig(
-        level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
+    _log_to_stderr(log_level)
     try:
         specs = load(path)
         known = known_plugins()
@@ -102,22 +108,9 @@ def standalone(
         worker = Worker(settings, FileOffsetStore(offsets))
     except (ConfigError, OSError) as error:
         raise CliError(str(error), exit_code=EXIT_USAGE) from None
-    stop = threading.Event()
-
-    def on_signal(signum: int, frame: FrameType | None) -> None:
-        stop.set()
-
-    signal.signal(signal.SIGINT, on_signal)
-    signal.signal(signal.SIGTERM, on_signal)
     herder = Herder(worker)
-    server = None
-    try:
-        if rest:
-            host, _, port = rest.rpartition(":")
-            try:
-                server = serve(herder, host or "127.0.0.1", int(port))
-            except (OSError, ValueError) as error:
-                raise CliError(f"cannot serve the REST API on {rest!r}: {error}") from None
+
+    def deploy(server: RestServer | None) -> None:
         for spec in specs:
             try:
                 herder.create_connector(
@@ -130,12 +123,98 @@ def standalone(
             len(specs),
             f", REST API on {server.url}" if server is not None else "",
         )
+
+    try:
+        _serve_until_signal(herder, rest, deploy)
+    finally:
+        worker.stop()
+
+
+@app.command()
+def start(
+    *,
+    group: Annotated[
+        str, typer.Option("--group", "-g", metavar="GROUP", help="The Connect group to join.")
+    ] = "connect-cluster",
+    bootstrap: Bootstrap = clients.DEFAULT_BOOTSTRAP,
+    worker_config: ClientConfig = None,
+    rest: Annotated[
+        str,
+        typer.Option("--rest", metavar="HOST:PORT", help="Serve Kafka Connect's REST API there."),
+    ] = "127.0.0.1:8083",
+    log_level: Annotated[
+        str, typer.Option("--log-level", envvar="SLUICE_LOG_LEVEL", metavar="LEVEL")
+    ] = "INFO",
+) -> None:
+    """Run a distributed worker of GROUP until interrupted (Kafka's `connect-distributed`).
+
+    The workers of a group share connectors and tasks through the broker: configs in
+    `connect-configs`, source offsets in `connect-offsets`, states in `connect-status`. Deploy
+    connectors with `sluice connect apply` or the REST API of any worker. `-X KEY=VALUE` sets
+    worker properties under Kafka Connect's names (`session.timeout.ms=10000`,
+    `config.storage.topic=…`, `value.converter=json`…).
+    Example: `sluice connect start --group etl --rest 127.0.0.1:8083`
+    """
+    from sluice.connect.cluster.herder import DistributedHerder
+    from sluice.connect.cluster.runtime import ClusterWorker
+    from sluice.connect.errors import ConnectError
+
+    _log_to_stderr(log_level)
+    settings = {"bootstrap.servers": bootstrap, **parse_pairs(worker_config, "-X")}
+    settings["group.id"] = group
+    try:
+        cluster = ClusterWorker(settings)
+    except (ConfigError, ConnectError, ValueError) as error:
+        raise CliError(f"cannot start the worker: {error}", exit_code=EXIT_USAGE) from None
+    if not rest:
+        raise CliError("a distributed worker needs its REST API (--rest HOST:PORT)")
+
+    def join(server: RestServer | None) -> None:
+        assert server is not None
+        cluster.start(f"{server.host}:{server.port}")
+        logging.getLogger("sluice.connect").info(
+            "worker %s:%d of group %s, REST API on %s", server.host, server.port, group, server.url
+        )
+
+    try:
+        _serve_until_signal(DistributedHerder(cluster), rest, join)
+    finally:
+        cluster.stop()
+
+
+def _log_to_stderr(level: str) -> None:
+    logging.basicConfig(
+        level=level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+
+
+def _serve_until_signal(
+    herder: HerderBase, rest: str, started: Callable[[RestServer | None], None]
+) -> None:
+    """Serve the REST API on ``rest`` ('' for none), call ``started``, run until a signal."""
+    from sluice.connect.rest import serve
+
+    stop = threading.Event()
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        stop.set()
+
+    signal.signal(signal.SIGINT, on_signal)
+    signal.signal(signal.SIGTERM, on_signal)
+    server = None
+    try:
+        if rest:
+            host, _, port = rest.rpartition(":")
+            try:
+                server = serve(herder, host or "127.0.0.1", int(port))
+            except (OSError, ValueError) as error:
+                raise CliError(f"cannot serve the REST API on {rest!r}: {error}") from None
+        started(server)
         while not stop.wait(0.5):
             pass
     finally:
         if server is not None:
             server.stop()
-        worker.stop()
 
 
 @app.command()

@@ -1,0 +1,385 @@
+"""A worker of a Connect group: runs the connectors and tasks whose slots the group gave it.
+
+Every worker of group ``G`` reads ``connect-configs`` whole (:class:`ConfigLog`) and is given a
+share of the slots by the group (:class:`Membership`). Its herder thread then *reconciles*, on
+every change of either and twice a second:
+
+- a connector whose slot is this worker's runs here (unless its target state is STOPPED); when
+  it starts — or asks for it with ``context.request_task_reconfiguration()`` — this worker
+  computes its task configs and, if they changed, writes the new set to ``connect-configs``;
+- a task of the current set whose slot is this worker's runs here, with its config from the
+  topic; a task whose config changed is restarted, one no longer in the set is stopped;
+- PAUSED / RUNNING target states pause and resume the tasks here;
+- the states of what runs here are written to ``connect-status`` (:class:`StatusLog`).
+
+A rebalance (a worker joined, left or was dropped after ``session.timeout.ms``) first stops all
+that runs here — committing source offsets, which live in ``connect-offsets``
+(:class:`~sluice.connect.offsets.KafkaOffsetStore`) so that the next worker resumes there — and
+then reconciles against the new slots. Sink tasks keep their consumer group ``connect-<name>``
+whichever worker runs them.
+
+Worker settings use Kafka Connect's names: ``group.id``, ``config.storage.topic``,
+``offset.storage.topic``, ``status.storage.topic``, ``offset.storage.partitions`` (25: the
+number of slots), ``status.storage.partitions`` (5), ``session.timeout.ms``,
+``heartbeat.interval.ms``, ``rebalance.timeout.ms``, beside the standalone worker's.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import queue
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from sluice.connect.api import Connector
+from sluice.connect.cluster.configs import ConfigLog, RestartRequest
+from sluice.connect.cluster.membership import Membership
+from sluice.connect.cluster.slots import connector_slot, task_slot
+from sluice.connect.cluster.status import StatusLog, connector_key, task_key
+from sluice.connect.herder_base import trace_of
+from sluice.connect.offsets import KafkaOffsetStore
+from sluice.connect.plugins import plugin_type
+from sluice.connect.task_runner import TaskRunner
+from sluice.connect.topic_store import TopicMap
+from sluice.connect.worker import Worker, task_runner
+from sluice.errors import ConfigError
+
+__all__ = ["DEFAULTS", "ClusterWorker"]
+
+log = logging.getLogger("sluice.connect")
+
+DEFAULTS = {
+    "group.id": "connect-cluster",
+    "config.storage.topic": "connect-configs",
+    "offset.storage.topic": "connect-offsets",
+    "status.storage.topic": "connect-status",
+    "offset.storage.partitions": "25",
+    "status.storage.partitions": "5",
+}
+
+TICK_S = 0.5
+
+TaskId = tuple[str, int]
+
+
+@dataclass
+class _Instance:
+    """A connector instance running on this worker."""
+
+    name: str
+    config: dict[str, Any]
+    connector: Connector
+    kind: str
+    state: str = "RUNNING"
+    trace: str | None = None
+
+
+class _Context:
+    """What a connector running here may ask of the worker."""
+
+    def __init__(self, worker: ClusterWorker, name: str) -> None:
+        self.worker = worker
+        self.name = name
+
+    def request_task_reconfiguration(self) -> None:
+        self.worker.reconfigure(self.name)
+
+    def raise_error(self, error: Exception) -> None:
+        self.worker.fail_connector(self.name, error)
+
+
+def _normalised(configs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Task configs as they read back from the topic (JSON: tuples become lists…)."""
+    result: list[dict[str, Any]] = json.loads(json.dumps(configs, sort_keys=True))
+    return result
+
+
+class ClusterWorker:
+    """One worker of a Connect group; see the module docstring.
+
+    Reads the three topics when made; :meth:`start` joins the group under ``worker_id`` (the
+    REST API's ``host:port``, shown in statuses) and starts reconciling; :meth:`stop` stops
+    what runs here, committing, and leaves the group.
+    """
+
+    def __init__(self, config: Mapping[str, Any]) -> None:
+        if "bootstrap.servers" not in config:
+            raise ConfigError("missing required configuration", key="bootstrap.servers")
+        self.config: dict[str, Any] = {**DEFAULTS, **config}
+        self.worker_id = "unknown"
+        bootstrap = str(self.config["bootstrap.servers"])
+        self.offsets = KafkaOffsetStore(
+            TopicMap(
+                bootstrap,
+                str(self.config["offset.storage.topic"]),
+                partitions=int(self.config["offset.storage.partitions"]),
+            )
+        )
+        self.status = StatusLog(
+            bootstrap,
+            str(self.config["status.storage.topic"]),
+            int(self.config["status.storage.partitions"]),
+        )
+        self._wake = threading.Event()
+        self._restarts: queue.SimpleQueue[RestartRequest] = queue.SimpleQueue()
+        self._reconfigure: queue.SimpleQueue[str] = queue.SimpleQueue()
+        self.configs = ConfigLog(
+            bootstrap,
+            str(self.config["config.storage.topic"]),
+            on_change=self._wake.set,
+            on_restart=self._restart_requested,
+        )
+        self.membership: Membership | None = None
+        self.connectors: dict[str, _Instance] = {}
+        self.tasks: dict[TaskId, TaskRunner] = {}
+        self.generation = 0
+        self._lock = threading.RLock()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="connect-herder", daemon=True)
+
+    # -- life ----------------------------------------------------------------------------------
+
+    def start(self, worker_id: str) -> None:
+        """Join the group as ``worker_id`` and run this worker's share of the work."""
+        self.worker_id = worker_id
+        self.membership = Membership(
+            str(self.config["bootstrap.servers"]),
+            str(self.config["group.id"]),
+            str(self.config["offset.storage.topic"]),
+            worker_id=worker_id,
+            settings=self.config,
+            on_revoke=self._revoked,
+            on_assign=self._assigned,
+        )
+        self.membership.start()
+        self._thread.start()
+
+    @property
+    def rebalancing(self) -> bool:
+        """True until the group has given this worker its slots (and during each rebalance)."""
+        return self.membership is None or self.membership.rebalancing
+
+    def stop(self) -> None:
+        """Stop everything here (committing), leave the group, close the topics."""
+        self._stop.set()
+        self._wake.set()
+        if self._thread.is_alive():
+            self._thread.join(60)
+        self._stop_all()
+        if self.membership is not None:
+            self.membership.close()
+        self.configs.close()
+        self.status.close()
+        self.offsets.map.close()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self._wake.wait(TICK_S)
+            self._wake.clear()
+            if self._stop.is_set():
+                return
+            try:
+                self.tick()
+            except Exception:  # keep the worker up: the next tick tries again
+                log.exception("connect worker %s: reconciling failed", self.worker_id)
+
+    # -- the group -----------------------------------------------------------------------------
+
+    def _revoked(self) -> None:
+        self._stop_all()
+
+    def _assigned(self, slots: frozenset[int]) -> None:
+        self.generation += 1
+        self._wake.set()
+
+    def _stop_all(self) -> None:
+        with self._lock:
+            for key in list(self.tasks):
+                self._stop_task(key, forget=False)
+            for name in list(self.connectors):
+                self._stop_connector(name, forget=False)
+
+    def _owns(self, slot_of: int) -> bool:
+        membership = self.membership
+        slots = None if membership is None else membership.slots
+        return slots is not None and slot_of in slots
+
+    def _slot_count(self) -> int:
+        assert self.membership is not None
+        return self.membership.slot_count
+
+    # -- requests from connectors and the REST API ---------------------------------------------
+
+    def reconfigure(self, name: str) -> None:
+        """Compute the connector's task configs again (asked by the connector)."""
+        self._reconfigure.put(name)
+        self._wake.set()
+
+    def fail_connector(self, name: str, error: Exception) -> None:
+        """Mark the connector running here FAILED (asked by the connector)."""
+        with self._lock:
+            instance = self.connectors.get(name)
+            if instance is not None:
+                instance.state, instance.trace = "FAILED", trace_of(error)
+
+    def _restart_requested(self, request: RestartRequest) -> None:
+        self._restarts.put(request)
+        self._wake.set()
+
+    # -- reconciling ---------------------------------------------------------------------------
+
+    def tick(self) -> None:
+        """Serve requests, reconcile with configs and slots, write states (see the module)."""
+        with self._lock:
+            if self.rebalancing:
+                return
+            self._serve_restarts()
+            self._reconcile_connectors()
+            self._serve_reconfigurations()
+            self._reconcile_tasks()
+            self._publish()
+
+    def _serve_restarts(self) -> None:
+        while not self._restarts.empty():
+            request = self._restarts.get_nowait()
+            name = request.connector
+            if request.task is not None:
+                if (name, request.task) in self.tasks:
+                    self._restart_task((name, request.task))
+                continue
+            instance = self.connectors.get(name)
+            if instance is not None and (not request.only_failed or instance.state == "FAILED"):
+                self._stop_connector(name, forget=False)  # started again just below
+            if request.include_tasks:
+                for key, runner in list(self.tasks.items()):
+                    if key[0] == name and (not request.only_failed or runner.state == "FAILED"):
+                        self._restart_task(key)
+
+    def _serve_reconfigurations(self) -> None:
+        while not self._reconfigure.empty():
+            instance = self.connectors.get(self._reconfigure.get_nowait())
+            if instance is not None and instance.state != "FAILED":
+                self._commit_tasks(instance)
+
+    def _reconcile_connectors(self) -> None:
+        names = self.configs.connectors()
+        for name, instance in list(self.connectors.items()):
+            config = self.configs.config(name)
+            if (
+                config is None
+                or config != instance.config
+                or not self._owns(connector_slot(name, self._slot_count()))
+                or self.configs.target_state(name) == "STOPPED"
+            ):
+                self._stop_connector(name, forget=config is None)
+        for name in names:
+            if not self._owns(connector_slot(name, self._slot_count())):
+                continue
+            target = self.configs.target_state(name)
+            if target == "STOPPED":
+                if self.configs.tasks(name) or not self.configs.committed(name):
+                    self.configs.put_tasks(name, [])  # Kafka 3.5: a stopped connector has none
+                self.status.put(connector_key(name), self._record("STOPPED", None))
+                continue
+            config = self.configs.config(name)
+            if config is None:
+                continue
+            instance = self.connectors.get(name) or self._start_connector(name, config)
+            if instance.state != "FAILED":
+                instance.state = target
+
+    def _reconcile_tasks(self) -> None:
+        wanted: dict[TaskId, dict[str, Any]] = {}
+        counts: dict[str, int] = {}
+        for name in self.configs.connectors():
+            if self.configs.target_state(name) == "STOPPED":
+                continue
+            configs = self.configs.tasks(name)
+            counts[name] = len(configs)
+            for task, config in enumerate(configs):
+                if self._owns(task_slot(name, task, self._slot_count())):
+                    wanted[(name, task)] = config
+        for key, runner in list(self.tasks.items()):
+            if wanted.get(key) != runner.config:
+                self._stop_task(key, forget=key[1] >= counts.get(key[0], 0))
+        for key, config in wanted.items():
+            runner = self.tasks.get(key) or self._start_task(key, config)
+            if self.configs.target_state(key[0]) == "PAUSED":
+                runner.pause()
+            else:
+                runner.resume()
+
+    # -- connectors and tasks ------------------------------------------------------------------
+
+    def _start_connector(self, name: str, config: dict[str, Any]) -> _Instance:
+        cls = Worker.connector_class_of(config)
+        connector = cls()
+        connector.initialize(_Context(self, name))
+        instance = _Instance(name, config, connector, plugin_type(cls))
+        self.connectors[name] = instance
+        try:
+            connector.start({**config, **cls.CONFIG.parse(config)})
+            self._commit_tasks(instance)
+            log.info("connector %s started on %s", name, self.worker_id)
+        except Exception as error:
+            log.error("connector %s failed to start: %s", name, error)
+            instance.state, instance.trace = "FAILED", trace_of(error)
+        return instance
+
+    def _commit_tasks(self, instance: _Instance) -> None:
+        """Write the connector's task set if it is not the current one."""
+        config = instance.config
+        max_tasks = int(config.get("tasks.max", 1))
+        configs = instance.connector.task_configs(max_tasks)[:max_tasks]
+        wanted = _normalised([{**config, **task} for task in configs])
+        name = instance.name
+        if wanted != self.configs.tasks(name) or not self.configs.committed(name):
+            self.configs.put_tasks(name, wanted)
+            log.info("connector %s: %d task configs written", name, len(wanted))
+
+    def _stop_connector(self, name: str, *, forget: bool) -> None:
+        instance = self.connectors.pop(name)
+        try:
+            instance.connector.stop()
+        except Exception as error:
+            log.error("connector %s failed to stop: %s", name, error)
+        self.status.put(connector_key(name), None if forget else self._record("UNASSIGNED", None))
+
+    def _start_task(self, key: TaskId, config: dict[str, Any]) -> TaskRunner:
+        name, task = key
+        connector = Worker.connector_class_of(config)()
+        runner = task_runner(name, task, connector, config, self.config, self.offsets)
+        self.tasks[key] = runner
+        runner.start()
+        log.info("task %s-%d started on %s", name, task, self.worker_id)
+        return runner
+
+    def _stop_task(self, key: TaskId, *, forget: bool) -> None:
+        self.tasks.pop(key).stop()
+        record = None if forget else self._record("UNASSIGNED", None)
+        self.status.put(task_key(*key), record)
+
+    def _restart_task(self, key: TaskId) -> None:
+        config = self.tasks[key].config
+        self._stop_task(key, forget=False)
+        self._start_task(key, config)
+
+    # -- states --------------------------------------------------------------------------------
+
+    def _record(self, state: str, trace: str | None) -> dict[str, Any]:
+        """A status record in Kafka Connect's format."""
+        return {
+            "state": state,
+            "trace": trace,
+            "worker_id": self.worker_id,
+            "generation": self.generation,
+        }
+
+    def _publish(self) -> None:
+        for name, instance in self.connectors.items():
+            self.status.put(connector_key(name), self._record(instance.state, instance.trace))
+        for (name, task), runner in self.tasks.items():
+            self.status.put(task_key(name, task), self._record(runner.state, runner.trace))
