@@ -8,6 +8,7 @@ connectors do, in pyproject.toml); any class can also be named by its dotted pat
 from __future__ import annotations
 
 import importlib
+import logging
 from importlib.metadata import entry_points
 
 from sluice.connect.api import Connector, SinkConnector
@@ -16,12 +17,20 @@ __all__ = ["connector_class", "known_plugins", "plugin_type"]
 
 GROUP = "sluice.connectors"
 
+log = logging.getLogger("sluice.connect")
+
 
 def known_plugins() -> dict[str, type[Connector]]:
-    """Every registered alias and its class."""
+    """Every registered alias and its class (a plugin that fails to load is logged and left out,
+    as Kafka Connect does: one broken package must not take the others down)."""
     found: dict[str, type[Connector]] = {}
     for entry in entry_points(group=GROUP):
-        found[entry.name] = entry.load()
+        try:
+            found[entry.name] = entry.load()
+        except Exception as error:
+            log.warning(
+                "connector plugin %s (%s) cannot be loaded: %s", entry.name, entry.value, error
+            )
     return found
 
 
