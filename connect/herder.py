@@ -70,7 +70,7 @@ class Herder(HerderBase):
 
     def connectors(self) -> list[str]:
         """Names of the connectors, sorted."""
-        return sorted(self.worker.connectors)
+        return self.worker.names()
 
     def _state(self, name: str) -> ConnectorState:
         running = self.worker.connectors.get(name)

@@ -214,6 +214,11 @@ class Worker:
         tasks = [{**t.status(), "worker_id": self.worker_id} for t in running.tasks]
         return {"name": name, "connector": connector, "tasks": tasks, "type": running.kind}
 
+    def names(self) -> list[str]:
+        """The connectors' names, sorted (safe while another thread starts or stops one)."""
+        with self._lock:
+            return sorted(self.connectors)
+
     def stop(self) -> None:
         """Stop every connector."""
         for name in list(self.connectors):
