@@ -71,8 +71,9 @@ class _Instance:
 
     name: str
     config: dict[str, Any]
-    connector: Connector
-    kind: str
+    connector: Connector | None = None
+    """None when it could not be made (FAILED)."""
+    kind: str = "unknown"
     state: str = "RUNNING"
     trace: str | None = None
 
@@ -135,6 +136,9 @@ class ClusterWorker:
         self.membership: Membership | None = None
         self.connectors: dict[str, _Instance] = {}
         self.tasks: dict[TaskId, TaskRunner] = {}
+        # tasks that could not even be made (unknown class, bad converter…): config and trace,
+        # so that they are tried again only when their config changes or on a restart request
+        self.broken: dict[TaskId, tuple[dict[str, Any], str]] = {}
         self.generation = 0
         self._lock = threading.RLock()
         self._stop = threading.Event()
@@ -199,6 +203,8 @@ class ClusterWorker:
         with self._lock:
             for key in list(self.tasks):
                 self._stop_task(key, forget=False)
+            for key in list(self.broken):
+                self._forget_broken(key, forget=False)
             for name in list(self.connectors):
                 self._stop_connector(name, forget=False)
 
@@ -247,6 +253,7 @@ class ClusterWorker:
             request = self._restarts.get_nowait()
             name = request.connector
             if request.task is not None:
+                self.broken.pop((name, request.task), None)  # tried again below
                 if (name, request.task) in self.tasks:
                     self._restart_task((name, request.task))
                 continue
@@ -254,6 +261,8 @@ class ClusterWorker:
             if instance is not None and (not request.only_failed or instance.state == "FAILED"):
                 self._stop_connector(name, forget=False)  # started again just below
             if request.include_tasks:
+                for key in [k for k in self.broken if k[0] == name]:
+                    del self.broken[key]  # failed by definition: tried again below
                 for key, runner in list(self.tasks.items()):
                     if key[0] == name and (not request.only_failed or runner.state == "FAILED"):
                         self._restart_task(key)
@@ -302,11 +311,18 @@ class ClusterWorker:
             for task, config in enumerate(configs):
                 if self._owns(task_slot(name, task, self._slot_count())):
                     wanted[(name, task)] = config
-        for key, runner in list(self.tasks.items()):
-            if wanted.get(key) != runner.config:
+        for key, running in list(self.tasks.items()):
+            if wanted.get(key) != running.config:
                 self._stop_task(key, forget=key[1] >= counts.get(key[0], 0))
+        for key, (config, _) in list(self.broken.items()):
+            if wanted.get(key) != config:
+                self._forget_broken(key, forget=key[1] >= counts.get(key[0], 0))
         for key, config in wanted.items():
+            if key in self.broken:
+                continue
             runner = self.tasks.get(key) or self._start_task(key, config)
+            if runner is None:
+                continue
             if self.configs.target_state(key[0]) == "PAUSED":
                 runner.pause()
             else:
@@ -315,12 +331,13 @@ class ClusterWorker:
     # -- connectors and tasks ------------------------------------------------------------------
 
     def _start_connector(self, name: str, config: dict[str, Any]) -> _Instance:
-        cls = Worker.connector_class_of(config)
-        connector = cls()
-        connector.initialize(_Context(self, name))
-        instance = _Instance(name, config, connector, plugin_type(cls))
+        instance = _Instance(name, config)
         self.connectors[name] = instance
         try:
+            cls = Worker.connector_class_of(config)
+            instance.kind = plugin_type(cls)
+            instance.connector = connector = cls()
+            connector.initialize(_Context(self, name))
             connector.start({**config, **cls.CONFIG.parse(config)})
             self._commit_tasks(instance)
             log.info("connector %s started on %s", name, self.worker_id)
@@ -331,9 +348,10 @@ class ClusterWorker:
 
     def _commit_tasks(self, instance: _Instance) -> None:
         """Write the connector's task set if it is not the current one."""
-        config = instance.config
+        config, connector = instance.config, instance.connector
+        assert connector is not None, "only a started connector has task configs"
         max_tasks = int(config.get("tasks.max", 1))
-        configs = instance.connector.task_configs(max_tasks)[:max_tasks]
+        configs = connector.task_configs(max_tasks)[:max_tasks]
         wanted = _normalised([{**config, **task} for task in configs])
         name = instance.name
         if wanted != self.configs.tasks(name) or not self.configs.committed(name):
@@ -343,15 +361,22 @@ class ClusterWorker:
     def _stop_connector(self, name: str, *, forget: bool) -> None:
         instance = self.connectors.pop(name)
         try:
-            instance.connector.stop()
+            if instance.connector is not None:
+                instance.connector.stop()
         except Exception as error:
             log.error("connector %s failed to stop: %s", name, error)
         self.status.put(connector_key(name), None if forget else self._record("UNASSIGNED", None))
 
-    def _start_task(self, key: TaskId, config: dict[str, Any]) -> TaskRunner:
+    def _start_task(self, key: TaskId, config: dict[str, Any]) -> TaskRunner | None:
+        """Start a task (None: it could not be made, and shows FAILED with the reason)."""
         name, task = key
-        connector = Worker.connector_class_of(config)()
-        runner = task_runner(name, task, connector, config, self.config, self.offsets)
+        try:
+            connector = Worker.connector_class_of(config)()
+            runner = task_runner(name, task, connector, config, self.config, self.offsets)
+        except Exception as error:
+            log.error("task %s-%d cannot be started: %s", name, task, error)
+            self.broken[key] = (config, trace_of(error))
+            return None
         self.tasks[key] = runner
         runner.start()
         log.info("task %s-%d started on %s", name, task, self.worker_id)
@@ -361,6 +386,10 @@ class ClusterWorker:
         self.tasks.pop(key).stop()
         record = None if forget else self._record("UNASSIGNED", None)
         self.status.put(task_key(*key), record)
+
+    def _forget_broken(self, key: TaskId, *, forget: bool) -> None:
+        del self.broken[key]
+        self.status.put(task_key(*key), None if forget else self._record("UNASSIGNED", None))
 
     def _restart_task(self, key: TaskId) -> None:
         config = self.tasks[key].config
@@ -383,3 +412,5 @@ class ClusterWorker:
             self.status.put(connector_key(name), self._record(instance.state, instance.trace))
         for (name, task), runner in self.tasks.items():
             self.status.put(task_key(name, task), self._record(runner.state, runner.trace))
+        for (name, task), (_, trace) in self.broken.items():
+            self.status.put(task_key(name, task), self._record("FAILED", trace))

@@ -101,3 +101,10 @@ class CollectingSinkTask(SinkTask):
 
     def stop(self) -> None:
         pass
+
+
+class BadTaskConfigSource(CountingSource):
+    """A CountingSource whose task configs name a converter that does not exist."""
+
+    def task_configs(self, max_tasks: int) -> list[dict[str, Any]]:
+        return [{**c, "value.converter": "no.such.Converter"} for c in super().task_configs(1)]

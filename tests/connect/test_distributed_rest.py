@@ -33,6 +33,8 @@ from tests.connect.rest_fixtures import (
     wait_for,
 )
 
+BAD_TASKS = "tests.connect.plugins_for_tests.BadTaskConfigSource"
+
 Cluster = Callable[[str], tuple[ClusterWorker, TestClient]]
 
 
@@ -175,7 +177,8 @@ def test_pause_resume_stop_offsets_and_delete_across_workers(cluster: Cluster) -
     assert one.get(f"/connectors/{name}/tasks").json() == []
     response = two.patch(f"/connectors/{name}/offsets", json=patch)
     assert response.status_code == 200, response.text
-    assert {"partition": {"task": 0}, "offset": {"n": 1}} in offsets(one, name)
+    altered = {"partition": {"task": 0}, "offset": {"n": 1}}
+    wait_for(lambda: altered in offsets(one, name), "the other worker to read the new offset")
 
     assert one.put(f"/connectors/{name}/resume").status_code == 202
     wait_for(lambda: states(two, name) == ("RUNNING", ["RUNNING"] * 2), "started again")
@@ -224,3 +227,16 @@ def test_invalid_configs_are_refused_with_400_and_nothing_is_written(cluster: Cl
         client.post("/connectors", json={"name": name, "config": source_config("t")}).status_code
         == 409
     )
+
+
+def test_a_task_that_cannot_be_made_shows_failed_with_the_reason(cluster: Cluster) -> None:
+    worker, client = cluster("worker-a:8083")
+    name = unique("counting")
+    config = {**source_config(unique("dist"), count=1), "connector.class": BAD_TASKS}
+    response = client.post("/connectors", json={"name": name, "config": config})
+    assert response.status_code == 201, response.text
+    wait_for(lambda: states(client, name) == ("RUNNING", ["FAILED"]), "the task to fail")
+    trace = client.get(f"/connectors/{name}/tasks/0/status").json()["trace"]
+    assert "no.such.Converter" in trace
+    assert client.post(f"/connectors/{name}/tasks/0/restart").status_code == 204
+    wait_for(lambda: (name, 0) in worker.broken, "tried again, failing again")
