@@ -18,6 +18,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from sluice.connect.api import Connector
+from sluice.connect.config_providers import placeholder_keys, resolve_config
 from sluice.connect.herder_base import (
     TARGET_STATES,
     AlreadyExistsError,
@@ -78,9 +79,11 @@ class Herder(HerderBase):
             raise NotFoundError(f"Connector {name} not found")
         return running
 
-    def _masked(self, name: str, config: Mapping[str, Any]) -> dict[str, Any]:
+    def _masked(
+        self, name: str, config: Mapping[str, Any], also: frozenset[str] = frozenset()
+    ) -> dict[str, Any]:
         cls = connector_class(str(config.get("connector.class")))
-        return masked(config, self._secrets.get(name, frozenset()) | secret_keys(cls))
+        return masked(config, self._secrets.get(name, frozenset()) | secret_keys(cls) | also)
 
     def connector_info(self, name: str) -> dict[str, Any]:
         """``GET /connectors/{name}``: name, config (secrets hidden), tasks and type."""
@@ -105,10 +108,16 @@ class Herder(HerderBase):
             raise NotFoundError(f"Connector {name} not found") from None
 
     def task_configs(self, name: str) -> list[dict[str, Any]]:
-        """``GET /connectors/{name}/tasks``."""
+        """``GET /connectors/{name}/tasks`` (a task's config holds the resolved values of its
+        connector's placeholders: hidden)."""
+        running = self._state(name)
+        resolved = placeholder_keys(running.config)
         return [
-            {"id": {"connector": name, "task": t.task_id}, "config": self._masked(name, t.config)}
-            for t in self._state(name).tasks
+            {
+                "id": {"connector": name, "task": t.task_id},
+                "config": self._masked(name, t.config, resolved),
+            }
+            for t in running.tasks
         ]
 
     def target_state(self, name: str) -> str:
@@ -253,9 +262,10 @@ class Herder(HerderBase):
         connector, config = running.connector, running.config
         try:
             connector.stop()
-            connector.start({**config, **type(connector).CONFIG.parse(config)})
+            resolved = resolve_config(config)
+            connector.start({**resolved, **type(connector).CONFIG.parse(resolved)})
             max_tasks = int(config.get("tasks.max", 1))
-            wanted = [{**config, **c} for c in connector.task_configs(max_tasks)][:max_tasks]
+            wanted = [{**resolved, **c} for c in connector.task_configs(max_tasks)][:max_tasks]
         except Exception as error:
             log.error("connector %s failed to restart: %s", name, error)
             running.state, running.trace = "FAILED", trace_of(error)

@@ -5,7 +5,7 @@ Every connector has the settings of :data:`COMMON` (Kafka's ``ConnectorConfig``,
 :func:`config_infos` validates them all, plus what the task runners would refuse later
 (converters, transforms, a sink without topics) and answers the body
 of ``PUT /connector-plugins/{plugin}/config/validate``. Values of ``password`` settings, of
-keys that look secret (:func:`~sluice.connect.deploy.providers.is_sensitive`) and of keys the
+keys that look secret (:func:`~sluice.connect.config_providers.is_sensitive`) and of keys the
 deployment marked secret are shown as ``[hidden]``, there and wherever the API shows a config
 (:func:`masked`).
 
@@ -29,8 +29,13 @@ from typing import Any
 
 from sluice.connect.api import Connector, SinkConnector
 from sluice.connect.config_def import ConfigDef, ConfigValue, at_least
+from sluice.connect.config_providers import (
+    HIDDEN,
+    is_sensitive,
+    placeholder_keys,
+    resolve_config,
+)
 from sluice.connect.converters import CONVERTERS, converter_from
-from sluice.connect.deploy.providers import HIDDEN, is_sensitive
 from sluice.connect.deploy.validate import COMMON_CONFIG
 from sluice.connect.plugins import plugin_type
 from sluice.connect.transforms import TransformChain
@@ -40,6 +45,7 @@ from sluice.connect.transforms.registry import (
     TRANSFORMS,
     TRANSFORMS_PACKAGE,
 )
+from sluice.errors import ConfigError
 
 __all__ = [
     "COMMON",
@@ -149,6 +155,18 @@ _GROUPS = (("Common", COMMON), ("Error Handling", COMMON_CONFIG))
 _UNDECLARED = {"type": "STRING", "required": False, "default_value": None, "importance": "LOW"}
 
 
+def _resolved(config: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
+    """``config`` with its placeholders resolved as the worker will resolve them, and the
+    problem of each key whose placeholder cannot be (that key keeps its placeholder)."""
+    resolved, problems = dict(config), {}
+    for key in placeholder_keys(config):
+        try:
+            resolved.update(resolve_config({key: config[key]}))
+        except ConfigError as error:
+            problems[key] = error.reason
+    return resolved, problems
+
+
 def config_infos(
     cls: type[Connector], config: Mapping[str, Any], secrets: Collection[str] = ()
 ) -> dict[str, Any]:
@@ -158,6 +176,8 @@ def config_infos(
     connector's own (no group); ``secrets`` adds keys whose values are hidden.
     """
     own = cls.CONFIG.keys
+    secrets = {*secrets, *placeholder_keys(config)}  # their values, once resolved, are secret
+    config, unresolved = _resolved(config)
     groups: dict[str, tuple[str | None, int]] = {}  # framework key -> (group, order in the group)
     values: dict[str, ConfigValue] = {}
     described: dict[str, dict[str, Any]] = {}
@@ -168,7 +188,7 @@ def config_infos(
         described.update((d["name"], d) for d in definition.describe())
     values.update((v.name, v) for v in cls().validate(config))
     described.update((d["name"], d) for d in cls.CONFIG.describe())
-    for key, error in _runtime_problems(cls, config):
+    for key, error in [*_runtime_problems(cls, config), *unresolved.items()]:
         values.setdefault(key, ConfigValue(key, config.get(key))).errors.append(error)
     secrets = {*secrets, *secret_keys(cls)}
     configs = []

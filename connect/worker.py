@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sluice.connect.api import Connector, SinkConnector, SinkTask, SourceTask
+from sluice.connect.config_providers import resolve_config
 from sluice.connect.errors import ConnectError
 from sluice.connect.offsets import OffsetStore
 from sluice.connect.plugins import connector_class, plugin_type
@@ -120,7 +121,8 @@ class Worker:
             if name in self.connectors:
                 raise ConnectError(f"connector {name} is already running")
             config = {**config, "name": name}
-            self.validate(config)
+            resolved = resolve_config(config)  # Kafka's config providers: never shown or kept
+            self.validate(resolved)
             cls = self.connector_class_of(config)
             connector = cls()
             connector.initialize(_Context(self, name))
@@ -130,13 +132,12 @@ class Worker:
                 running.state = "STOPPED"
                 return
             try:
-                parsed = {**config, **cls.CONFIG.parse(config)}
-                connector.start(parsed)
+                connector.start({**resolved, **cls.CONFIG.parse(resolved)})
                 max_tasks = int(config.get("tasks.max", 1))
                 configs = connector.task_configs(max_tasks)[:max_tasks]
                 for task_id, task_config in enumerate(configs):
                     running.tasks.append(
-                        self._task(name, task_id, connector, {**config, **task_config})
+                        self._task(name, task_id, connector, {**resolved, **task_config})
                     )
             except Exception as error:
                 running.state = "FAILED"

@@ -39,6 +39,7 @@ from sluice.connect.cluster.configs import ConfigLog, RestartRequest
 from sluice.connect.cluster.membership import Membership
 from sluice.connect.cluster.slots import connector_slot, task_slot
 from sluice.connect.cluster.status import StatusLog, connector_key, task_key
+from sluice.connect.config_providers import placeholder_keys, resolve_config
 from sluice.connect.herder_base import trace_of
 from sluice.connect.offsets import KafkaOffsetStore
 from sluice.connect.plugins import plugin_type
@@ -92,6 +93,19 @@ class _Context:
         self.worker.fail_connector(self.name, error)
 
 
+def _unresolved(task: dict[str, Any], connector: Mapping[str, Any]) -> dict[str, Any]:
+    """A task config with the connector's placeholders put back where their resolved values
+    stand (Kafka's reverse transform), so that no secret is written to ``connect-configs``."""
+    keys = placeholder_keys(connector)
+    if not keys:
+        return task
+    resolved = resolve_config({key: connector[key] for key in keys})
+    return {
+        key: connector[key] if key in keys and value == resolved[key] else value
+        for key, value in task.items()
+    }
+
+
 def _normalised(configs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Task configs as they read back from the topic (JSON: tuples become lists…)."""
     result: list[dict[str, Any]] = json.loads(json.dumps(configs, sort_keys=True))
@@ -136,6 +150,7 @@ class ClusterWorker:
         self.membership: Membership | None = None
         self.connectors: dict[str, _Instance] = {}
         self.tasks: dict[TaskId, TaskRunner] = {}
+        self.task_sources: dict[TaskId, dict[str, Any]] = {}  # as in the topic: placeholders kept
         # tasks that could not even be made (unknown class, bad converter…): config and trace,
         # so that they are tried again only when their config changes or on a restart request
         self.broken: dict[TaskId, tuple[dict[str, Any], str]] = {}
@@ -311,8 +326,8 @@ class ClusterWorker:
             for task, config in enumerate(configs):
                 if self._owns(task_slot(name, task, self._slot_count())):
                     wanted[(name, task)] = config
-        for key, running in list(self.tasks.items()):
-            if wanted.get(key) != running.config:
+        for key, source in list(self.task_sources.items()):
+            if wanted.get(key) != source:
                 self._stop_task(key, forget=key[1] >= counts.get(key[0], 0))
         for key, (config, _) in list(self.broken.items()):
             if wanted.get(key) != config:
@@ -338,7 +353,8 @@ class ClusterWorker:
             instance.kind = plugin_type(cls)
             instance.connector = connector = cls()
             connector.initialize(_Context(self, name))
-            connector.start({**config, **cls.CONFIG.parse(config)})
+            resolved = resolve_config(config)
+            connector.start({**resolved, **cls.CONFIG.parse(resolved)})
             self._commit_tasks(instance)
             log.info("connector %s started on %s", name, self.worker_id)
         except Exception as error:
@@ -352,7 +368,8 @@ class ClusterWorker:
         assert connector is not None, "only a started connector has task configs"
         max_tasks = int(config.get("tasks.max", 1))
         configs = connector.task_configs(max_tasks)[:max_tasks]
-        wanted = _normalised([{**config, **task} for task in configs])
+        resolved = resolve_config(config)
+        wanted = _normalised([_unresolved({**resolved, **task}, config) for task in configs])
         name = instance.name
         if wanted != self.configs.tasks(name) or not self.configs.committed(name):
             self.configs.put_tasks(name, wanted)
@@ -372,18 +389,21 @@ class ClusterWorker:
         name, task = key
         try:
             connector = Worker.connector_class_of(config)()
-            runner = task_runner(name, task, connector, config, self.config, self.offsets)
+            resolved = resolve_config(config)
+            runner = task_runner(name, task, connector, resolved, self.config, self.offsets)
         except Exception as error:
             log.error("task %s-%d cannot be started: %s", name, task, error)
             self.broken[key] = (config, trace_of(error))
             return None
         self.tasks[key] = runner
+        self.task_sources[key] = config
         runner.start()
         log.info("task %s-%d started on %s", name, task, self.worker_id)
         return runner
 
     def _stop_task(self, key: TaskId, *, forget: bool) -> None:
         self.tasks.pop(key).stop()
+        del self.task_sources[key]
         record = None if forget else self._record("UNASSIGNED", None)
         self.status.put(task_key(*key), record)
 
@@ -392,7 +412,7 @@ class ClusterWorker:
         self.status.put(task_key(*key), None if forget else self._record("UNASSIGNED", None))
 
     def _restart_task(self, key: TaskId) -> None:
-        config = self.tasks[key].config
+        config = self.task_sources[key]
         self._stop_task(key, forget=False)
         self._start_task(key, config)
 

@@ -10,8 +10,8 @@ from pathlib import Path
 
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
+from sluice.connect.config_providers import HIDDEN, SecretResolver
 from sluice.connect.deploy.nodes import Entry, compose, entries, is_null, line, text
-from sluice.connect.deploy.providers import HIDDEN, SecretResolver
 from sluice.connect.deploy.spec import STATES, ConnectorSpec, DeploymentError, State
 from sluice.errors import ConfigError
 
@@ -34,13 +34,16 @@ _ALIASED = ("transforms", "predicates")
 _MISSING_CLASS = "missing: name the connector class with class: (or Kafka's connector.class:)"
 
 
-def load(path: Path, *, environ: Mapping[str, str] | None = None) -> list[ConnectorSpec]:
+def load(
+    path: Path, *, environ: Mapping[str, str] | None = None, resolve: bool = True
+) -> list[ConnectorSpec]:
     """The connectors of a YAML file, or of every ``*.yaml``/``*.yml`` file of a folder.
 
     A folder's files are read in name order; hidden files (``.name.yaml``, editors' temporary
     files) are skipped. Either every connector loads or :class:`DeploymentError` lists every
     problem, each at its ``file:line: key:``. ``environ`` (default ``os.environ``) serves
-    ``${env:...}``.
+    ``${env:...}``. With ``resolve=False`` placeholders are checked but kept as written, for a
+    worker to resolve (``sluice connect apply``).
     """
     problems: list[ConfigError] = []
     specs: list[ConnectorSpec] = []
@@ -53,7 +56,7 @@ def load(path: Path, *, environ: Mapping[str, str] | None = None) -> list[Connec
         except UnicodeDecodeError:
             problems.append(ConfigError("cannot read: not UTF-8 text", source=str(file)))
             continue
-        specs += _read(source_text, str(file), file.parent, environ, problems)
+        specs += _read(source_text, str(file), file.parent, environ, problems, resolve)
     return _checked(specs, problems)
 
 
@@ -67,7 +70,7 @@ def loads(
     """The connectors of YAML text; ``source`` names it in errors, ``base`` anchors
     ``${file:...}`` paths (default: the current folder)."""
     problems: list[ConfigError] = []
-    specs = _read(source_text, source, base or Path("."), environ, problems)
+    specs = _read(source_text, source, base or Path("."), environ, problems, True)
     return _checked(specs, problems)
 
 
@@ -103,13 +106,14 @@ def _read(
     base: Path,
     environ: Mapping[str, str] | None,
     problems: list[ConfigError],
+    resolve: bool,
 ) -> list[ConnectorSpec]:
     try:
         documents = compose(source_text, source)
     except ConfigError as error:
         problems.append(error)
         return []
-    resolver = SecretResolver(base, os.environ if environ is None else environ)
+    resolver = SecretResolver(base, os.environ if environ is None else environ, substitute=resolve)
     specs = []
     for document in documents:
         for node in _connector_nodes(document, source, problems):

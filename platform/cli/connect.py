@@ -354,7 +354,7 @@ def _apply_once(rest: _Rest, path: Path, prune: bool) -> None:
     from sluice.connect.deploy import DeploymentError, load
 
     try:
-        specs = load(path)
+        specs = load(path, resolve=False)  # the worker resolves placeholders
     except (DeploymentError, OSError) as error:
         raise CliError(str(error), exit_code=EXIT_USAGE) from None
     problems = []

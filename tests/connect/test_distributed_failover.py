@@ -18,10 +18,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka import OFFSET_BEGINNING, KafkaException, TopicPartition
 
-from sluice import clients
 from tests.conftest import BrokerProcess, free_port
+from tests.connect.cluster_fixtures import read_topic
 from tests.connect.rest_fixtures import wait_for
 
 SLUICE = Path(sys.executable).with_name("sluice")
@@ -105,26 +104,6 @@ def workers(shared_broker: BrokerProcess, tmp_path: Path) -> Iterator[Workers]:
         group.stop()
 
 
-def _read_topic(bootstrap: str, topic: str) -> list[str]:
-    """Every value of the (one-partition) topic, up to its high watermark."""
-    consumer = clients.consumer(bootstrap)
-    try:
-        partition = TopicPartition(topic, 0, OFFSET_BEGINNING)
-        try:
-            _, high = consumer.get_watermark_offsets(partition, timeout=10)
-        except KafkaException:  # not created yet
-            return []
-        consumer.assign([partition])
-        values: list[str] = []
-        deadline = time.monotonic() + 30
-        while len(values) < high and time.monotonic() < deadline:
-            batch = consumer.consume(10_000, 0.5)
-            values += [m.value().decode() for m in batch if m.error() is None]
-        return values
-    finally:
-        consumer.close()
-
-
 def _running_on(url: str, name: str) -> dict[str, Any] | None:
     status = _get(url, f"/connectors/{name}/status")
     if not status or len(status["tasks"]) != 4:
@@ -166,9 +145,7 @@ config:
     status = wait_for(lambda: _running_on(first, "tail"), "4 running tasks", timeout=60)
     owners = {task["worker_id"] for task in status["tasks"]}
     assert owners == {first.removeprefix("http://"), second.removeprefix("http://")}
-    wait_for(
-        lambda: len(set(_read_topic(shared_broker.bootstrap, topic))) == 200, "the first lines"
-    )
+    wait_for(lambda: len(set(read_topic(shared_broker.bootstrap, topic))) == 200, "the first lines")
 
     workers.kill(second)
     survivor = first.removeprefix("http://")
@@ -197,11 +174,11 @@ config:
     expected = {f"{index}-{n}" for index in range(4) for n in range(80)}
     try:
         wait_for(
-            lambda: expected <= set(_read_topic(shared_broker.bootstrap, topic)),
+            lambda: expected <= set(read_topic(shared_broker.bootstrap, topic)),
             "every line, the new ones included",
             timeout=60,
         )
     except AssertionError as error:
         raise AssertionError(f"{error}\nworker logs:\n{workers.logs()}") from None
     time.sleep(0.5)
-    assert set(_read_topic(shared_broker.bootstrap, topic)) == expected  # nothing else
+    assert set(read_topic(shared_broker.bootstrap, topic)) == expected  # nothing else

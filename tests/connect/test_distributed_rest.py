@@ -7,21 +7,10 @@ records written to ``connect-configs`` and ``connect-status`` are Kafka Connect'
 
 from __future__ import annotations
 
-import json
-import uuid
-from collections.abc import Callable, Iterator
 from typing import Any
 
-import pytest
-from confluent_kafka import OFFSET_BEGINNING, TopicPartition
-from fastapi.testclient import TestClient
-
-from sluice import clients
-from sluice.connect.cluster.herder import DistributedHerder
-from sluice.connect.cluster.runtime import ClusterWorker
-from sluice.connect.rest import create_app
 from tests.conftest import BrokerProcess
-from tests.connect.plugins_for_tests import CollectingSink, CountingSource
+from tests.connect.cluster_fixtures import BAD_TASKS, Cluster, topic_records
 from tests.connect.rest_fixtures import (
     REBALANCING,
     counted,
@@ -32,65 +21,6 @@ from tests.connect.rest_fixtures import (
     unique,
     wait_for,
 )
-
-BAD_TASKS = "tests.connect.plugins_for_tests.BadTaskConfigSource"
-
-Cluster = Callable[[str], tuple[ClusterWorker, TestClient]]
-
-
-@pytest.fixture
-def cluster(shared_broker: BrokerProcess) -> Iterator[Cluster]:
-    """Makes workers of one fresh group (``join(worker_id)``); stops them all afterwards."""
-    suffix = uuid.uuid4().hex[:8]
-    settings = {
-        "bootstrap.servers": shared_broker.bootstrap,
-        "group.id": f"connect-{suffix}",
-        "config.storage.topic": f"configs-{suffix}",
-        "offset.storage.topic": f"offsets-{suffix}",
-        "status.storage.topic": f"status-{suffix}",
-        "offset.storage.partitions": "8",
-        "offset.flush.interval.ms": "100",
-        "session.timeout.ms": "6000",
-        "heartbeat.interval.ms": "1000",
-    }
-    made: list[tuple[ClusterWorker, TestClient]] = []
-
-    def join(worker_id: str) -> tuple[ClusterWorker, TestClient]:
-        worker = ClusterWorker(settings)
-        herder = DistributedHerder(worker, plugins=[CountingSource, CollectingSink], timeout_s=10)
-        client = TestClient(create_app(herder))
-        made.append((worker, client))
-        if worker_id:
-            worker.start(worker_id)
-            wait_for(lambda: not worker.rebalancing, f"{worker_id} to join")
-        return worker, client
-
-    try:
-        yield join
-    finally:
-        for worker, client in made:
-            client.close()
-            worker.stop()
-
-
-def _topic_records(bootstrap: str, topic: str) -> dict[str, Any]:
-    """The latest value of each key of a topic (None: a tombstone), read from the start."""
-    consumer = clients.consumer(bootstrap)
-    try:
-        partitions = consumer.list_topics(topic, timeout=10).topics[topic].partitions
-        consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in partitions])
-        found: dict[str, Any] = {}
-        for _ in range(20):
-            batch = consumer.consume(1000, 0.5)
-            for message in batch:
-                if message.error() is None and message.key() is not None:
-                    raw = message.value()
-                    found[message.key().decode()] = None if raw is None else json.loads(raw)
-            if not batch and found:
-                break
-        return found
-    finally:
-        consumer.close()
 
 
 def test_changes_are_refused_with_409_until_the_worker_has_joined(cluster: Cluster) -> None:
@@ -140,12 +70,12 @@ def test_work_spreads_over_two_workers_and_any_worker_answers(
     assert [t["id"] for t in tasks] == [{"connector": name, "task": i} for i in range(4)]
 
     # Kafka Connect's records in the config and status topics
-    configs = _topic_records(shared_broker.bootstrap, first.configs.map.topic)
+    configs = topic_records(shared_broker.bootstrap, first.configs.map.topic)
     assert configs[f"connector-{name}"]["properties"]["tasks.max"] == "4"
     assert configs[f"target-state-{name}"] == {"state": "RUNNING", "state.v2": "RUNNING"}
     assert configs[f"commit-{name}"] == {"tasks": 4}
     assert set(configs[f"task-{name}-3"]["properties"]) >= {"connector.class", "topic"}
-    statuses = _topic_records(shared_broker.bootstrap, first.status.map.topic)
+    statuses = topic_records(shared_broker.bootstrap, first.status.map.topic)
     assert statuses[f"status-task-{name}-0"]["state"] == "RUNNING"
     assert set(statuses[f"status-connector-{name}"]) == {
         "state",
@@ -199,13 +129,13 @@ def test_restarts_reach_the_worker_running_the_task(cluster: Cluster) -> None:
     failed = one.get(f"/connectors/{name}/tasks/1/status").json()
     assert "RuntimeError" in failed["trace"] or "Error" in failed["trace"]
 
+    owner = first if (name, 1) in first.tasks else second
+    before = owner.tasks[(name, 1)]
     response = one.post(f"/connectors/{name}/restart?includeTasks=true&onlyFailed=true")
     assert response.status_code == 202
     body = response.json()
     assert body["connector"]["state"] == "RUNNING"
     assert [t["state"] for t in body["tasks"]] == ["RUNNING", "RESTARTING"]
-    owner = first if (name, 1) in first.tasks else second
-    before = owner.tasks[(name, 1)]
     wait_for(lambda: owner.tasks.get((name, 1)) not in (None, before), "task 1 restarted")
 
     assert two.post(f"/connectors/{name}/tasks/0/restart").status_code == 204
