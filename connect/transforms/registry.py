@@ -15,6 +15,7 @@ loads a custom :class:`~sluice.connect.transforms.base.Transformation` or
 from __future__ import annotations
 
 import importlib
+from importlib.metadata import entry_points
 from typing import TypeVar
 
 from sluice.connect.transforms.base import Predicate, Transformation
@@ -111,12 +112,27 @@ def _load(name: str, base: type[T], what: str, known: dict[str, type[T]]) -> typ
     raise ConfigError(f"unknown {what} {name!r} (built in: {', '.join(sorted(known))})")
 
 
+PLUGIN_TRANSFORMS = "sluice.transforms"
+"""The entry-point group under which plugins register transformations by name (a connector
+package's own SMTs: Debezium's ``io.debezium.transforms.ExtractNewRecordState``…)."""
+
+
+def _plugin(name: str, base: type[T]) -> type[T] | None:
+    for entry in entry_points(group=PLUGIN_TRANSFORMS):
+        if entry.name == name:
+            loaded = entry.load()
+            if isinstance(loaded, type) and issubclass(loaded, base):
+                return loaded
+    return None
+
+
 def transform_class(name: str) -> type[Transformation]:
-    """The transformation class for a Kafka class name, a short name or a Python path."""
+    """The transformation class for a Kafka class name, a short name, a name registered by a
+    plugin (entry points ``sluice.transforms``) or a Python path."""
     name = name.strip()
     found = TRANSFORMS.get(name.removeprefix(TRANSFORMS_PACKAGE))
     base: type[Transformation] = Transformation  # type: ignore[type-abstract]
-    return found or _load(name, base, "transformation", TRANSFORMS)
+    return found or _plugin(name, base) or _load(name, base, "transformation", TRANSFORMS)
 
 
 def predicate_class(name: str) -> type[Predicate]:

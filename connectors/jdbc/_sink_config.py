@@ -107,6 +107,13 @@ CONFIG = (
         doc="Tombstones (null values) delete the row of their key (needs pk.mode=record_key); "
         "otherwise they are skipped.",
     )
+    .define(
+        "truncate.enabled",
+        "boolean",
+        False,
+        doc="A Debezium truncate event (op 't', kept by unwrap's truncate.handling.mode=keep) "
+        "empties the record's table; otherwise it is skipped.",
+    )
     .define("auto.create", "boolean", False, doc="CREATE TABLE for a missing table.")
     .define(
         "auto.evolve",
@@ -181,6 +188,7 @@ class SinkSettings:
     pk_fields: tuple[str, ...]
     whitelist: frozenset[str]
     delete_enabled: bool
+    truncate_enabled: bool
     auto_create: bool
     auto_evolve: bool
     batch_size: int
@@ -210,6 +218,7 @@ class SinkSettings:
             pk_fields=tuple(pk_fields),
             whitelist=frozenset(values["fields.whitelist"]),
             delete_enabled=values["delete.enabled"],
+            truncate_enabled=values["truncate.enabled"],
             auto_create=values["auto.create"],
             auto_evolve=values["auto.evolve"],
             batch_size=values["batch.size"],

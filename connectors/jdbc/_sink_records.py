@@ -111,6 +111,17 @@ class Operation:
         return tuple(self.row[name] for name in self.pk)
 
 
+def _is_truncate(value: Any) -> bool:
+    """Whether ``value`` is a Debezium truncate event (an envelope with ``op`` ``t``)."""
+    if isinstance(value, Struct):
+        fields = value.values
+    elif isinstance(value, dict):
+        fields = value
+    else:
+        return False
+    return fields.get("op") == "t" and "source" in fields
+
+
 def _field_schema(record: SinkRecord, field: str, schema: Schema | None, value: Any) -> Schema:
     """The schema of a column, checked to have a SQL type."""
     if schema is None:
@@ -161,6 +172,10 @@ class RecordPlanner:
         settings = self.settings
         table = self.table(record.topic)
         value = record.value
+        if _is_truncate(value):
+            if not settings.truncate_enabled:
+                return None
+            return Operation("truncate", table, (), {}, (), record)
         if value is None:
             if not settings.delete_enabled:
                 return None

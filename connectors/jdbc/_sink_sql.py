@@ -1,4 +1,4 @@
-"""Writing row operations with dialect-correct SQL: insert, upsert, update, delete.
+"""Writing row operations with dialect-correct SQL: insert, upsert, update, delete, truncate.
 
 Operations are applied in record order. Consecutive operations of one kind on one table with the
 same columns form a *run*, written with one ``executemany`` per ``batch.size`` rows; within a
@@ -133,6 +133,9 @@ class _RunWriter:
 
     def write(self, batch_size: int) -> int:
         run = self.run
+        if run.kind == "truncate":  # DELETE: transactional on every dialect, ordered in the batch
+            self.connection.execute(sa.delete(self.table))
+            return 0
         rows = self._adapted(run.rows)
         if run.kind == "insert":
             self._many(sa.insert(self.table), self._by_column(rows), batch_size)

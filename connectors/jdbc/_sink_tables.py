@@ -130,7 +130,7 @@ class TableCatalog:
             known = self._reflect(connection, name)
         if known is not None:
             return known
-        writes = [op for op in ops if op.kind != "delete"]
+        writes = [op for op in ops if op.kind not in ("delete", "truncate")]
         if not self.auto_create:
             first = ops[0].record
             raise MissingTableError(

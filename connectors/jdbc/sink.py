@@ -21,6 +21,8 @@ key                       default
 ``fields.whitelist``                    value fields written (empty: all)
 ``delete.enabled``        false         a tombstone deletes the row of its key (requires
                                         ``pk.mode=record_key``); otherwise it is skipped
+``truncate.enabled``      false         a Debezium truncate event (``op`` ``t``) empties
+                                        the table (``DELETE FROM``, in batch order)
 ``auto.create``           false         ``CREATE TABLE`` from the records' schema
 ``auto.evolve``           false         ``ALTER TABLE … ADD COLUMN`` (nullable) for new
                                         fields

@@ -1,0 +1,26 @@
+"""PostgreSQL change data capture (``postgres-cdc``): logical replication with ``pgoutput``,
+a consistent initial snapshot, Debezium-shaped change events, and Debezium's
+``ExtractNewRecordState`` transform (:mod:`.unwrap`).
+
+Modules, one concept each: :mod:`.pgoutput` (the protocol decoder), :mod:`.types` (column
+types), :mod:`.events` (the envelope), :mod:`.config` (settings, connections), :mod:`.catalog`
+(tables, publication, slot), :mod:`.replication` (the replication connection),
+:mod:`.snapshot`, :mod:`.changes` (stream → events), :mod:`.source` (connector and task).
+
+>>> ALIASES["io.debezium.connector.postgresql.PostgresConnector"] is PostgresCdcConnector
+True
+"""
+
+from __future__ import annotations
+
+from sluice.connect.api import Connector
+from sluice.connectors.postgres.source import PostgresCdcConnector, PostgresCdcTask
+from sluice.connectors.postgres.unwrap import ExtractNewRecordState
+
+__all__ = ["ALIASES", "ExtractNewRecordState", "PostgresCdcConnector", "PostgresCdcTask"]
+
+ALIASES: dict[str, type[Connector]] = {
+    "postgres-cdc": PostgresCdcConnector,
+    "io.debezium.connector.postgresql.PostgresConnector": PostgresCdcConnector,
+}
+"""Plugin names → connector classes."""

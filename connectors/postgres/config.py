@@ -1,0 +1,265 @@
+"""The settings of ``postgres-cdc`` (Debezium's PostgreSQL connector names) and the connections.
+
+>>> settings = Settings.parse({"database.hostname": "db", "database.user": "cdc",
+...     "database.dbname": "shop", "topic.prefix": "shop", "table.include.list": "public.items"})
+>>> settings.slot, settings.publication, settings.snapshot_mode
+('sluice', 'sluice_publication', 'initial')
+>>> settings.captures("public", "items")
+True
+>>> settings.captures("public", "items_old")
+False
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import psycopg2
+import psycopg2.extensions
+import psycopg2.extras
+
+from sluice.connect.config_def import ConfigDef, at_least, one_of
+from sluice.connect.errors import ConnectError
+from sluice.connectors.postgres.types import SESSION_OPTIONS
+from sluice.errors import ConfigError
+
+__all__ = ["CONFIG", "Settings", "connect"]
+
+_IDENTIFIER = re.compile(r"[a-z_][a-z0-9_]*")
+
+
+def _identifier(name: str, value: Any) -> None:
+    if not _IDENTIFIER.fullmatch(str(value)):
+        raise ValueError(f"must be a lower-case identifier (letters, digits, _), got {value!r}")
+
+
+def _regexes(name: str, value: Any) -> None:
+    for pattern in value:
+        try:
+            re.compile(pattern)
+        except re.error as error:
+            raise ValueError(f"invalid regular expression {pattern!r}: {error}") from None
+
+
+def _operations(name: str, value: Any) -> None:
+    for item in value:
+        one_of("c", "u", "d", "t", "none")(name, item)
+
+
+CONFIG = (
+    ConfigDef()
+    .define("database.hostname", "string", doc="PostgreSQL host.", importance="high")
+    .define("database.port", "int", 5432, doc="PostgreSQL port.")
+    .define("database.user", "string", doc="User (needs REPLICATION).", importance="high")
+    .define("database.password", "password", "", doc="The user's password.", importance="high")
+    .define("database.dbname", "string", doc="The database to capture.", importance="high")
+    .define(
+        "topic.prefix",
+        "string",
+        doc="Names the server: topics are <prefix>.<schema>.<table>.",
+        importance="high",
+    )
+    .define(
+        "table.include.list",
+        "list",
+        [],
+        doc="Regexes matched against whole schema.table names; empty: every table.",
+        validator=_regexes,
+    )
+    .define(
+        "table.exclude.list",
+        "list",
+        [],
+        doc="Regexes of schema.table names not to capture.",
+        validator=_regexes,
+    )
+    .define("slot.name", "string", "sluice", doc="Logical replication slot.", validator=_identifier)
+    .define(
+        "publication.name",
+        "string",
+        "sluice_publication",
+        doc="The publication pgoutput streams.",
+        validator=_identifier,
+    )
+    .define(
+        "publication.autocreate.mode",
+        "string",
+        "all_tables",
+        doc="all_tables: create FOR ALL TABLES; filtered: FOR TABLE the captured tables (and "
+        "keep it in line); disabled: the publication must exist.",
+        validator=one_of("all_tables", "filtered", "disabled"),
+    )
+    .define(
+        "snapshot.mode",
+        "string",
+        "initial",
+        doc="initial: snapshot, then stream; initial_only: snapshot only; never / no_data: "
+        "stream only.",
+        validator=one_of("initial", "initial_only", "never", "no_data"),
+    )
+    .define(
+        "snapshot.fetch.size",
+        "int",
+        10240,
+        doc="Rows fetched per round trip in a snapshot.",
+        validator=at_least(1),
+    )
+    .define("max.batch.size", "int", 2048, doc="Most records per poll.", validator=at_least(1))
+    .define(
+        "poll.interval.ms",
+        "long",
+        500,
+        doc="Longest wait for changes in one poll.",
+        validator=at_least(1),
+    )
+    .define(
+        "heartbeat.interval.ms",
+        "long",
+        0,
+        doc="Emit a heartbeat (and confirm the position) this often; 0: never.",
+        validator=at_least(0),
+    )
+    .define(
+        "topic.heartbeat.prefix",
+        "string",
+        "__debezium-heartbeat",
+        doc="Heartbeats go to <this>.<topic.prefix>.",
+    )
+    .define(
+        "tombstones.on.delete",
+        "boolean",
+        True,
+        doc="Follow each delete with a tombstone (null value) for compaction.",
+    )
+    .define(
+        "decimal.handling.mode",
+        "string",
+        "precise",
+        doc="numeric as precise (Decimal), double or string.",
+        validator=one_of("precise", "double", "string"),
+    )
+    .define(
+        "skipped.operations",
+        "list",
+        ["none"],
+        doc="Operations not to emit: c, u, d, t, or none.",
+        validator=_operations,
+    )
+    .define(
+        "slot.drop.on.stop",
+        "boolean",
+        False,
+        doc="Drop the slot when the task stops (tests, one-off captures).",
+    )
+    .define(
+        "status.update.interval.ms",
+        "long",
+        10000,
+        doc="How often the position is reported to the server while streaming.",
+        validator=at_least(1),
+    )
+)
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The parsed settings (see :data:`CONFIG` for each key)."""
+
+    host: str
+    port: int
+    user: str
+    password: str
+    database: str
+    prefix: str
+    include: tuple[re.Pattern[str], ...]
+    exclude: tuple[re.Pattern[str], ...]
+    slot: str
+    publication: str
+    autocreate: str
+    snapshot_mode: str
+    fetch_size: int
+    batch_size: int
+    poll_interval_s: float
+    heartbeat_interval_s: float
+    heartbeat_topic: str
+    tombstones: bool
+    decimal_mode: str
+    skipped: frozenset[str]
+    drop_slot_on_stop: bool
+    status_interval_s: float
+
+    @classmethod
+    def parse(cls, config: dict[str, Any]) -> Settings:
+        """The settings of a connector config; :class:`ConfigError` names a bad key."""
+        values = CONFIG.parse(config)
+        tasks = config.get("tasks.max", 1)
+        if str(tasks).strip() not in ("1", ""):
+            raise ConfigError("the PostgreSQL connector runs exactly one task", key="tasks.max")
+        prefix = values["topic.prefix"]
+        if not re.fullmatch(r"[A-Za-z0-9._-]+", prefix):
+            raise ConfigError(f"{prefix!r} is not usable in topic names", key="topic.prefix")
+        return cls(
+            host=values["database.hostname"],
+            port=values["database.port"],
+            user=values["database.user"],
+            password=values["database.password"] or "",
+            database=values["database.dbname"],
+            prefix=prefix,
+            include=tuple(re.compile(p) for p in values["table.include.list"]),
+            exclude=tuple(re.compile(p) for p in values["table.exclude.list"]),
+            slot=values["slot.name"],
+            publication=values["publication.name"],
+            autocreate=values["publication.autocreate.mode"],
+            snapshot_mode=values["snapshot.mode"],
+            fetch_size=values["snapshot.fetch.size"],
+            batch_size=values["max.batch.size"],
+            poll_interval_s=values["poll.interval.ms"] / 1000,
+            heartbeat_interval_s=values["heartbeat.interval.ms"] / 1000,
+            heartbeat_topic=f"{values['topic.heartbeat.prefix']}.{prefix}",
+            tombstones=values["tombstones.on.delete"],
+            decimal_mode=values["decimal.handling.mode"],
+            skipped=frozenset(values["skipped.operations"]) - {"none"},
+            drop_slot_on_stop=values["slot.drop.on.stop"],
+            status_interval_s=values["status.update.interval.ms"] / 1000,
+        )
+
+    def captures(self, schema: str, table: str) -> bool:
+        """Whether ``schema.table`` is captured (include and exclude lists)."""
+        name = f"{schema}.{table}"
+        if self.include and not any(p.fullmatch(name) for p in self.include):
+            return False
+        return not any(p.fullmatch(name) for p in self.exclude)
+
+    @property
+    def where(self) -> str:
+        """``user@host:port/database``, for messages."""
+        return f"{self.user}@{self.host}:{self.port}/{self.database}"
+
+
+def connect(settings: Settings, *, replication: bool = False) -> psycopg2.extensions.connection:
+    """A connection (a logical replication one with ``replication``); a clear error if not."""
+    factory = psycopg2.extras.LogicalReplicationConnection if replication else None
+    try:
+        connection = psycopg2.connect(
+            host=settings.host,
+            port=settings.port,
+            user=settings.user,
+            password=settings.password,
+            dbname=settings.database,
+            options=SESSION_OPTIONS,
+            application_name=f"sluice-cdc-{settings.prefix}",
+            connect_timeout=10,
+            connection_factory=factory,
+        )
+    except psycopg2.OperationalError as error:
+        reason = str(error).strip().splitlines()[-1] if str(error).strip() else repr(error)
+        kind = "a replication connection" if replication else "connect"
+        raise ConnectError(
+            f"cannot {'open ' if replication else ''}{kind} to PostgreSQL as {settings.where}: "
+            f"{reason}"
+        ) from None
+    if not replication:
+        connection.autocommit = True
+    return connection

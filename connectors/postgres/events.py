@@ -1,0 +1,338 @@
+"""Debezium-shaped change events: key and value schemas per table, the envelope, the source block.
+
+For table ``<schema>.<table>`` and ``topic.prefix`` ``<prefix>`` the topic is
+``<prefix>.<schema>.<table>``; the key is a struct ``<prefix>.<schema>.<table>.Key`` of the
+primary key columns (no primary key: no key); the value is the envelope
+``<prefix>.<schema>.<table>.Envelope``::
+
+    before       <prefix>.<schema>.<table>.Value (optional)  the row before (updates, deletes)
+    after        <prefix>.<schema>.<table>.Value (optional)  the row after (reads, creates, updates)
+    source       io.debezium.connector.postgresql.Source     where the change came from
+    transaction  event.block (optional)                      always null here
+    op           string                                      r read (snapshot), c create,
+                                                             u update, d delete, t truncate
+    ts_ms, ts_us, ts_ns  int64 (optional)                    when the connector made the event
+
+The source block: ``version``, ``connector`` (``postgresql``), ``name`` (the prefix), ``ts_ms``
+(commit time, or the read time in a snapshot), ``snapshot`` (``true``, ``last`` or ``false``),
+``db``, ``sequence`` (JSON ``[last commit LSN, LSN]``), ``ts_us``, ``ts_ns``, ``schema``,
+``table``, ``txId``, ``lsn``, ``xmin`` (null).
+
+>>> from sluice.connectors.postgres.types import column_type
+>>> table = TableSchema("shop", "public", "items", [
+...     ColumnSpec("id", column_type(23, -1, optional=False)),
+...     ColumnSpec("name", column_type(25, -1, optional=True))], key=["id"])
+>>> table.topic, table.key_schema.name, table.envelope_schema.name
+('shop.public.items', 'shop.public.items.Key', 'shop.public.items.Envelope')
+>>> row = table.row(["7", "pen"])
+>>> row.values, table.key_of(row).values
+({'id': 7, 'name': 'pen'}, {'id': 7})
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Callable, Collection, Sequence
+from dataclasses import dataclass
+from importlib.metadata import PackageNotFoundError, version
+from typing import Any
+
+from sluice.connect.data import Field, Schema, SourceRecord, Struct
+from sluice.connect.errors import ConnectError
+from sluice.connectors.postgres.pgoutput import UNCHANGED, TupleValue
+from sluice.connectors.postgres.types import ColumnType
+
+__all__ = [
+    "HEARTBEAT_KEY_SCHEMA",
+    "HEARTBEAT_VALUE_SCHEMA",
+    "SOURCE_SCHEMA",
+    "ColumnSpec",
+    "EventBuilder",
+    "Position",
+    "TableSchema",
+]
+
+try:
+    VERSION = version("sluice")
+except PackageNotFoundError:  # pragma: no cover - running from a source tree
+    VERSION = "0.0.0"
+
+_OPT_STRING = Schema("string", optional=True)
+_OPT_INT64 = Schema("int64", optional=True)
+
+SOURCE_SCHEMA = Schema.struct(
+    [
+        Field("version", Schema("string")),
+        Field("connector", Schema("string")),
+        Field("name", Schema("string")),
+        Field("ts_ms", Schema("int64")),
+        Field(
+            "snapshot",
+            Schema(
+                "string",
+                optional=True,
+                name="io.debezium.data.Enum",
+                version=1,
+                parameters=(("allowed", "true,last,false,incremental"),),
+                default="false",
+            ),
+        ),
+        Field("db", Schema("string")),
+        Field("sequence", _OPT_STRING),
+        Field("ts_us", _OPT_INT64),
+        Field("ts_ns", _OPT_INT64),
+        Field("schema", Schema("string")),
+        Field("table", Schema("string")),
+        Field("txId", _OPT_INT64),
+        Field("lsn", _OPT_INT64),
+        Field("xmin", _OPT_INT64),
+    ],
+    name="io.debezium.connector.postgresql.Source",
+)
+"""Debezium's PostgreSQL source block."""
+
+TRANSACTION_SCHEMA = Schema.struct(
+    [
+        Field("id", Schema("string")),
+        Field("total_order", Schema("int64")),
+        Field("data_collection_order", Schema("int64")),
+    ],
+    name="event.block",
+    optional=True,
+)
+
+HEARTBEAT_KEY_SCHEMA = Schema.struct(
+    [Field("serverName", Schema("string"))], name="io.debezium.connector.common.ServerNameKey"
+)
+HEARTBEAT_VALUE_SCHEMA = Schema.struct(
+    [Field("ts_ms", Schema("int64"))], name="io.debezium.connector.common.Heartbeat"
+)
+
+
+@dataclass(frozen=True)
+class ColumnSpec:
+    """A captured column: its name and type."""
+
+    name: str
+    type: ColumnType
+
+
+class TableSchema:
+    """The schemas and topic of one captured table, and its rows as structs."""
+
+    def __init__(
+        self,
+        prefix: str,
+        schema: str,
+        table: str,
+        columns: Sequence[ColumnSpec],
+        key: Sequence[str],
+    ) -> None:
+        self.schema_name = schema
+        self.table = table
+        self.columns = tuple(columns)
+        self.topic = f"{prefix}.{schema}.{table}"
+        self.value_schema = Schema.struct(
+            [Field(c.name, c.type.schema) for c in self.columns],
+            name=f"{self.topic}.Value",
+            optional=True,
+        )
+        by_name = {c.name: c for c in self.columns}
+        self.key_columns = tuple(name for name in key if name in by_name)
+        self.key_schema: Schema | None = None
+        if self.key_columns:
+            fields = [Field(n, _required(by_name[n].type.schema)) for n in self.key_columns]
+            self.key_schema = Schema.struct(fields, name=f"{self.topic}.Key")
+        self.envelope_schema = Schema.struct(
+            [
+                Field("before", self.value_schema),
+                Field("after", self.value_schema),
+                Field("source", SOURCE_SCHEMA),
+                Field("transaction", TRANSACTION_SCHEMA),
+                Field("op", Schema("string")),
+                Field("ts_ms", _OPT_INT64),
+                Field("ts_us", _OPT_INT64),
+                Field("ts_ns", _OPT_INT64),
+            ],
+            name=f"{self.topic}.Envelope",
+        )
+        self.envelope_schema = dataclasses.replace(self.envelope_schema, version=1)
+
+    def row(self, values: Sequence[TupleValue], present: Collection[int] | None = None) -> Struct:
+        """A ``Value`` struct of text ``values`` in column order.
+
+        Columns not in ``present`` (all when None) are missing (a key-only before image): None,
+        or Debezium's fallback when the column is NOT NULL. :data:`UNCHANGED` becomes the
+        TOAST placeholder.
+        """
+        data: dict[str, Any] = {}
+        for index, column in enumerate(self.columns):
+            kind = column.type
+            raw = values[index] if index < len(values) else None
+            if present is not None and index not in present:
+                value = None if kind.schema.optional else kind.fallback
+            elif raw is UNCHANGED:
+                value = kind.unavailable
+            elif isinstance(raw, str | bytes):
+                text = raw if isinstance(raw, str) else raw.decode()
+                try:
+                    value = kind.parse(text)
+                except ValueError as error:
+                    raise ConnectError(
+                        f"{self.topic}: column {column.name}: cannot read {text[:60]!r}: {error}"
+                    ) from None
+            else:
+                value = None
+            if value is None and not kind.schema.optional:
+                value = kind.fallback
+            data[column.name] = value
+        return Struct(self.value_schema, data)
+
+    def key_of(self, row: Struct) -> Struct | None:
+        """The ``Key`` struct of a row (None: the table has no primary key)."""
+        if self.key_schema is None:
+            return None
+        return Struct(self.key_schema, {name: row.values.get(name) for name in self.key_columns})
+
+
+def _required(schema: Schema) -> Schema:
+    return Schema(
+        schema.type,
+        name=schema.name,
+        version=schema.version,
+        parameters=schema.parameters,
+        fields=schema.fields,
+        value_schema=schema.value_schema,
+    )
+
+
+@dataclass(frozen=True)
+class Position:
+    """Where an event is in the source: what the source block and the source offset say."""
+
+    lsn: int
+    lsn_commit: int
+    tx_id: int | None
+    ts_usec: int  # commit time (stream) or read time (snapshot), µs since the epoch
+    event: int = -1  # index of the change message within its transaction
+    snapshot: str | None = None  # "true" or "last" for snapshot reads
+    last_commit: int | None = None  # commit LSN of the transaction before
+
+    def offset(self) -> dict[str, Any]:
+        """The source offset (see the connector's documentation)."""
+        offset: dict[str, Any] = {
+            "lsn": self.lsn,
+            "lsn_commit": self.lsn_commit,
+            "txId": self.tx_id,
+            "ts_usec": self.ts_usec,
+            "event": self.event,
+        }
+        if self.snapshot is not None:
+            offset["snapshot"] = True
+            offset["last_snapshot_record"] = self.snapshot == "last"
+        return offset
+
+
+class EventBuilder:
+    """Makes the records of one connector: change events, tombstones, heartbeats."""
+
+    def __init__(
+        self,
+        prefix: str,
+        database: str,
+        heartbeat_topic: str,
+        clock_ns: Callable[[], int],
+    ) -> None:
+        self.prefix = prefix
+        self.database = database
+        self.partition = {"server": prefix}
+        self.heartbeat_topic = heartbeat_topic
+        self.clock_ns = clock_ns
+
+    def source(self, table: TableSchema, position: Position) -> Struct:
+        """The ``source`` block of an event at ``position``."""
+        last = None if position.last_commit is None else str(position.last_commit)
+        return Struct(
+            SOURCE_SCHEMA,
+            {
+                "version": VERSION,
+                "connector": "postgresql",
+                "name": self.prefix,
+                "ts_ms": position.ts_usec // 1000,
+                "snapshot": position.snapshot or "false",
+                "db": self.database,
+                "sequence": json.dumps([last, str(position.lsn)]),
+                "ts_us": position.ts_usec,
+                "ts_ns": position.ts_usec * 1000,
+                "schema": table.schema_name,
+                "table": table.table,
+                "txId": position.tx_id,
+                "lsn": position.lsn,
+                "xmin": None,
+            },
+        )
+
+    def change(
+        self,
+        table: TableSchema,
+        op: str,
+        position: Position,
+        *,
+        before: Struct | None = None,
+        after: Struct | None = None,
+        key: Struct | None = None,
+    ) -> SourceRecord:
+        """A change event (``op`` r, c, u, d or t) on the table's topic."""
+        now = self.clock_ns()
+        value = Struct(
+            table.envelope_schema,
+            {
+                "before": before,
+                "after": after,
+                "source": self.source(table, position),
+                "transaction": None,
+                "op": op,
+                "ts_ms": now // 1_000_000,
+                "ts_us": now // 1000,
+                "ts_ns": now,
+            },
+        )
+        return SourceRecord(
+            self.partition,
+            position.offset(),
+            table.topic,
+            None,
+            table.envelope_schema,
+            value,
+            key_schema=None if key is None else table.key_schema,
+            key=key,
+        )
+
+    def tombstone(self, event: SourceRecord) -> SourceRecord:
+        """The tombstone that follows a delete (same key, null value)."""
+        return SourceRecord(
+            self.partition,
+            event.source_offset,
+            event.topic,
+            None,
+            None,
+            None,
+            key_schema=event.key_schema,
+            key=event.key,
+        )
+
+    def heartbeat(self, position: Position) -> SourceRecord:
+        """A heartbeat on ``__debezium-heartbeat.<prefix>`` carrying ``position``'s offset."""
+        key = Struct(HEARTBEAT_KEY_SCHEMA, {"serverName": self.prefix})
+        value = Struct(HEARTBEAT_VALUE_SCHEMA, {"ts_ms": self.clock_ns() // 1_000_000})
+        return SourceRecord(
+            self.partition,
+            position.offset(),
+            self.heartbeat_topic,
+            None,
+            HEARTBEAT_VALUE_SCHEMA,
+            value,
+            key_schema=HEARTBEAT_KEY_SCHEMA,
+            key=key,
+        )
