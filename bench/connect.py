@@ -63,11 +63,10 @@ from pathlib import Path
 
 from _clients import Workload, consume_run, produce_run
 from _harness import SLUICE, cpu_seconds, create_topic, in_child, running_broker
+from _streams_runs import Watermark, stop_group, tail, tree_cpu
 from broker_throughput import _machine
 from rich.console import Console
 from rich.table import Table
-
-from streams import Watermark, _stop_group, _tail, _tree_cpu
 
 # With hypothesis installed (the test extra), importing kio registers hypothesis strategies, and
 # in a directory without a warm ``.hypothesis/`` cache that costs 5-8 s at every start: the
@@ -211,24 +210,24 @@ def run_connector(
             if profile is not None and spy is None and now - began > 0.5:  # once Python runs
                 spy = _attach_profiler(proc.pid, profile)
             if first is None and seen > 0:
-                first = (now, seen, _tree_cpu(proc.pid), cpu_seconds(broker_pid))
+                first = (now, seen, tree_cpu(proc.pid), cpu_seconds(broker_pid))
             if seen >= expected or proc.poll() is not None:
                 break
             time.sleep(WATCH_EVERY_S)
-        end, cpu, broker = time.monotonic(), _tree_cpu(proc.pid), cpu_seconds(broker_pid)
+        end, cpu, broker = time.monotonic(), tree_cpu(proc.pid), cpu_seconds(broker_pid)
     finally:
-        _stop_group(proc)
+        stop_group(proc)
         if spy is not None:  # it writes its file once the worker is gone
             try:
                 spy.wait(30)
             except subprocess.TimeoutExpired:
-                _stop_group(spy)
+                stop_group(spy)
     result.lines = seen
     result.total_seconds = end - began
     result.cpu_total = cpu
     if first is None:
         why = "exited" if proc.returncode is not None else f"nothing in {timeout:.0f}s"
-        result.error = f"{why}; log: {_tail(log_path)}"
+        result.error = f"{why}; log: {tail(log_path)}"
         return result
     t0, lines0, cpu0, broker0 = first
     result.to_first = t0 - began
@@ -238,7 +237,7 @@ def run_connector(
     result.broker_cpu = broker - broker0
     if seen < expected:
         how = "exited" if proc.returncode is not None else f"stopped at {timeout:.0f}s"
-        result.error = f"{how} with {seen:,} of {expected:,} lines; log: {_tail(log_path, 600)}"
+        result.error = f"{how} with {seen:,} of {expected:,} lines; log: {tail(log_path, 600)}"
     return result
 
 

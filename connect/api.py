@@ -27,19 +27,21 @@ worker runs one :class:`SourceTask` / :class:`SinkTask` per task config, each in
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar, NamedTuple, Protocol
 
 from sluice.connect.config_def import ConfigDef, ConfigValue
-from sluice.connect.data import SinkRecord, SourceRecord
+from sluice.connect.data import SinkBatch, SinkRecord, SourceBatch, SourceRecord
 
 __all__ = [
     "Connector",
     "ConnectorContext",
     "OffsetStorageReader",
+    "SinkBatch",
     "SinkConnector",
     "SinkTask",
     "SinkTaskContext",
+    "SourceBatch",
     "SourceConnector",
     "SourceRecord",
     "SourceTask",
@@ -170,6 +172,16 @@ class SourceTask(Task):
     def poll(self) -> list[SourceRecord] | None:
         """New records (block briefly, up to about a second, when there are none)."""
 
+    def poll_batch(self) -> Sequence[SourceRecord | SourceBatch] | None:
+        """What the runtime calls: like :meth:`poll`, but records may come in column form.
+
+        A task that reads many small values of one source partition (lines of a file) may
+        override it to return :class:`~sluice.connect.data.SourceBatch` objects beside or
+        instead of records; the runtime then converts and produces the values in bulk. By
+        default, :meth:`poll`.
+        """
+        return self.poll()
+
     def commit(self) -> None:
         """Offsets of everything polled so far were committed."""
 
@@ -189,6 +201,14 @@ class SinkTask(Task):
     @abstractmethod
     def put(self, records: list[SinkRecord]) -> None:
         """Write (or buffer) ``records``; raise to fail (or retry, see errors.tolerance)."""
+
+    def put_batch(self, batch: SinkBatch) -> None:
+        """What the runtime calls: :meth:`put` of ``batch.records()`` unless overridden.
+
+        A sink that needs only the values (a file of lines) may override it and read
+        ``batch.values``, so that no record object is built.
+        """
+        self.put(batch.records())
 
     def flush(self, offsets: dict[TopicPartition, int]) -> None:
         """Make everything put so far durable; ``offsets`` are the next offsets to read."""

@@ -13,11 +13,22 @@ True
 >>> record = SourceRecord({"file": "a.log"}, {"position": 10}, "lines", None, None, "hello")
 >>> record.new_record(value="HELLO").value, record.source_offset
 ('HELLO', {'position': 10})
+
+Tasks that move many small records may exchange them in column form instead, a
+:class:`SourceBatch` or a :class:`SinkBatch` (see ``SourceTask.poll_batch`` and
+``SinkTask.put_batch``): the runtime then converts and writes the values in bulk, and builds
+record objects only when something (a transform, a task) needs them.
+
+>>> lines = SourceBatch({"file": "a.log"}, "lines", Schema("string"), ["a", "b"], {"position": 4},
+...                     lambda: [{"position": 2}, {"position": 4}])
+>>> [(r.value, r.source_offset) for r in lines.records()]
+[('a', {'position': 2}), ('b', {'position': 4})]
 """
 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,7 +37,9 @@ __all__ = [
     "Field",
     "Header",
     "Schema",
+    "SinkBatch",
     "SinkRecord",
+    "SourceBatch",
     "SourceRecord",
     "Struct",
 ]
@@ -172,3 +185,96 @@ class SinkRecord(ConnectRecord):
     original_topic: str | None = None
     original_partition: int | None = None
     original_offset: int | None = None
+
+
+class SourceBatch:
+    """Records of one source partition for one topic, in column form (``SourceTask.poll_batch``).
+
+    Every record has ``value_schema`` and a value from ``values``, in order, and no key, Kafka
+    partition, timestamp or headers. ``offset`` is the source offset after the last record: what
+    the runtime commits once the batch is acknowledged. ``offsets`` gives every record's source
+    offset; it is called only when :meth:`records` builds the records (a transform or
+    ``SourceTask.commit_record`` needs them), so a task can skip an offset per record.
+    """
+
+    __slots__ = (
+        "_offsets",
+        "_records",
+        "offset",
+        "source_partition",
+        "topic",
+        "value_schema",
+        "values",
+    )
+
+    def __init__(
+        self,
+        source_partition: dict[str, Any],
+        topic: str,
+        value_schema: Schema | None,
+        values: list[Any],
+        offset: dict[str, Any],
+        offsets: Callable[[], list[dict[str, Any]]],
+    ) -> None:
+        self.source_partition = source_partition
+        self.topic = topic
+        self.value_schema = value_schema
+        self.values = values
+        self.offset = offset
+        self._offsets = offsets
+        self._records: list[SourceRecord] | None = None
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+    def __repr__(self) -> str:
+        return f"SourceBatch({self.source_partition!r}, {self.topic!r}, {len(self.values)} values)"
+
+    def records(self) -> list[SourceRecord]:
+        """The batch as :class:`SourceRecord` objects (built once)."""
+        if self._records is None:
+            partition, topic, schema = self.source_partition, self.topic, self.value_schema
+            self._records = [
+                SourceRecord(partition, offset, topic, None, schema, value)
+                for value, offset in zip(self.values, self._offsets(), strict=True)
+            ]
+        return self._records
+
+
+class SinkBatch:
+    """Records read for a sink task, in column form (``SinkTask.put_batch``).
+
+    ``values`` are the converted values, in order; :meth:`records` gives the whole records
+    (topic, partition, offset, key, headers…), built on first use by ``make_records``, so a sink
+    that only writes values never pays for them.
+
+    >>> batch = SinkBatch.of([SinkRecord("t", 0, None, None, None, "v", kafka_offset=7)])
+    >>> batch.values, batch.records()[0].kafka_offset
+    (['v'], 7)
+    """
+
+    __slots__ = ("_make", "_records", "values")
+
+    def __init__(self, values: list[Any], make_records: Callable[[], list[SinkRecord]]) -> None:
+        self.values = values
+        self._make = make_records
+        self._records: list[SinkRecord] | None = None
+
+    @classmethod
+    def of(cls, records: list[SinkRecord]) -> SinkBatch:
+        """A batch of records already built."""
+        batch = cls([record.value for record in records], list)
+        batch._records = records
+        return batch
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+    def __repr__(self) -> str:
+        return f"SinkBatch({len(self.values)} values)"
+
+    def records(self) -> list[SinkRecord]:
+        """The batch as :class:`SinkRecord` objects (built once)."""
+        if self._records is None:
+            self._records = self._make()
+        return self._records

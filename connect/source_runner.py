@@ -7,19 +7,27 @@ source offset of each source partition to the offset store and calls the task's 
 an offset is never stored before its record is in the topic, so a crash replays at most the
 records of one interval (at-least-once). ``commit_record`` is called for each record once the
 broker acknowledged it (at that commit), then ``commit()``.
+
+Hot path: the loop calls ``poll_batch``; a :class:`~sluice.connect.data.SourceBatch` (a file's
+lines) is, when the connector has no transforms, converted in one call and produced with one
+``produce()`` per value and nothing else per record: its offset is remembered once per batch,
+and record objects are built only for a task that overrides ``commit_record``. The producer
+reports failed deliveries only (``delivery.report.only.error``): ``flush()`` returning 0 with
+no failure reported means every record was acknowledged.
 """
 
 from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from typing import Any
 
 from confluent_kafka import KafkaError, Producer
 
 from sluice import clients
 from sluice.connect.api import OffsetStorageReader, SourceTask
-from sluice.connect.data import SourceRecord
+from sluice.connect.data import SourceBatch, SourceRecord
 from sluice.connect.errors import ConnectError
 from sluice.connect.offsets import OffsetReader, OffsetStore
 from sluice.connect.task_runner import TaskRunner
@@ -32,6 +40,18 @@ log = logging.getLogger("sluice.connect")
 class _Context:
     def __init__(self, reader: OffsetReader) -> None:
         self.offset_storage_reader: OffsetStorageReader = reader
+
+
+def _failure_collector(failures: list[str]) -> Callable[[KafkaError | None, Any], None]:
+    """The producer's delivery callback (failures only). Not a bound method of the runner: the
+    producer would hold the runner and the runner the producer, a cycle only the garbage
+    collector could free, and with it the producer's threads and connections."""
+
+    def delivered(error: KafkaError | None, message: Any) -> None:
+        if error is not None:
+            failures.append(f"{message.topic()}: {error.str()}")
+
+    return delivered
 
 
 class SourceTaskRunner(TaskRunner):
@@ -49,6 +69,7 @@ class SourceTaskRunner(TaskRunner):
         super().__init__(connector, task_id, config, worker_config)
         self.task = task
         self.offsets = offsets
+        self._failures: list[str] = []  # failed deliveries since the last commit
         self.producer: Producer = clients.producer(
             worker_config["bootstrap.servers"],
             **{
@@ -56,16 +77,19 @@ class SourceTaskRunner(TaskRunner):
                 "acks": "all",
                 "enable.idempotence": True,
                 "linger.ms": 5,
+                "delivery.report.only.error": True,
+                "on_delivery": _failure_collector(self._failures),
                 **{k[9:]: v for k, v in worker_config.items() if k.startswith("producer.")},
             },
         )
+        # source partition (as a key) → (partition, latest offset) produced since the last commit
         self._pending: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {}
-        self._failures: list[str] = []
-        self._sent: list[SourceRecord] = []  # produced since the last commit
-
-    def _delivered(self, error: KafkaError | None, message: Any) -> None:
-        if error is not None:
-            self._failures.append(f"{message.topic()}: {error.str()}")
+        # The partition (object) of the last record and its key: most records share their
+        # predecessor's, so that the key is built once per batch rather than per record.
+        self._last_partition: dict[str, Any] | None = None
+        self._last_key = ""
+        self._sent: list[SourceRecord] = []  # produced since the last commit (for commit_record)
+        self._track_records = type(task).commit_record is not SourceTask.commit_record
 
     def execute(self) -> None:
         task = self.task
@@ -77,9 +101,11 @@ class SourceTaskRunner(TaskRunner):
                 self.wait_if_paused()
                 if self.stopping():
                     break
-                records = task.poll() or []
-                for record in records:
-                    self._send(record)
+                for item in task.poll_batch() or ():
+                    if type(item) is SourceBatch:
+                        self._send_batch(item)
+                    else:
+                        self._send(item)  # type: ignore[arg-type]  # a SourceRecord
                 self.producer.poll(0)
                 if time.monotonic() - last_commit >= self.offset_flush_interval_s:
                     self.commit_offsets()
@@ -120,24 +146,71 @@ class SourceTaskRunner(TaskRunner):
             ]
         while True:
             try:
-                self.producer.produce(
-                    transformed.topic, value, key, on_delivery=self._delivered, **extra
-                )
+                self.producer.produce(transformed.topic, value, key, **extra)
                 break
-            except BufferError:
-                self.producer.poll(0.1)
+            except BufferError:  # the local queue is full: let librdkafka send some
+                self.producer.poll(0.005)
         self._remember(record)
-        self._sent.append(record)
+        if self._track_records:
+            self._sent.append(record)
+
+    def _send_batch(self, batch: SourceBatch) -> None:
+        if self.transforms.stages:
+            for record in batch.records():
+                self._send(record)
+            return
+        topic = batch.topic
+        try:
+            values = self.value_converter.from_connect_all(topic, batch.value_schema, batch.values)
+            key = self.key_converter.from_connect(topic, None, None)
+        except Exception:
+            if not self.errors.tolerate_all:
+                raise
+            for record in batch.records():  # one by one: the bad ones are skipped
+                self._send(record)
+            return
+        produce = self.producer.produce
+        # Hot loop, by hand: one C call per record, the rare full queue handled outside it.
+        if key is None:
+            for value in values:
+                try:
+                    produce(topic, value)
+                except BufferError:
+                    self._produce_when_room(topic, value, None)
+        else:
+            for value in values:
+                try:
+                    produce(topic, value, key)
+                except BufferError:
+                    self._produce_when_room(topic, value, key)
+        self._remember_offset(batch.source_partition, batch.offset)
+        if self._track_records:
+            self._sent.extend(batch.records())
+
+    def _produce_when_room(self, topic: str, value: bytes | None, key: bytes | None) -> None:
+        while True:
+            self.producer.poll(0.005)
+            try:
+                self.producer.produce(topic, value, key)
+                return
+            except BufferError:
+                continue
 
     def _remember(self, record: SourceRecord) -> None:
-        key = repr(sorted(record.source_partition.items()))
-        self._pending[key] = (record.source_partition, record.source_offset)
+        self._remember_offset(record.source_partition, record.source_offset)
+
+    def _remember_offset(self, partition: dict[str, Any], offset: dict[str, Any]) -> None:
+        if partition is not self._last_partition:
+            self._last_key = repr(sorted(partition.items()))
+            self._last_partition = partition
+        self._pending[self._last_key] = (partition, offset)
 
     def commit_offsets(self) -> None:
         """Wait for every record to be acknowledged, then store the source offsets."""
         remaining = self.producer.flush(60)
         if remaining or self._failures:
-            failures, self._failures = self._failures, []
+            failures = self._failures[:]
+            self._failures.clear()  # in place: the delivery callback holds this list
             raise ConnectError(
                 f"task {self.name}: records not acknowledged ({remaining} pending): "
                 + "; ".join(failures[:3])

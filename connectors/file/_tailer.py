@@ -20,6 +20,10 @@ where ``fingerprint`` covers the file's first ``min(1024, position)`` bytes.
   rotated to ``app.log.1`` meanwhile), that one is finished from ``position`` before the path is
   read from 0; if neither does (truncated, or the old file is gone), the path is read from 0.
 
+Lines are handed out in bulk: :meth:`Tailer.chunk` gives the next whole lines of the oldest file
+as one :class:`Chunk` (their bytes as read, split and decoded in single calls), and builds the
+offset of each line only when asked (:meth:`Chunk.offsets`); the caller then advances past them.
+
 Delivery is at-least-once: lines after the last committed offset are read again after a crash.
 Not thread-safe: one task thread uses a tailer.
 
@@ -29,13 +33,14 @@ Not thread-safe: one task thread uses a tailer.
 >>> tailer = Tailer(path); tailer.check()
 >>> lines = tailer.lines(10); [(line.data, line.offset["position"]) for line in lines]
 [(b'one', 4), (b'two', 8)]
->>> tailer.advance(lines[-1]); tailer.lines(10)
+>>> tailer.advance(lines[-1].offset["position"]); tailer.lines(10)
 []
 >>> tailer.close()
 """
 
 from __future__ import annotations
 
+import codecs
 import logging
 import os
 import stat
@@ -43,12 +48,11 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from itertools import islice
 from typing import Any
 
 from sluice.connectors.file._fingerprint import FINGERPRINT_BYTES, fingerprint, fingerprint_fd
 
-__all__ = ["Line", "Tailer", "rotation_candidates"]
+__all__ = ["Chunk", "Line", "Tailer", "rotation_candidates"]
 
 log = logging.getLogger("sluice.connectors.file")
 
@@ -65,6 +69,79 @@ class Line:
     offset: dict[str, Any]
 
 
+# Encodings in which 0x0A is only ever a newline, whatever surrounds it (even invalid bytes):
+# decoding many lines at once and splitting the text gives each line's own decoding.
+_SPLIT_AFTER_DECODING = frozenset(["utf-8", "ascii", "iso8859-1"])
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """Whole lines of one file, read in one go: ``data`` holds them with their newlines.
+
+    ``start`` and ``end`` are the file positions of the first byte and of the byte after the
+    last newline; a chunk that is not ``terminated`` is a single last line without newline
+    (of a rotated-away file). ``head`` is the file's first ``min(1024, end)`` bytes and
+    ``fingerprint`` theirs. Offsets per line are computed only on demand (:meth:`offsets`).
+    """
+
+    data: bytes
+    count: int
+    start: int
+    end: int
+    terminated: bool
+    inode: int
+    head: bytes
+    fingerprint: str
+
+    def offset(self) -> dict[str, Any]:
+        """The source offset after the last line."""
+        return {"position": self.end, "fingerprint": self.fingerprint, "inode": self.inode}
+
+    def raw_lines(self) -> list[bytes]:
+        """Each line's bytes, without the newline (a ``\\r`` before it is kept)."""
+        lines = self.data.split(b"\n")
+        if self.terminated:
+            lines.pop()
+        return lines
+
+    def offsets(self) -> list[dict[str, Any]]:
+        """The source offset after each line."""
+        offsets: list[dict[str, Any]] = []
+        position, inode, head = self.start, self.inode, self.head
+        for line in self.raw_lines():
+            position += len(line) + 1
+            mark = self.fingerprint if position >= len(head) else fingerprint(head[:position])
+            offsets.append({"position": position, "fingerprint": mark, "inode": inode})
+        if offsets and not self.terminated:
+            offsets[-1] = self.offset()
+        return offsets
+
+    def texts(self, encoding: str) -> list[str]:
+        """Each line without a trailing ``\\r``, decoded (undecodable bytes replaced)."""
+        if codecs.lookup(encoding).name in _SPLIT_AFTER_DECODING:  # hot path: one decode
+            texts = self.data.decode(encoding, errors="replace").split("\n")
+            if self.terminated:
+                texts.pop()
+            if len(texts) == self.count:
+                if b"\r" in self.data:  # in these encodings "\r" is the byte 0x0D and back
+                    texts = [text[:-1] if text.endswith("\r") else text for text in texts]
+                return texts
+        return [line.decode(encoding, errors="replace") for line in self.stripped_lines()]
+
+    def stripped_lines(self) -> list[bytes]:
+        """Each line's bytes without the newline and a ``\\r`` before it."""
+        return [raw[:-1] if raw.endswith(b"\r") else raw for raw in self.raw_lines()]
+
+    def lines(self) -> list[Line]:
+        """The lines as :class:`Line` objects."""
+        found = []
+        start = self.start
+        for data, offset in zip(self.stripped_lines(), self.offsets(), strict=True):
+            found.append(Line(data, start, offset))
+            start = offset["position"]
+        return found
+
+
 class _OpenFile:
     """One opened inode: what was handed out, what was read, and its first bytes."""
 
@@ -75,8 +152,8 @@ class _OpenFile:
         self.opened_as = opened_as
         self.position = position  # after the last line handed out and advanced over
         self.read_pos = position  # bytes read from the file
-        self.buffer = bytearray()  # read bytes after the last newline
-        self.pending: deque[Line] = deque()  # whole lines not yet advanced over
+        self.buffer = bytearray()  # the bytes from position to read_pos
+        self.newlines = 0  # in buffer
         self.head = bytearray(os.pread(fd, min(FINGERPRINT_BYTES, position), 0))
         self.last_size = info.st_size
         self.last_change = now
@@ -91,42 +168,52 @@ class _OpenFile:
             self._full_fingerprint = value
         return value
 
-    def _line(self, data: bytes, start: int, end: int) -> Line:
-        offset = {"position": end, "fingerprint": self.fingerprint(end), "inode": self.identity[1]}
-        return Line(data, start, offset)
-
     def fill(self, want: int, now: float) -> None:
-        """Read until ``want`` whole lines are pending or the end of the file."""
-        while len(self.pending) < want:
+        """Read until ``want`` whole lines are buffered or the end of the file."""
+        while self.newlines < want:
             chunk = os.pread(self.fd, CHUNK, self.read_pos)
             if not chunk:
                 return
             self.last_change = now
             if self.read_pos < FINGERPRINT_BYTES:
                 self.head += chunk[: FINGERPRINT_BYTES - self.read_pos]
-            scan_from = len(self.buffer)
             self.buffer += chunk
             self.read_pos += len(chunk)
-            self._split(scan_from)
+            self.newlines += chunk.count(b"\n")
 
-    def _split(self, scan_from: int) -> None:
-        base = self.read_pos - len(self.buffer)  # file position of buffer[0]
-        start = 0
-        newline = self.buffer.find(b"\n", scan_from)
-        while newline >= 0:
-            data = bytes(self.buffer[start:newline])
-            if data.endswith(b"\r"):
-                data = data[:-1]
-            self.pending.append(self._line(data, base + start, base + newline + 1))
-            start = newline + 1
-            newline = self.buffer.find(b"\n", start)
-        del self.buffer[:start]
+    def take(self, limit: int) -> Chunk | None:
+        """Up to ``limit`` whole lines from ``position`` (they stay until :meth:`advance`)."""
+        if not self.newlines:
+            return None
+        data = bytes(self.buffer)
+        cut = data.rfind(b"\n") + 1  # after the last newline
+        count = self.newlines
+        if count > limit:  # back to the byte after the limit-th newline
+            if count - limit < limit:  # fill() reads little past the lines wanted: the usual
+                for _ in range(count - limit):
+                    cut = data.rfind(b"\n", 0, cut - 1) + 1
+            else:
+                cut = len(data) - len(data.split(b"\n", limit)[-1])
+            count = limit
+        return self._chunk(data[:cut], count, self.position + cut, terminated=True)
 
-    def flush_fragment(self) -> None:
-        """Hand out the unterminated last line (the file will not grow any more)."""
-        start = self.read_pos - len(self.buffer)
-        self.pending.append(self._line(bytes(self.buffer), start, self.read_pos))
-        self.buffer.clear()
+    def take_fragment(self) -> Chunk:
+        """The unterminated last line (the file will not grow any more)."""
+        return self._chunk(bytes(self.buffer), 1, self.read_pos, terminated=False)
+
+    def _chunk(self, data: bytes, count: int, end: int, terminated: bool) -> Chunk:
+        head = bytes(self.head[: min(FINGERPRINT_BYTES, end)])
+        mark = self.fingerprint(end)
+        return Chunk(data, count, self.position, end, terminated, self.identity[1], head, mark)
+
+    def advance(self, end: int) -> None:
+        """Mark the lines before file position ``end`` as handed out."""
+        consumed = end - self.position
+        if consumed <= 0:
+            return
+        self.newlines -= self.buffer.count(b"\n", 0, consumed)
+        del self.buffer[:consumed]
+        self.position = end
 
     def verify(self, size: int) -> None:
         """Restart at 0 when the file was truncated or its first bytes were rewritten."""
@@ -142,9 +229,8 @@ class _OpenFile:
             self.last_size = size
             return
         log.info("%s was %s: reading it again from the start", self.opened_as, reason)
-        self.position = self.read_pos = 0
+        self.position = self.read_pos = self.newlines = 0
         self.buffer.clear()
-        self.pending.clear()
         self.head.clear()
         self._full_fingerprint = None
         self.last_size = size
@@ -269,32 +355,33 @@ class Tailer:
     def _retirable(self, opened: _OpenFile) -> bool:
         return not opened.named and self.clock() - opened.last_change >= self.grace
 
-    def lines(self, limit: int) -> list[Line]:
+    def chunk(self, limit: int) -> Chunk | None:
         """Up to ``limit`` whole lines from the oldest open file, not yet advanced over."""
         while self.files:
             head = self.files[0]
             head.fill(limit, self.clock())
-            if head.pending:
-                return list(islice(head.pending, limit))
+            taken = head.take(limit)
+            if taken is not None:
+                return taken
             if not self._retirable(head):
-                return []
+                return None
             if head.buffer:
-                head.flush_fragment()
-                return [head.pending[0]]
+                return head.take_fragment()
             os.close(head.fd)
             self.files.popleft()
             if self.files:
                 log.info("%s: finished %s", self.path, head.opened_as)
-        return []
+        return None
 
-    def advance(self, line: Line) -> None:
-        """Mark every line up to ``line`` (from the last :meth:`lines`) as handed out."""
-        head = self.files[0]
-        while head.pending:
-            taken = head.pending.popleft()
-            head.position = taken.offset["position"]
-            if taken is line:
-                return
+    def lines(self, limit: int) -> list[Line]:
+        """:meth:`chunk` as :class:`Line` objects."""
+        taken = self.chunk(limit)
+        return [] if taken is None else taken.lines()
+
+    def advance(self, position: int) -> None:
+        """Mark every line before ``position`` (the end of a line or chunk just taken) as
+        handed out."""
+        self.files[0].advance(position)
 
     def where(self, line: Line) -> str:
         """``file:line-number`` of a line from the last :meth:`lines` (for error messages)."""

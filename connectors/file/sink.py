@@ -44,7 +44,7 @@ import orjson
 
 from sluice.connect.api import SinkConnector, SinkTask, Task, TopicPartition
 from sluice.connect.config_def import ConfigDef, at_least, one_of
-from sluice.connect.data import SinkRecord, Struct
+from sluice.connect.data import SinkBatch, SinkRecord, Struct
 from sluice.connectors.file._config import known_encoding
 
 __all__ = ["FileSinkConnector", "FileSinkTask", "to_json"]
@@ -158,14 +158,16 @@ class FileSinkTask(SinkTask):
         self._handle = open(self._path, "ab")  # noqa: SIM115 - kept open until stop()
         self._size = self._handle.tell()
 
+    def _value_line(self, value: Any) -> bytes:
+        if isinstance(value, bytes | bytearray):
+            return bytes(value) + b"\n"
+        if isinstance(value, str):
+            return value.encode(self._encoding) + b"\n"
+        return to_json(value) + b"\n"
+
     def _line(self, record: SinkRecord) -> bytes:
         if not self._json:
-            value = record.value
-            if isinstance(value, bytes | bytearray):
-                return bytes(value) + b"\n"
-            if isinstance(value, str):
-                return value.encode(self._encoding) + b"\n"
-            return to_json(value) + b"\n"
+            return self._value_line(record.value)
         whole = {
             "topic": record.topic,
             "partition": record.kafka_partition,
@@ -178,15 +180,46 @@ class FileSinkTask(SinkTask):
         return to_json(whole) + b"\n"
 
     def put(self, records: list[SinkRecord]) -> None:
-        for record in records:
-            if record.value is None:
-                continue
-            line = self._line(record)
-            if self._rotate and self._size and self._size + len(line) > self._rotate:
-                self._roll()
-            assert self._handle is not None
-            self._handle.write(line)
-            self._size += len(line)
+        if not self._json:
+            self._put_values([record.value for record in records])
+            return
+        self._write([self._line(record) for record in records if record.value is not None])
+
+    def put_batch(self, batch: SinkBatch) -> None:
+        if self._json:
+            self.put(batch.records())
+        else:
+            self._put_values(batch.values)
+
+    def _put_values(self, values: list[Any]) -> None:
+        # Hot path: text values are joined and encoded in one call each, and written at once.
+        try:
+            text = "\n".join(values)  # TypeError unless every value is a str
+        except TypeError:
+            pass
+        else:
+            if not values:
+                return
+            data = (text + "\n").encode(self._encoding)
+            if not self._rotate or self._size + len(data) <= self._rotate:
+                self._append(data)
+                return
+        self._write([self._value_line(value) for value in values if value is not None])
+
+    def _write(self, lines: list[bytes]) -> None:
+        """Append ``lines``, rotating the file between two of them when it is due."""
+        if self._rotate:
+            for line in lines:
+                if self._size and self._size + len(line) > self._rotate:
+                    self._roll()
+                self._append(line)
+        elif lines:
+            self._append(b"".join(lines))
+
+    def _append(self, data: bytes) -> None:
+        assert self._handle is not None
+        self._handle.write(data)
+        self._size += len(data)
 
     def _roll(self) -> None:
         self._sync()

@@ -42,7 +42,7 @@ import orjson
 
 from sluice.connect.api import SourceConnector, SourceTask, SourceTaskContext, Task
 from sluice.connect.config_def import ConfigDef, ConfigValue, at_least, one_of
-from sluice.connect.data import Schema, SourceRecord
+from sluice.connect.data import Schema, SourceBatch, SourceRecord
 from sluice.connect.errors import ConverterError
 from sluice.connectors.file._config import known_encoding
 from sluice.connectors.file._tailer import Line, Tailer, rotation_candidates
@@ -266,6 +266,19 @@ class FileSourceTask(SourceTask):
                 del self._tailers[path]
 
     def poll(self) -> list[SourceRecord] | None:
+        polled = self.poll_batch()
+        if polled is None:
+            return None
+        records: list[SourceRecord] = []
+        for item in polled:
+            if isinstance(item, SourceBatch):
+                records += item.records()
+            else:
+                records.append(item)
+        return records
+
+    def poll_batch(self) -> list[SourceRecord | SourceBatch] | None:
+        """:meth:`poll`, with the lines of each file as one :class:`SourceBatch` (not JSON)."""
         if self._error is not None:
             raise self._error
         assert self._notifier is not None
@@ -276,10 +289,10 @@ class FileSourceTask(SourceTask):
                     break
                 self._notifier.clear()
                 self._scan()
-                records = self._read()
+                polled = self._read()
                 waiting = any(tailer.waiting() for tailer in self._tailers.values())
-            if records:
-                return records
+            if polled:
+                return polled
             if self._error is not None:
                 raise self._error
             remaining = deadline - self.clock()
@@ -289,39 +302,48 @@ class FileSourceTask(SourceTask):
             self._notifier.wait(tick)
         return None
 
-    def _read(self) -> list[SourceRecord]:
-        records: list[SourceRecord] = []
+    def _read(self) -> list[SourceRecord | SourceBatch]:
+        polled: list[SourceRecord | SourceBatch] = []
+        count = 0
         tailers = list(self._tailers.items())
         self._turn = (self._turn + 1) % max(1, len(tailers))
         for path, tailer in tailers[self._turn :] + tailers[: self._turn]:
-            if len(records) >= self._batch:
+            if count >= self._batch:
                 break
-            lines = tailer.lines(self._batch - len(records))
+            chunk = tailer.chunk(self._batch - count)
+            if chunk is None:
+                continue
+            if not self._json:
+                texts = chunk.texts(self._encoding)
+                polled.append(
+                    SourceBatch(
+                        {"file": path}, self._topic, STRING, texts, chunk.offset(), chunk.offsets
+                    )
+                )
+                count += len(texts)
+                tailer.advance(chunk.end)
+                continue
             taken: Line | None = None
-            for line in lines:
+            for line in chunk.lines():
+                text = line.data.decode(self._encoding, errors="replace")
+                if not text.strip():
+                    taken = line  # blank lines between JSON values
+                    continue
                 try:
-                    record = self._record(path, line)
+                    value = orjson.loads(text)
                 except ValueError as error:
                     where = tailer.where(line)
                     self._error = ConverterError(f"{where}: malformed JSON: {error}")
                     break
                 taken = line
-                if record is not None:
-                    records.append(record)
+                offset = line.offset
+                polled.append(SourceRecord({"file": path}, offset, self._topic, None, None, value))
+                count += 1
             if taken is not None:
-                tailer.advance(taken)
+                tailer.advance(taken.offset["position"])
             if self._error is not None:
                 break
-        return records
-
-    def _record(self, path: str, line: Line) -> SourceRecord | None:
-        text = line.data.decode(self._encoding, errors="replace")
-        if not self._json:
-            return SourceRecord({"file": path}, line.offset, self._topic, None, STRING, text)
-        if not text.strip():
-            return None  # blank lines between JSON values
-        value = orjson.loads(text)
-        return SourceRecord({"file": path}, line.offset, self._topic, None, None, value)
+        return polled
 
     def stop(self) -> None:
         self._stopping.set()
