@@ -18,7 +18,7 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 import pytest
-from confluent_kafka import Producer
+from confluent_kafka import KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
 from tests.conftest import BrokerProcess
@@ -89,7 +89,11 @@ def transactions(shared_broker: BrokerProcess) -> Iterator[Transactions]:
             topic, f"tx-open-{suffix}", f"tx-committed-{suffix}", f"tx-empty-{suffix}", began
         )
     finally:
-        opened.abort_transaction(30)
+        try:
+            opened.abort_transaction(30)
+        except KafkaException as error:  # on a slow run the broker's timeout aborted it first
+            if not error.args[0].fatal():
+                raise
 
 
 def _rows(result: Result) -> list[list[str]]:
