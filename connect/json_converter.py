@@ -56,6 +56,10 @@ class JsonConverter(Converter):
 
     def __init__(self) -> None:
         self._schema_json: dict[int, tuple[Schema, dict[str, Any]]] = {}
+        # Hot path: the envelope's schema is most of a record's bytes (a Debezium event's is
+        # ~2 KB of 2.6): written once per schema as text, and read once per distinct text.
+        self._schema_text: dict[int, tuple[Schema, str]] = {}
+        self._schema_of_text: dict[bytes, Schema] = {}
         self._cache_size = 1000
 
     def configure(self, config: Mapping[str, Any], is_key: bool) -> None:
@@ -77,16 +81,30 @@ class JsonConverter(Converter):
         if schema is None and value is None:
             return None
         payload = self._to_json(schema, value)
-        if self.schemas_enable:
-            document = {"schema": None if schema is None else self.schema_json(schema)}
-            document["payload"] = payload
-        else:
-            document = payload
         if self.decimal_numeric:
-            return "".join(_write(document, [])).encode()
-        return json.dumps(
-            document, ensure_ascii=False, separators=(",", ":"), allow_nan=False
-        ).encode()
+            payload_text = "".join(_write(payload, []))
+        else:
+            payload_text = json.dumps(
+                payload, ensure_ascii=False, separators=(",", ":"), allow_nan=False
+            )
+        if not self.schemas_enable:
+            return payload_text.encode()
+        schema_text = "null" if schema is None else self._schema_text_of(schema)
+        return f'{{"schema":{schema_text},"payload":{payload_text}}}'.encode()
+
+    def _schema_text_of(self, schema: Schema) -> str:
+        cached = self._schema_text.get(id(schema))
+        if cached is not None and cached[0] is schema:
+            return cached[1]
+        node = self.schema_json(schema)
+        if self.decimal_numeric:
+            text = "".join(_write(node, []))
+        else:
+            text = json.dumps(node, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+        if len(self._schema_text) >= self._cache_size:
+            self._schema_text.clear()
+        self._schema_text[id(schema)] = (schema, text)
+        return text
 
     def schema_json(self, schema: Schema) -> dict[str, Any]:
         """``schema`` in Kafka's JSON form (``type``, ``optional``, ``fields`` with ``field``)."""
@@ -199,6 +217,10 @@ class JsonConverter(Converter):
     def to_connect(self, topic: str, data: bytes | None) -> tuple[Schema | None, Any]:
         if data is None:
             return None, None
+        if self.schemas_enable:
+            found = self._cached_envelope(bytes(data))
+            if found is not None:
+                return found
         try:
             node = json.loads(
                 bytes(data),
@@ -215,7 +237,40 @@ class JsonConverter(Converter):
                 return None, None
             raise ConverterError(_ENVELOPE_ERROR)
         schema = None if node["schema"] is None else self.schema_from_json(node["schema"])
+        if schema is not None:
+            self._remember_schema_text(bytes(data), schema)
         return schema, self._to_connect(schema, node["payload"])
+
+    def _cached_envelope(self, data: bytes) -> tuple[Schema | None, Any] | None:
+        """Hot path for ``{"schema":S,"payload":P}`` written compactly (as Kafka's converter and
+        ours write it): S's text is looked up in a cache and only P is parsed. None: take the
+        general path (another layout, a first sight of S, or anything unexpected)."""
+        if not data.startswith(b'{"schema":') or not data.endswith(b"}"):
+            return None
+        middle = data.find(b',"payload":')
+        if middle < 0 or data.find(b',"payload":', middle + 1) >= 0:
+            return None  # also inside the schema: which one separates is unclear
+        schema_text = data[10:middle]
+        schema = self._schema_of_text.get(schema_text)
+        if schema is None:
+            return None
+        try:
+            payload = json.loads(
+                data[middle + 11 : -1], parse_float=Decimal, parse_constant=_reject_constant
+            )
+        except (ValueError, UnicodeDecodeError):
+            return None  # the general path reports it
+        return schema, self._to_connect(schema, payload)
+
+    def _remember_schema_text(self, data: bytes, schema: Schema) -> None:
+        if not data.startswith(b'{"schema":'):
+            return
+        middle = data.find(b',"payload":')
+        if middle < 0 or data.find(b',"payload":', middle + 1) >= 0:
+            return
+        if len(self._schema_of_text) >= self._cache_size:
+            self._schema_of_text.clear()
+        self._schema_of_text[data[10:middle]] = schema
 
     def schema_from_json(self, node: Any) -> Schema:
         """A :class:`Schema` from Kafka's JSON form; :class:`ConverterError` when malformed."""

@@ -518,3 +518,29 @@ def test_converter_config_errors() -> None:
     plain = json_converter(schemas_enable=False)
     assert isinstance(plain, JsonConverter)
     assert not plain.schemas_enable
+
+
+TRICKY = Schema.struct(
+    [
+        Field("id", Schema("int64")),
+        Field("note", Schema("string", optional=True, doc=',"payload":')),
+    ],
+    name="tricky",
+)
+
+
+@pytest.mark.parametrize("schema", [TRICKY, Schema.struct([Field("id", Schema("int64"))])])
+def test_the_schema_text_cache_reads_what_the_general_path_reads(schema: Schema) -> None:
+    """Envelopes are read once in full and then from the cached schema text: same results,
+    also when the schema's own text contains the separator the cache looks for."""
+    writer, cached, fresh = json_converter(), json_converter(), json_converter()
+    values = [{"id": n, "note": f"n{n}"} if schema is TRICKY else {"id": n} for n in range(3)]
+    for value in values:
+        data = writer.from_connect("t", schema, Struct(schema, value))
+        assert data is not None and data.startswith(b'{"schema":{')
+        read_schema, read = cached.to_connect("t", data)
+        assert read_schema == schema and read.values == value
+        assert fresh.to_connect("t", data) == (read_schema, read)
+        fresh = json_converter()  # the general path, each time
+    with pytest.raises(ConverterError):  # a payload that does not parse: the general path says so
+        cached.to_connect("t", data[:-1] + b"x}")
