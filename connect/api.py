@@ -36,6 +36,7 @@ from sluice.connect.data import SinkBatch, SinkRecord, SourceBatch, SourceRecord
 __all__ = [
     "Connector",
     "ConnectorContext",
+    "ErrantRecordReporter",
     "OffsetStorageReader",
     "SinkBatch",
     "SinkConnector",
@@ -97,6 +98,20 @@ class SinkTaskContext(Protocol):
 
     def request_commit(self) -> None:
         """Ask for offsets to be committed soon (after a flush)."""
+
+    def errant_record_reporter(self) -> ErrantRecordReporter | None:
+        """Kafka's KIP-610: where a task reports a record it cannot write (``put``), or None
+        when the connector has no dead-letter topic and no ``errors.log.enable``."""
+
+
+class ErrantRecordReporter(Protocol):
+    """Sends a record the task could not write to the dead-letter topic (with Kafka's
+    ``__connect.errors.*`` headers, stage ``TASK_PUT``) and logs it; under
+    ``errors.tolerance=none`` it raises instead, failing the task. Reported records are in the
+    dead-letter topic before the offsets after them are committed."""
+
+    def report(self, record: SinkRecord, error: BaseException) -> None:
+        """Report ``record``, which failed with ``error``."""
 
 
 class Connector(ABC):

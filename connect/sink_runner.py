@@ -42,6 +42,9 @@ class _Context:
         self.runner = runner
 
     def offset(self, partition: TopicPartition, offset: int) -> None:
+        if self.runner.opening is not None:  # inside open(): applied with the assignment
+            self.runner.opening[partition] = offset
+            return
         self.runner.consumer.seek(KafkaPartition(partition.topic, partition.partition, offset))
 
     def assignment(self) -> set[TopicPartition]:
@@ -49,6 +52,32 @@ class _Context:
 
     def request_commit(self) -> None:
         self.runner.commit_requested = True
+
+    def errant_record_reporter(self) -> _Reporter | None:
+        errors = self.runner.errors
+        if errors.dead_letter_topic is None and not errors.log_errors:
+            return None
+        return _Reporter(self.runner)
+
+
+class _Reporter:
+    """KIP-610's reporter (see :class:`~sluice.connect.api.ErrantRecordReporter`)."""
+
+    def __init__(self, runner: SinkTaskRunner) -> None:
+        self.runner = runner
+
+    def report(self, record: SinkRecord, error: BaseException) -> None:
+        runner = self.runner
+        where = f"{record.original_topic}[{record.original_partition}]@{record.original_offset}"
+        if not runner.errors.tolerate_all:
+            raise ConnectError(
+                f"task {runner.name}: tolerance exceeded in the error handler: {where}: {error}"
+            ) from error
+        if runner.errors.log_errors:
+            log.error("%s: skipping %s (TASK_PUT): %s", runner.name, where, error)
+        message = runner.message_of(record)
+        if message is not None:
+            runner.dead_letter(message, "TASK_PUT", error)
 
 
 class SinkTaskRunner(TaskRunner):
@@ -84,6 +113,10 @@ class SinkTaskRunner(TaskRunner):
                 **{k[9:]: v for k, v in worker_config.items() if k.startswith("consumer.")},
             },
         )
+        # rewinds asked by the task during open(), applied when the partitions are assigned
+        self.opening: dict[TopicPartition, int] | None = None
+        self._messages: list[Any] = []  # the batch being put (for reported records)
+        self._by_offset: dict[tuple[str, int, int], Any] | None = None
         self._dead_letters: Producer | None = None
         if self.errors.dead_letter_topic:
             self._dead_letters = clients.producer(bootstrap, **{"acks": "all"})
@@ -96,11 +129,21 @@ class SinkTaskRunner(TaskRunner):
         return topics
 
     def _on_assign(self, consumer: Consumer, partitions: list[KafkaPartition]) -> None:
-        if self._paused:
-            consumer.pause(partitions)
         new = {TopicPartition(p.topic, p.partition) for p in partitions}
         self.assigned |= new
-        self.task.open(new)
+        self.opening = {}
+        try:
+            self.task.open(new)
+            rewinds = self.opening
+        finally:
+            self.opening = None
+        for partition in partitions:
+            rewind = rewinds.get(TopicPartition(partition.topic, partition.partition))
+            if rewind is not None:
+                partition.offset = rewind
+        consumer.assign(partitions)
+        if self._paused:
+            consumer.pause(partitions)
 
     def _on_revoke(self, consumer: Consumer, partitions: list[KafkaPartition]) -> None:
         if self._closing:
@@ -132,6 +175,7 @@ class SinkTaskRunner(TaskRunner):
                 if batch is None:
                     records = [r for r in (self._record(m, positions) for m in messages) if r]
                     batch = SinkBatch.of(records) if records else None
+                self._messages, self._by_offset = messages, None
                 if batch is not None:
                     self.errors.retry(
                         lambda batch=batch: task.put_batch(batch),  # type: ignore[misc]
@@ -260,10 +304,18 @@ class SinkTaskRunner(TaskRunner):
                     stage,
                     error,
                 )
-            self._dead_letter(message, stage, error)
+            self.dead_letter(message, stage, error)
             return None
 
-    def _dead_letter(self, message: Any, stage: str, error: Exception) -> None:
+    def message_of(self, record: SinkRecord) -> Any:
+        """The consumed message ``record`` came from, in the batch being put (None: not there)."""
+        if self._by_offset is None:
+            self._by_offset = {(m.topic(), m.partition(), m.offset()): m for m in self._messages}
+        key = (record.original_topic, record.original_partition, record.original_offset)
+        return self._by_offset.get(key)  # type: ignore[arg-type]
+
+    def dead_letter(self, message: Any, stage: str, error: BaseException) -> None:
+        """Send ``message`` to the dead-letter topic (if any) with the context headers."""
         producer = self._dead_letters
         topic = self.errors.dead_letter_topic
         if producer is None or topic is None:

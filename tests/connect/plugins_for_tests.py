@@ -108,3 +108,26 @@ class BadTaskConfigSource(CountingSource):
 
     def task_configs(self, max_tasks: int) -> list[dict[str, Any]]:
         return [{**c, "value.converter": "no.such.Converter"} for c in super().task_configs(1)]
+
+
+class PickySink(CollectingSink):
+    """A CollectingSink whose tasks report (KIP-610) every record whose value says ``"bad"``."""
+
+    def task_class(self) -> type[Task]:
+        return PickySinkTask
+
+
+class PickySinkTask(CollectingSinkTask):
+    """Reports the bad records through ``context.errant_record_reporter()``, keeps the rest."""
+
+    def put(self, records: list[SinkRecord]) -> None:
+        reporter = self.context.errant_record_reporter()
+        kept = []
+        for record in records:
+            if record.value == "bad":
+                if reporter is None:
+                    raise ValueError(f"bad record at offset {record.kafka_offset}")
+                reporter.report(record, ValueError("the value is bad"))
+            else:
+                kept.append(record)
+        super().put(kept)

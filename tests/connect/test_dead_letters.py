@@ -14,6 +14,7 @@ from sluice import clients
 from sluice.connect.offsets import FileOffsetStore
 from sluice.connect.worker import Worker
 from tests.conftest import BrokerProcess, create_topic
+from tests.connect.plugins_for_tests import RECEIVED
 
 
 def _send(bootstrap: str, topic: str, values: list[bytes]) -> None:
@@ -100,5 +101,68 @@ def test_without_tolerance_the_task_fails_with_its_trace(
     try:
         _wait(lambda: worker.status("strict")["tasks"][0]["state"] == "FAILED", "FAILED")
         assert "ConverterError" in worker.status("strict")["tasks"][0]["trace"]
+    finally:
+        worker.stop()
+
+
+def test_records_a_task_reports_go_to_the_dead_letter_topic(
+    shared_broker: BrokerProcess, tmp_path: Path
+) -> None:
+    """KIP-610: ``context.errant_record_reporter()`` sends what ``put`` cannot write."""
+    bootstrap = shared_broker.bootstrap
+    topic, dead = create_topic(bootstrap), create_topic(bootstrap)
+    _send(bootstrap, topic, [b"good", b"bad", b"fine"])
+    worker = _worker(bootstrap, tmp_path)
+    name = f"picky-{topic}"
+    worker.start_connector(
+        name,
+        {
+            "connector.class": "tests.connect.plugins_for_tests.PickySink",
+            "topics": topic,
+            "key.converter": "string",
+            "value.converter": "string",
+            "errors.tolerance": "all",
+            "errors.deadletterqueue.topic.name": dead,
+            "errors.deadletterqueue.context.headers.enable": "true",
+        },
+    )
+    try:
+        _wait(lambda: RECEIVED[name] == ["good", "fine"], "the good records")
+        consumer = clients.consumer(bootstrap, **{"auto.offset.reset": "earliest"})
+        consumer.subscribe([dead])
+        found: list[Any] = []
+        deadline = time.monotonic() + 30
+        while not found and time.monotonic() < deadline:
+            found = [m for m in consumer.consume(10, 0.5) if m.error() is None]
+        consumer.close()
+        assert [m.value() for m in found] == [b"bad"]
+        headers = dict(found[0].headers())
+        assert headers["__connect.errors.stage"] == b"TASK_PUT"
+        assert headers["__connect.errors.offset"] == b"1"
+        assert b"the value is bad" in headers["__connect.errors.exception.message"]
+    finally:
+        worker.stop()
+
+
+def test_reporting_without_tolerance_fails_the_task(
+    shared_broker: BrokerProcess, tmp_path: Path
+) -> None:
+    bootstrap = shared_broker.bootstrap
+    topic = create_topic(bootstrap)
+    _send(bootstrap, topic, [b"good", b"bad"])
+    worker = _worker(bootstrap, tmp_path)
+    name = f"picky-{topic}"
+    config = {
+        "connector.class": "tests.connect.plugins_for_tests.PickySink",
+        "topics": topic,
+        "key.converter": "string",
+        "value.converter": "string",
+        "errors.log.enable": "true",
+    }
+    worker.start_connector(name, config)
+    try:
+        _wait(lambda: worker.status(name)["tasks"][0]["state"] == "FAILED", "the task to fail")
+        trace = worker.status(name)["tasks"][0]["trace"]
+        assert "tolerance exceeded" in trace and "@1" in trace
     finally:
         worker.stop()
