@@ -1,0 +1,196 @@
+"""The options of the ``sluice`` Spark source, checked once, named as in Spark's Kafka source.
+
+Option names are case-insensitive (Spark hands the source a case-insensitive dictionary whose keys
+are lower-cased). ``kafka.*`` options go to the consumer (``kafka.`` stripped); the few that the
+source must own are refused, as Spark refuses them.
+
+>>> opts = SourceOptions.parse({"kafka.bootstrap.servers": "b:9092", "subscribe": "a, b"})
+>>> opts.subscription
+Subscription(kind='subscribe', topics=('a', 'b'), pattern='', assign=())
+>>> SourceOptions.parse({"subscribe": "a"})
+Traceback (most recent call last):
+...
+ValueError: option 'kafka.bootstrap.servers' must be set (the Kafka cluster to read from)
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from sluice.connectors.spark._offsets import OffsetsOption, TopicPartition, parse_offsets_option
+
+__all__ = ["SourceOptions", "Subscription"]
+
+# Kafka consumer settings that the source owns, with what to use instead (as Spark says it).
+_REFUSED = {
+    "auto.offset.reset": "set the source option 'startingOffsets' instead",
+    "enable.auto.commit": "the source does not commit offsets to Kafka; Spark checkpoints them",
+    "key.deserializer": "keys are always read as bytes; cast or decode them in the query",
+    "value.deserializer": "values are always read as bytes; cast or decode them in the query",
+    "enable.partition.eof": "the source needs partition EOF events to find the end of a range",
+}
+# Connection settings that the metadata client (an AdminClient) takes from the kafka.* options.
+_ADMIN_PREFIXES = ("security.", "sasl.", "ssl.", "socket.", "client.", "broker.", "reconnect.")
+_ADMIN_KEYS = {"bootstrap.servers", "metadata.max.age.ms", "api.version.request", "debug"}
+
+
+@dataclass(frozen=True)
+class Subscription:
+    """What to read: ``subscribe`` (topic names), ``subscribePattern`` (a regex) or ``assign``."""
+
+    kind: str  # "subscribe", "subscribePattern" or "assign"
+    topics: tuple[str, ...] = ()
+    pattern: str = ""
+    assign: tuple[TopicPartition, ...] = ()
+
+
+@dataclass(frozen=True)
+class SourceOptions:
+    """Every option of the source, checked. Picklable: it travels to Spark's Python workers."""
+
+    bootstrap_servers: str
+    subscription: Subscription
+    starting: OffsetsOption
+    ending: OffsetsOption
+    max_offsets_per_trigger: int | None
+    min_partitions: int | None
+    fail_on_data_loss: bool
+    include_headers: bool
+    poll_timeout_s: float
+    rows_per_batch: int
+    kafka: tuple[tuple[str, str], ...]  # consumer settings from kafka.* options, sorted
+
+    @property
+    def isolation_level(self) -> str:
+        """``read_uncommitted`` (Kafka's default) unless ``kafka.isolation.level`` is set."""
+        return dict(self.kafka).get("isolation.level", "read_uncommitted")
+
+    def consumer_config(self) -> dict[str, str | bool | int]:
+        """librdkafka settings of a consumer that reads assigned partitions and never commits."""
+        config: dict[str, str | bool | int] = {
+            "group.id": "spark-sluice-source",
+            **dict(self.kafka),
+            "bootstrap.servers": self.bootstrap_servers,
+            "isolation.level": self.isolation_level,
+            "enable.auto.commit": False,
+            "enable.auto.offset.store": False,
+            "enable.partition.eof": True,
+            "auto.offset.reset": "error" if self.fail_on_data_loss else "earliest",
+        }
+        return config
+
+    def admin_config(self) -> dict[str, str | int | float | bool]:
+        """Settings of the AdminClient that lists partitions and offsets (connection keys only)."""
+        config: dict[str, str | int | float | bool] = {
+            key: value
+            for key, value in self.kafka
+            if key in _ADMIN_KEYS or key.startswith(_ADMIN_PREFIXES)
+        }
+        config["bootstrap.servers"] = self.bootstrap_servers
+        return config
+
+    @classmethod
+    def parse(cls, options: Mapping[str, str], *, batch: bool | None = False) -> SourceOptions:
+        """Check ``options`` (a Spark options map); ``ValueError`` says which option is wrong.
+
+        ``batch``: for a batch query (True), a streaming one (False) or either (None: the
+        checks that depend on the kind of query are left to when it is known).
+        """
+        opts = {key.lower(): value for key, value in options.items()}
+        kafka = {
+            key[len("kafka.") :]: value for key, value in opts.items() if key.startswith("kafka.")
+        }
+        bootstrap = kafka.pop("bootstrap.servers", None) or opts.get("bootstrap.servers")
+        if not bootstrap:
+            raise ValueError(
+                "option 'kafka.bootstrap.servers' must be set (the Kafka cluster to read from)"
+            )
+        for key, instead in _REFUSED.items():
+            if key in kafka:
+                raise ValueError(f"Kafka option 'kafka.{key}' is not supported: {instead}")
+        if batch is False and "endingoffsets" in opts:
+            raise ValueError("option 'endingOffsets' is for batch queries only (spark.read)")
+        return cls(
+            bootstrap_servers=bootstrap,
+            subscription=_subscription(opts),
+            starting=parse_offsets_option(
+                "startingOffsets",
+                opts.get("startingoffsets"),
+                "earliest" if batch else "latest",
+                batch=bool(batch),
+            ),
+            ending=parse_offsets_option(
+                "endingOffsets", opts.get("endingoffsets"), "latest", batch=batch is not False
+            ),
+            max_offsets_per_trigger=_positive_int(opts, "maxOffsetsPerTrigger"),
+            min_partitions=_positive_int(opts, "minPartitions"),
+            fail_on_data_loss=_boolean(opts, "failOnDataLoss", default=True),
+            include_headers=_boolean(opts, "includeHeaders", default=False),
+            poll_timeout_s=(_positive_int(opts, "kafkaConsumer.pollTimeoutMs") or 120_000) / 1000,
+            rows_per_batch=_positive_int(opts, "rowsPerBatch") or 10_000,
+            kafka=tuple(sorted(kafka.items())),
+        )
+
+
+def _subscription(opts: Mapping[str, str]) -> Subscription:
+    given = [name for name in ("subscribe", "subscribePattern", "assign") if name.lower() in opts]
+    if len(given) != 1:
+        raise ValueError(
+            "exactly one of the options 'subscribe', 'subscribePattern', 'assign' must be set, "
+            f"got {given or 'none'}"
+        )
+    kind = given[0]
+    value = opts[kind.lower()].strip()
+    if kind == "subscribe":
+        topics = tuple(dict.fromkeys(t.strip() for t in value.split(",") if t.strip()))
+        if not topics:
+            raise ValueError("option 'subscribe' must name at least one topic (comma-separated)")
+        return Subscription(kind, topics=topics)
+    if kind == "subscribePattern":
+        try:
+            re.compile(value)
+        except re.error as exc:
+            raise ValueError(f"option 'subscribePattern' is not a valid regex: {exc}") from None
+        if not value:
+            raise ValueError("option 'subscribePattern' must not be empty")
+        return Subscription(kind, pattern=value)
+    try:
+        decoded = json.loads(value)
+    except json.JSONDecodeError:
+        decoded = None
+    valid = isinstance(decoded, dict) and all(
+        isinstance(t, str)
+        and isinstance(ps, list)
+        and all(isinstance(p, int) and not isinstance(p, bool) and p >= 0 for p in ps)
+        for t, ps in decoded.items()
+    )
+    if not valid or not decoded:
+        raise ValueError(f"option 'assign' must be JSON like {{\"topic\": [0, 1]}}, got {value!r}")
+    assert isinstance(decoded, dict)
+    pairs = sorted({(topic, p) for topic, ps in decoded.items() for p in ps})
+    return Subscription(kind, assign=tuple(pairs))
+
+
+def _positive_int(opts: Mapping[str, str], name: str) -> int | None:
+    raw = opts.get(name.lower())
+    if raw is None:
+        return None
+    try:
+        value = int(raw)
+    except ValueError:
+        value = 0
+    if value <= 0:
+        raise ValueError(f"option '{name}' must be a positive integer, got {raw!r}")
+    return value
+
+
+def _boolean(opts: Mapping[str, str], name: str, *, default: bool) -> bool:
+    raw = opts.get(name.lower())
+    if raw is None:
+        return default
+    if raw.strip().lower() not in ("true", "false"):
+        raise ValueError(f"option '{name}' must be true or false, got {raw!r}")
+    return raw.strip().lower() == "true"
