@@ -49,8 +49,10 @@ typecheck: install $(TYPECHECK)
 contracts: install $(TYPECHECK)
 	cd $(TYPECHECK) && PYTHONPATH=. ../../$(BIN)/lint-imports --config ../../pyproject.toml
 
+# Two processes, each file's tests in one of them (module fixtures stay whole); each process
+# starts its own shared broker, PostgreSQL and Spark session.
 unit: install
-	$(BIN)/pytest
+	$(BIN)/pytest -n 2 --dist loadfile
 
 clean:
 	rm -rf build .pytest_cache .mypy_cache .ruff_cache

@@ -130,10 +130,10 @@ def broker_factory(tmp_path: Path) -> Iterator[Callable[..., BrokerProcess]]:
 
 # The shared broker's settings: no initial rebalance delay (Kafka's 3 s would slow every group
 # join), timed-out transactions looked for every second (Kafka's default is 10 s), and no
-# time-based retention: tests write records with timestamps near 1970 (event-time tests), which
-# the default 7 days would delete at the first retention check, 5 minutes into the session.
+# retention check during a session: tests write records with timestamps near 1970 (event-time
+# tests), which the default 7 days' retention would delete at the first check (after 5 min).
 SHARED_CONFIG = {
-    "log.retention.ms": "-1",
+    "log.retention.check.interval.ms": "86400000",
     "group.initial.rebalance.delay.ms": "0",
     "transaction.abort.timed.out.transaction.cleanup.interval.ms": "1000",
 }

@@ -10,7 +10,9 @@ pgoutput sends them: no Python type conversion), so rows take the same parsers a
 changes. Progress (rows read of the estimate ``pg_class.reltuples``) is logged per page.
 
 The transaction lives until :meth:`SnapshotReader.close`; a crash in between leaves nothing
-behind on the server (the transaction is rolled back) and the snapshot starts again.
+behind on the server (the transaction is rolled back) and the snapshot starts again — then
+from a fresh repeatable-read snapshot, as the exported one is gone, and the slot's changes are
+streamed after it (see :mod:`sluice.connectors.postgres.source`).
 """
 
 from __future__ import annotations
@@ -45,7 +47,11 @@ def _text(value: str | bytes | None, cursor: Any) -> str | None:
 class SnapshotReader:
     """Reads the captured tables as of an exported snapshot; see the module docstring."""
 
-    def __init__(self, settings: Settings, snapshot_name: str, make_table: TableFactory) -> None:
+    def __init__(
+        self, settings: Settings, snapshot_name: str | None, make_table: TableFactory
+    ) -> None:
+        """Read as of the exported ``snapshot_name`` (None: a fresh repeatable-read snapshot,
+        for a slot that already exists; its changes since are streamed after the rows)."""
         self.settings = settings
         self.connection = connect(settings)
         self.rows_read = 0
@@ -56,7 +62,8 @@ class SnapshotReader:
             )
             cursor = self.connection.cursor()
             try:
-                cursor.execute("SET TRANSACTION SNAPSHOT %s", (snapshot_name,))
+                if snapshot_name is not None:
+                    cursor.execute("SET TRANSACTION SNAPSHOT %s", (snapshot_name,))
             except Exception as error:
                 raise ConnectError(f"cannot import snapshot {snapshot_name}: {error}") from None
             found = captured_tables(cursor, settings.captures)

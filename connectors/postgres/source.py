@@ -181,14 +181,26 @@ class PostgresCdcTask(SourceTask):
         unfinished = unfinished and not offset.get("last_snapshot_record")  # type: ignore[union-attr]
         self._replication = ReplicationStream(settings)
         if snapshotting and (offset is None or unfinished):
+            snapshot_name: str | None = None
             if slot is not None:
-                log.info("slot %s exists but no snapshot completed: dropping it", settings.slot)
-                drop_slot(cursor, settings.slot)
-            created = self._replication.create_slot(export_snapshot=True)
-            assert created.snapshot_name is not None
-            self._snapshot_point = created.consistent_point
+                # An earlier snapshot did not finish (or was never stored), and its rows may
+                # have reached the sinks. Keep the slot: nothing was confirmed, so it holds every
+                # change since that snapshot's point. Take a fresh snapshot, then stream from the
+                # slot's position: the changes made meanwhile — deletes of rows already sent
+                # included — come after the rows, and the copies converge (at-least-once).
+                log.info(
+                    "slot %s exists but no snapshot completed: snapshot again, then stream "
+                    "from the slot's position",
+                    settings.slot,
+                )
+                self._snapshot_point = slot.confirmed_flush_lsn or 0
+            else:
+                created = self._replication.create_slot(export_snapshot=True)
+                assert created.snapshot_name is not None
+                self._snapshot_point = created.consistent_point
+                snapshot_name = created.snapshot_name
             self._snapshot_time_us = self.clock_ns() // 1000
-            self._snapshot = SnapshotReader(settings, created.snapshot_name, self._catalog_table)
+            self._snapshot = SnapshotReader(settings, snapshot_name, self._catalog_table)
             self._rows = self._snapshot.rows()
             self._next_row = next(self._rows, None)
             return
