@@ -8,6 +8,7 @@ fixture (``_session.acquire`` finds it running and never stops it).
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -90,7 +91,20 @@ def sink_task(tmp_path: Path) -> Iterator[TaskFactory]:
 
 
 def table_rows(path: Path, sort: str = "id") -> list[dict[str, Any]]:
-    """Every row of a table directory as pyarrow reads it (Hive partitions as columns)."""
+    """Every row of a table directory as pyarrow reads it (Hive partitions as columns).
+
+    pyarrow's directory walk also enters the sink's ``_sluice_staging`` (it skips ``_`` names
+    only when reading), and a worker committing meanwhile may remove a folder under it: then
+    the table is listed again."""
+    for _ in range(20):
+        try:
+            return _table_rows(path, sort)
+        except FileNotFoundError:
+            time.sleep(0.05)
+    return _table_rows(path, sort)
+
+
+def _table_rows(path: Path, sort: str) -> list[dict[str, Any]]:
     dataset = ds.dataset(path, format="parquet", partitioning="hive")
     # every column of every file (files written before a column was added lack it)
     schema = pa.unify_schemas(
