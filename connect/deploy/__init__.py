@@ -121,7 +121,7 @@ config, transforms, predicates, errors)
 """
 
 from sluice.connect.config_providers import HIDDEN, PROVIDERS, is_sensitive, masked
-from sluice.connect.deploy.loader import STRUCTURED_KEYS, load, loads
+from sluice.connect.deploy.loader import STRUCTURED_KEYS, from_nodes, load, loads
 from sluice.connect.deploy.spec import STATES, ConnectorSpec, DeploymentError, State
 from sluice.connect.deploy.validate import COMMON_CONFIG, Lookup, resolve_class
 
@@ -135,6 +135,7 @@ __all__ = [
     "DeploymentError",
     "Lookup",
     "State",
+    "from_nodes",
     "is_sensitive",
     "load",
     "loads",

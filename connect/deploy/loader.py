@@ -15,7 +15,7 @@ from sluice.connect.deploy.nodes import Entry, compose, entries, is_null, line, 
 from sluice.connect.deploy.spec import STATES, ConnectorSpec, DeploymentError, State
 from sluice.errors import ConfigError
 
-__all__ = ["STRUCTURED_KEYS", "load", "loads"]
+__all__ = ["STRUCTURED_KEYS", "from_nodes", "load", "loads"]
 
 STRUCTURED_KEYS = (
     "name",
@@ -72,6 +72,25 @@ def loads(
     problems: list[ConfigError] = []
     specs = _read(source_text, source, base or Path("."), environ, problems, True)
     return _checked(specs, problems)
+
+
+def from_nodes(
+    nodes: list[Node], source: str, base: Path, problems: list[ConfigError]
+) -> list[ConnectorSpec]:
+    """The connectors of YAML nodes already composed (``sluice up`` keeps them inline in its
+    own file): each node is one connector; problems are added to ``problems``. Placeholders
+    are checked and kept, for the worker to resolve."""
+    resolver = SecretResolver(base, os.environ, substitute=False)
+    specs = []
+    for node in nodes:
+        if not isinstance(node, MappingNode):
+            message = "expected a connector (a mapping of its settings)"
+            problems.append(ConfigError(message, source=source, line=line(node)))
+            continue
+        spec = _Connector(source, resolver, node).build(problems)
+        if spec is not None:
+            specs.append(spec)
+    return specs
 
 
 def _files(path: Path, problems: list[ConfigError]) -> list[Path]:

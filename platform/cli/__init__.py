@@ -9,6 +9,7 @@
     sluice groups list|describe|reset-offsets|delete …
     sluice transactions list|describe …
     sluice connect standalone FILE.yaml|DIR …
+    sluice up [-f sluice.yaml]
 
 Every client command takes ``--bootstrap-server``/``-b`` (env ``SLUICE_BOOTSTRAP``, default
 ``localhost:9092``). Exit codes: 0 success, 1 the operation failed, 2 wrong usage or
@@ -31,6 +32,7 @@ from sluice.cli import broker, connect, groups, topics, transactions
 from sluice.cli._common import EXIT_FAILED, CliError, describe_error, error_of
 from sluice.cli.consume import consume
 from sluice.cli.produce import produce
+from sluice.cli.up import up
 
 __all__ = ["app", "main"]
 
@@ -50,6 +52,7 @@ app.add_typer(transactions.app, name="transactions")
 app.add_typer(connect.app, name="connect")
 app.command()(produce)
 app.command()(consume)
+app.command()(up)
 
 
 def _print_version(value: bool) -> None:

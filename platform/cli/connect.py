@@ -17,18 +17,13 @@ to any of them (:mod:`sluice.connect.cluster`).
 
 from __future__ import annotations
 
-import json
 import logging
 import signal
 import threading
 import time
-import urllib.error
-import urllib.parse
-import urllib.request
-from http import HTTPStatus
 from pathlib import Path
 from types import FrameType
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -41,6 +36,7 @@ from sluice.cli._common import (
     parse_pairs,
     stderr,
 )
+from sluice.cli._connect_rest import ConnectRest, apply_specs
 from sluice.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -229,7 +225,7 @@ def status(
     """Print connectors, their tasks, states and worker ids (through the REST API)."""
     from sluice.cli._common import print_table
 
-    rest = _Rest(url)
+    rest = ConnectRest(url)
     get = rest.get
     names = [name] if name else list(get("/connectors"))
     rows = []
@@ -241,50 +237,6 @@ def status(
         for task in body["tasks"]:
             rows.append([connector, f"task {task['id']}", task["state"], task["worker_id"], ""])
     print_table(["connector", "what", "state", "worker", "type"], rows)
-
-
-class _Rest:
-    """A small client of Kafka Connect's REST API (errors become CliErrors)."""
-
-    def __init__(self, url: str) -> None:
-        self.url = url.rstrip("/")
-
-    def call(self, method: str, path: str, body: object = None) -> tuple[int, Any]:
-        """Status and decoded body of one request (404 is returned, other errors raise)."""
-        data = None if body is None else json.dumps(body).encode()
-        request = urllib.request.Request(
-            f"{self.url}{path}",
-            data=data,
-            method=method,
-            headers={"Content-Type": "application/json"},
-        )
-        try:
-            with urllib.request.urlopen(request, timeout=30) as response:
-                raw = response.read()
-                return response.status, json.loads(raw) if raw else None
-        except urllib.error.HTTPError as error:
-            raw = error.read()
-            decoded = json.loads(raw) if raw else {}
-            if error.code == HTTPStatus.NOT_FOUND:
-                return error.code, decoded
-            message = (
-                decoded.get("message", error.reason)
-                if isinstance(decoded, dict)
-                else raw.decode(errors="replace")
-            )
-            raise CliError(f"{method} {path}: {error.code}: {message}") from None
-        except (urllib.error.URLError, OSError) as error:
-            raise CliError(f"cannot reach the Connect worker at {self.url}: {error}") from None
-
-    def get(self, path: str) -> Any:
-        """GET, 404 raised too."""
-        status, body = self.call("GET", path)
-        if status == HTTPStatus.NOT_FOUND:
-            raise CliError(f"GET {path}: 404: {body.get('message', 'not found')}")
-        return body
-
-
-_STATE_CALLS = {"running": "resume", "paused": "pause", "stopped": "stop"}
 
 
 @app.command()
@@ -308,7 +260,7 @@ def apply(
     stopped); with `--prune`, connectors no file declares are deleted. Every file is checked
     first (locally and by the worker's validation): with any problem, nothing changes.
     """
-    rest = _Rest(url)
+    rest = ConnectRest(url)
     _apply_once(rest, path, prune)
     if not watch:
         return
@@ -350,55 +302,11 @@ def apply(
         observer.join(5)
 
 
-def _apply_once(rest: _Rest, path: Path, prune: bool) -> None:
+def _apply_once(rest: ConnectRest, path: Path, prune: bool) -> None:
     from sluice.connect.deploy import DeploymentError, load
 
     try:
         specs = load(path, resolve=False)  # the worker resolves placeholders
     except (DeploymentError, OSError) as error:
         raise CliError(str(error), exit_code=EXIT_USAGE) from None
-    problems = []
-    for spec in specs:  # the worker validates against the plugins it has
-        plugin = spec.config["connector.class"]
-        status, body = rest.call(
-            "PUT", f"/connector-plugins/{urllib.parse.quote(plugin)}/config/validate", spec.config
-        )
-        if status == HTTPStatus.NOT_FOUND:
-            problems.append(
-                str(spec.error("connector.class", f"unknown connector class {plugin!r}"))
-            )
-            continue
-        for entry in body.get("configs", []):
-            for message in entry["value"]["errors"]:
-                problems.append(str(spec.error(entry["value"]["name"], message)))
-    if problems:
-        raise CliError("\n".join(problems), exit_code=EXIT_USAGE)
-    running = set(rest.get("/connectors"))
-    for spec in specs:
-        state = spec.state
-        if spec.name not in running:
-            rest.call(
-                "POST",
-                "/connectors",
-                {"name": spec.name, "config": spec.config, "initial_state": state.upper()},
-            )
-            stderr.print(f"{spec.name}: created ({state})", markup=False)
-            continue
-        current = rest.get(f"/connectors/{spec.name}/config")
-        # The worker shows secrets as [hidden]: those keys compare equal (a change of a secret
-        # alone is not seen; `PUT /connectors/{name}/config` applies one).
-        unchanged = set(current) == set(spec.config) and all(
-            current[key] in (value, "[hidden]") for key, value in spec.config.items()
-        )
-        if not unchanged:
-            rest.call("PUT", f"/connectors/{spec.name}/config", spec.config)
-        status_body = rest.get(f"/connectors/{spec.name}/status")
-        if status_body["connector"]["state"].lower() != state:
-            rest.call("PUT", f"/connectors/{spec.name}/{_STATE_CALLS[state]}")
-        stderr.print(
-            f"{spec.name}: {'unchanged' if unchanged else 'updated'} ({state})", markup=False
-        )
-    if prune:
-        for name in sorted(running - {spec.name for spec in specs}):
-            rest.call("DELETE", f"/connectors/{name}")
-            stderr.print(f"{name}: deleted", markup=False)
+    apply_specs(rest, specs, prune=prune, report=lambda line: stderr.print(line, markup=False))

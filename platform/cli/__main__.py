@@ -1,0 +1,5 @@
+"""``python -m sluice.cli``: the ``sluice`` command (how ``sluice up`` starts its children)."""
+
+from sluice.cli import main
+
+main()

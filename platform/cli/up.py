@@ -1,0 +1,155 @@
+"""``sluice up [-f sluice.yaml]``: run the whole platform a YAML file declares.
+
+The file is read and checked whole first (connectors against their classes too): any problem
+is printed at ``file:line: key:`` and nothing starts. Then the broker, topics, Connect worker,
+connectors, Streams apps and processes start in order, each child logging to
+``<home>/logs/<name>.log``; the supervisor restarts a child that dies (with backoff) and stops
+everything in order on Ctrl-C or SIGTERM. Run again with an edited file while it runs, and the
+running one reconciles (only what changed restarts).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+import uuid
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.live import Live
+from rich.table import Table
+
+from sluice.cli._common import EXIT_FAILED, EXIT_USAGE, CliError
+from sluice.errors import ConfigError
+
+__all__ = ["up"]
+
+_RELOAD_TIMEOUT = 300.0
+
+
+def up(
+    file: Annotated[
+        Path, typer.Option("--file", "-f", metavar="FILE", help="The deployment (YAML).")
+    ] = Path("sluice.yaml"),
+    *,
+    home: Annotated[
+        Path,
+        typer.Option("--home", metavar="DIR", help="State and logs (default ./.sluice)."),
+    ] = Path(".sluice"),
+) -> None:
+    """Start everything FILE declares and supervise it until Ctrl-C.
+
+    Example: `sluice up -f examples/quickstart/sluice.yaml`. Logs: `.sluice/logs/`; state:
+    `.sluice/up.json` (what `sluice status` reads).
+    """
+    from sluice.up import Supervisor, load
+
+    deployment = _checked(file, load)
+    running = _running_supervisor(home)
+    if running is not None:
+        _ask_reload(home, running, file)
+        return
+    console = Console(stderr=False)
+    if console.is_terminal:
+        with Live(console=console, auto_refresh=False, transient=False) as live:
+
+            def report(line: str) -> None:
+                live.console.print(line, markup=False, highlight=False)
+
+            def tick(supervisor: Supervisor) -> None:
+                live.update(_table(supervisor.state()), refresh=True)
+
+            code = Supervisor(deployment, home, report).run(on_tick=tick)
+    else:
+
+        def report(line: str) -> None:
+            print(f"{time.strftime('%H:%M:%S')} {line}", flush=True)
+
+        code = Supervisor(deployment, home, report).run()
+    if code:
+        raise typer.Exit(code)
+
+
+def _checked(file: Path, load: Any) -> Any:
+    """The deployment, with every connector checked against its class (problems: exit 2)."""
+    from sluice.connect.deploy import DeploymentError, resolve_class
+    from sluice.connect.plugins import connector_class, known_plugins
+
+    try:
+        deployment = load(file)
+    except DeploymentError as error:
+        raise CliError(str(error), exit_code=EXIT_USAGE) from None
+    problems: list[ConfigError] = []
+    known = known_plugins()
+    for spec in deployment.connectors:
+        try:
+            resolve_class(spec, connector_class, known=known)
+        except DeploymentError as error:
+            problems.extend(error.problems)
+    if problems:
+        raise CliError("\n".join(str(problem) for problem in problems), exit_code=EXIT_USAGE)
+    return deployment
+
+
+def _running_supervisor(home: Path) -> int | None:
+    """The pid of the ``sluice up`` that owns ``home``, if one runs."""
+    from sluice.up import STATE_FILE
+
+    try:
+        state = json.loads((home / STATE_FILE).read_text(encoding="utf-8"))
+        pid = int(state["pid"])
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return pid if b"up" in cmdline.split(b"\0") and pid != os.getpid() else None
+
+
+def _ask_reload(home: Path, pid: int, file: Path) -> None:
+    """Have the running supervisor re-read ``file``; print what it answered."""
+    import signal
+
+    from sluice.up import RELOAD_FILE, STATE_FILE
+
+    request = uuid.uuid4().hex
+    body = {"file": str(file.absolute()), "id": request}
+    (home / RELOAD_FILE).write_text(json.dumps(body), encoding="utf-8")
+    os.kill(pid, signal.SIGHUP)
+    print(f"sluice up is running (pid {pid}): asked it to apply {file}", file=sys.stderr)
+    deadline = time.monotonic() + _RELOAD_TIMEOUT
+    while time.monotonic() < deadline:
+        time.sleep(0.3)
+        try:
+            state = json.loads((home / STATE_FILE).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        outcome = state.get("last_reload") or {}
+        if outcome.get("id") == request:
+            if outcome["ok"]:
+                print("applied", file=sys.stderr)
+                return
+            raise CliError(f"not applied: {outcome['message']}", exit_code=EXIT_FAILED)
+    raise CliError(f"sluice up (pid {pid}) did not answer in {_RELOAD_TIMEOUT:.0f} s")
+
+
+def _table(state: dict[str, Any]) -> Table:
+    table = Table(title=f"sluice up: {state['file']}", title_justify="left")
+    for column in ("component", "kind", "state", "pid", "restarts", "up for", "log"):
+        table.add_column(column)
+    now = time.time()
+    for child in state["components"]:
+        since = child["since"]
+        running = child["state"] == "running" and since is not None
+        table.add_row(
+            child["name"],
+            child["kind"],
+            child["state"],
+            str(child["pid"] or ""),
+            str(child["restarts"]),
+            f"{now - since:.0f} s" if running else "",
+            child["log"],
+        )
+    return table

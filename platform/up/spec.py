@@ -1,0 +1,111 @@
+"""What a ``sluice.yaml`` declares: the parts of one deployment, as plain values.
+
+The loader (:mod:`sluice.up.loader`) builds a :class:`Deployment` from the file and checks it
+whole; the supervisor (:mod:`sluice.up.supervisor`) makes the machine match it. Two deployments
+compare equal part by part, which is how a re-read file is reconciled: only the parts that
+changed are restarted.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from sluice.connect.deploy import ConnectorSpec
+
+__all__ = ["BrokerSpec", "ConnectSpec", "Deployment", "ProgramSpec", "TopicSpec"]
+
+
+@dataclass(frozen=True)
+class BrokerSpec:
+    """The broker: embedded (started here) unless ``bootstrap_servers`` names a cluster."""
+
+    listen: str = "127.0.0.1:9092"
+    data_dir: Path = Path(".sluice/data")
+    config: tuple[tuple[str, str], ...] = ()
+    """``server.properties`` keys, in file order."""
+    metrics: str | None = None
+    """``HOST:PORT`` of the broker's Prometheus endpoint, or None."""
+    bootstrap_servers: str | None = None
+    """An existing Sluice or Kafka cluster: nothing is started."""
+
+    @property
+    def embedded(self) -> bool:
+        """Whether ``sluice up`` runs the broker itself."""
+        return self.bootstrap_servers is None
+
+    @property
+    def bootstrap(self) -> str:
+        """What clients connect to."""
+        return self.bootstrap_servers or self.listen
+
+
+@dataclass(frozen=True)
+class TopicSpec:
+    """A topic created, or altered to match, before anything else starts."""
+
+    name: str
+    partitions: int | None = None
+    """None: the broker's ``num.partitions`` when created; left alone when it exists."""
+    config: tuple[tuple[str, str], ...] = ()
+    line: int = 0
+
+
+@dataclass(frozen=True)
+class ConnectSpec:
+    """One distributed Connect worker (its group may have more workers elsewhere)."""
+
+    rest: str = "127.0.0.1:8083"
+    group: str = "sluice-connect"
+    config: tuple[tuple[str, str], ...] = ()
+    """Worker properties under Kafka Connect's names."""
+    metrics: str | None = None
+
+    @property
+    def url(self) -> str:
+        """The worker's REST API."""
+        return f"http://{self.rest}"
+
+
+ProgramKind = Literal["streams", "process"]
+
+
+@dataclass(frozen=True)
+class ProgramSpec:
+    """A Python program run as ``instances`` child processes: a Streams app or another process.
+
+    ``script`` is a file (run as ``python FILE``) or ``module`` a module (``python -m``);
+    ``args`` follow it. Children get ``environment`` on top of the supervisor's environment,
+    ``SLUICE_BOOTSTRAP`` (the broker) and, for Streams apps with ``metrics``,
+    ``SLUICE_METRICS_LISTEN`` (the port plus the instance's index).
+    """
+
+    kind: ProgramKind
+    name: str
+    script: Path | None = None
+    module: str | None = None
+    args: tuple[str, ...] = ()
+    instances: int = 1
+    environment: tuple[tuple[str, str], ...] = ()
+    application_id: str | None = None
+    """A Streams app's application id (its consumer group), for status; default ``name``."""
+    metrics: str | None = None
+
+    def command(self, python: str) -> list[str]:
+        """The command line of one instance."""
+        target = [str(self.script)] if self.script is not None else ["-m", str(self.module)]
+        return [python, *target, *self.args]
+
+
+@dataclass(frozen=True)
+class Deployment:
+    """Everything a ``sluice.yaml`` declares."""
+
+    source: Path
+    broker: BrokerSpec = field(default_factory=BrokerSpec)
+    topics: tuple[TopicSpec, ...] = ()
+    connect: ConnectSpec | None = None
+    connectors: tuple[ConnectorSpec, ...] = ()
+    programs: tuple[ProgramSpec, ...] = ()
+    """Streams apps first, then the other processes, in file order."""

@@ -1,0 +1,351 @@
+"""The supervisor behind ``sluice up``: makes the machine match a deployment and keeps it so.
+
+:meth:`Supervisor.apply` starts (or, for a re-read file, changes) the parts in order — the
+broker, the topics, the Connect worker, the connectors, the Streams apps, the other processes —
+waiting for each to be ready before the next. :meth:`Supervisor.run` then watches the children,
+restarts one that dies with backoff, writes ``<home>/up.json`` every second (``sluice status``
+reads it) and, on SIGINT or SIGTERM, stops everything in the reverse order. SIGHUP re-reads the
+file named in ``<home>/up.reload`` (a second ``sluice up`` writes it) and reconciles: only the
+parts that changed are restarted.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+from confluent_kafka import KafkaException
+
+from sluice.cli._common import CliError
+from sluice.cli._connect_rest import ConnectRest, RestError, apply_specs
+from sluice.connect.deploy import DeploymentError
+from sluice.errors import SluiceError
+from sluice.up.children import Child, Launch
+from sluice.up.loader import load
+from sluice.up.spec import BrokerSpec, ConnectSpec, Deployment, ProgramKind, ProgramSpec
+from sluice.up.topics import ensure_topics
+
+__all__ = ["RELOAD_FILE", "STATE_FILE", "Supervisor", "UpError"]
+
+STATE_FILE = "up.json"
+RELOAD_FILE = "up.reload"
+_READY_TIMEOUT = 90.0
+_TIERS = ("streams", "connect", "process", "broker")
+"""The order children are stopped in (they start in the reverse order)."""
+
+
+class UpError(SluiceError):
+    """A part could not be started or configured (the message says which and why)."""
+
+
+class Supervisor:
+    """Runs a :class:`Deployment` as child processes; state and logs under ``home``."""
+
+    def __init__(
+        self, deployment: Deployment, home: Path, report: Callable[[str], None] = print
+    ) -> None:
+        self.deployment = deployment
+        self.home = home.absolute()
+        self.report = report
+        self.children: dict[str, Child] = {}
+        self.generation = 0
+        self.last_reload: dict[str, Any] | None = None
+        self._stop = False
+        self._reload = False
+        self._applying = False
+        self._seen_events: dict[str, int] = {}
+
+    @property
+    def logs(self) -> Path:
+        """Where each child's output goes (``<name>.log``)."""
+        return self.home / "logs"
+
+    # -- the main loop --------------------------------------------------------------------
+    def run(self, on_tick: Callable[[Supervisor], None] | None = None) -> int:
+        """Apply the deployment and supervise until SIGINT/SIGTERM; the exit code."""
+        previous = {
+            signum: signal.signal(signum, self._on_signal)
+            for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+        }
+        self.home.mkdir(parents=True, exist_ok=True)
+        code = 0
+        try:
+            self.apply(self.deployment)
+            self.generation = 1
+            self.report("everything is running (Ctrl-C stops it)")
+            next_write = 0.0
+            while not self._stop:
+                now = time.time()
+                for child in list(self.children.values()):
+                    child.check(now)
+                self._print_events()
+                if self._reload:
+                    self._reload = False
+                    self._reload_from_request()
+                if now >= next_write:
+                    self.write_state()
+                    if on_tick is not None:
+                        on_tick(self)
+                    next_write = now + 1.0
+                time.sleep(0.2)
+        except (UpError, DeploymentError, CliError, KafkaException) as error:
+            self.report(f"error: {_message(error)}")
+            code = 1
+        finally:
+            self.stop_all()
+            self.write_state(running=False)
+            for signum, handler in previous.items():
+                signal.signal(signum, handler)
+        return code
+
+    def _on_signal(self, signum: int, frame: FrameType | None) -> None:
+        if signum == signal.SIGHUP:
+            self._reload = True
+        else:
+            self._stop = True
+            if self._applying:  # waiting for a part to be ready: give up at once
+                raise UpError("interrupted")
+
+    # -- reconciling ----------------------------------------------------------------------
+    def apply(self, deployment: Deployment) -> None:
+        """Make the children, topics and connectors match ``deployment``."""
+        self._applying = True
+        try:
+            self._apply(deployment)
+        finally:
+            self._applying = False
+
+    def _apply(self, deployment: Deployment) -> None:
+        broker = deployment.broker
+        self._place(
+            "broker", "broker", _broker_launch(broker, self.home) if broker.embedded else None
+        )
+        self._wait_broker(broker)
+        ensure_topics(broker.bootstrap, deployment.topics, self.report)
+        self._place_programs(deployment, "process")
+        connect = deployment.connect
+        launch = None if connect is None else _connect_launch(connect, broker.bootstrap)
+        self._place("connect", "connect", launch)
+        if connect is not None:
+            self._apply_connectors(connect, deployment)
+        self._place_programs(deployment, "streams")
+        self.deployment = deployment
+        self._print_events()
+
+    def _place_programs(self, deployment: Deployment, kind: ProgramKind) -> None:
+        """Start, restart or stop the instances of the programs of ``kind``."""
+        wanted = set()
+        for program in deployment.programs:
+            if program.kind != kind:
+                continue
+            for index in range(program.instances):
+                name = f"{program.name}-{index}"
+                wanted.add(name)
+                launch = _program_launch(program, index, deployment)
+                self._place(name, kind, launch, program)
+        for name, child in list(self.children.items()):
+            if child.kind == kind and name not in wanted:
+                self._retire(name)
+
+    def _place(
+        self, name: str, kind: str, launch: Launch | None, program: ProgramSpec | None = None
+    ) -> None:
+        """Make child ``name`` run ``launch`` (None: not at all), restarting it if it differs."""
+        current = self.children.get(name)
+        if current is not None and current.launch == launch:
+            return
+        if current is not None:
+            self._retire(name)
+        if launch is None:
+            return
+        child = Child(
+            name,
+            kind,
+            launch,
+            self.logs / f"{name}.log",
+            app=None if program is None else program.name,
+            application_id=None if program is None else program.application_id,
+        )
+        self.children[name] = child
+        child.start()
+        self._print_events(child)
+
+    def _retire(self, name: str) -> None:
+        child = self.children.pop(name)
+        child.stop()
+        self._print_events(child)
+
+    def _wait_broker(self, broker: BrokerSpec) -> None:
+        child = self.children.get("broker")
+        host, _, port = broker.bootstrap.split(",")[0].rpartition(":")
+        deadline = time.monotonic() + _READY_TIMEOUT
+        while time.monotonic() < deadline:
+            if child is not None and not child.alive() and child.state == "running":
+                raise UpError(f"the broker exited at start:\n{_tail(child.log)}")
+            try:
+                with socket.create_connection((host.strip("[]") or "127.0.0.1", int(port)), 1):
+                    return
+            except OSError:
+                time.sleep(0.2)
+        raise UpError(f"the broker at {broker.bootstrap} did not answer in {_READY_TIMEOUT:.0f} s")
+
+    def _apply_connectors(self, connect: ConnectSpec, deployment: Deployment) -> None:
+        """Apply the connectors once the worker has joined its group (it answers 409 before)."""
+        rest = ConnectRest(connect.url, timeout=60)
+        child = self.children["connect"]
+        deadline = time.monotonic() + _READY_TIMEOUT
+        while True:
+            if not child.alive():
+                raise UpError(f"the Connect worker exited at start:\n{_tail(child.log)}")
+            try:
+                apply_specs(rest, deployment.connectors, prune=True, report=self.report)
+                return
+            except RestError as error:
+                if error.status != 409 or time.monotonic() > deadline:
+                    raise
+            except CliError as error:
+                if "cannot reach" not in error.message or time.monotonic() > deadline:
+                    raise
+            time.sleep(0.5)
+
+    def _reload_from_request(self) -> None:
+        request: dict[str, Any] = {}
+        try:
+            request = json.loads((self.home / RELOAD_FILE).read_text(encoding="utf-8"))
+            path = Path(request.get("file") or self.deployment.source)
+            self.report(f"re-reading {path}")
+            self.apply(load(path))
+            self.generation += 1
+            outcome = {"ok": True, "message": "applied"}
+        except (OSError, ValueError) as error:
+            outcome = {"ok": False, "message": f"cannot read the reload request: {error}"}
+        except (UpError, DeploymentError, CliError, KafkaException) as error:
+            outcome = {"ok": False, "message": _message(error)}
+        if not outcome["ok"]:
+            self.report(f"not applied: {outcome['message']}")
+        self.last_reload = {"id": request.get("id"), "at": time.time(), **outcome}
+        self.write_state()
+
+    # -- stopping -------------------------------------------------------------------------
+    def stop_all(self) -> None:
+        """Stop every child, the processes first and the broker last; each tier together."""
+        for tier in _TIERS:
+            children = [child for child in self.children.values() if child.kind == tier]
+            for child in children:
+                child.terminate()
+            for child in children:
+                child.stop()
+                self._print_events(child)
+
+    # -- what is shown --------------------------------------------------------------------
+    def state(self, running: bool = True) -> dict[str, Any]:
+        """The content of ``up.json``."""
+        connect = self.deployment.connect
+        return {
+            "pid": os.getpid() if running else None,
+            "file": str(self.deployment.source.absolute()),
+            "updated": time.time(),
+            "generation": self.generation,
+            "bootstrap": self.deployment.broker.bootstrap,
+            "connect_url": None if connect is None else connect.url,
+            "last_reload": self.last_reload,
+            "components": [child.to_json() for child in self.children.values()],
+        }
+
+    def write_state(self, running: bool = True) -> None:
+        """Replace ``up.json`` atomically."""
+        path = self.home / STATE_FILE
+        temporary = path.with_suffix(".tmp")
+        temporary.write_text(json.dumps(self.state(running), indent=1), encoding="utf-8")
+        temporary.replace(path)
+
+    def _print_events(self, *only: Child) -> None:
+        for child in only or tuple(self.children.values()):
+            seen = self._seen_events.get(child.name, 0)
+            for event in child.events[seen:]:
+                self.report(f"{child.name}: {event}")
+            self._seen_events[child.name] = len(child.events)
+
+
+def _broker_launch(broker: BrokerSpec, home: Path) -> Launch:
+    command = [
+        *_sluice(),
+        "broker",
+        "start",
+        "--listen",
+        broker.listen,
+        "--data-dir",
+        str(broker.data_dir.absolute()),
+    ]
+    if broker.config:
+        properties = home / "broker.properties"
+        properties.parent.mkdir(parents=True, exist_ok=True)
+        properties.write_text("".join(f"{k}={v}\n" for k, v in broker.config), encoding="utf-8")
+        command += ["--config", str(properties)]
+    if broker.metrics:
+        command += ["--metrics-listen", broker.metrics]
+    # the properties file is part of the launch: a changed config restarts the broker
+    return Launch(tuple(command), fingerprint=repr(broker.config))
+
+
+def _connect_launch(connect: ConnectSpec, bootstrap: str) -> Launch:
+    command = [
+        *_sluice(),
+        "connect",
+        "start",
+        "--group",
+        connect.group,
+        "--rest",
+        connect.rest,
+        "--bootstrap-server",
+        bootstrap,
+    ]
+    for key, value in connect.config:
+        command += ["-X", f"{key}={value}"]
+    if connect.metrics:
+        command += ["--metrics-listen", connect.metrics]
+    return Launch(tuple(command), stop_timeout=45.0)
+
+
+def _program_launch(program: ProgramSpec, index: int, deployment: Deployment) -> Launch:
+    environment = {
+        "PYTHONUNBUFFERED": "1",
+        "SLUICE_BOOTSTRAP": deployment.broker.bootstrap,
+        "SLUICE_INSTANCE": str(index),
+    }
+    if deployment.connect is not None:
+        environment["SLUICE_CONNECT_URL"] = deployment.connect.url
+    if program.metrics:
+        host, _, port = program.metrics.rpartition(":")
+        environment["SLUICE_METRICS_LISTEN"] = f"{host}:{int(port) + index}"
+    environment.update(program.environment)
+    return Launch(tuple(program.command(sys.executable)), tuple(sorted(environment.items())))
+
+
+def _sluice() -> list[str]:
+    return [sys.executable, "-m", "sluice.cli"]
+
+
+def _tail(log: Path, lines: int = 15) -> str:
+    try:
+        text = log.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return f"(no log at {log})"
+    return "\n".join(f"  {line}" for line in text.splitlines()[-lines:])
+
+
+def _message(error: BaseException) -> str:
+    if isinstance(error, CliError):
+        return error.message
+    if isinstance(error, KafkaException) and error.args:
+        first = error.args[0]
+        return first if isinstance(first, str) else str(first.str())
+    return str(error)
