@@ -10,6 +10,7 @@
     sluice transactions list|describe …
     sluice connect standalone FILE.yaml|DIR …
     sluice up [-f sluice.yaml]
+    sluice status [--json]
 
 Every client command takes ``--bootstrap-server``/``-b`` (env ``SLUICE_BOOTSTRAP``, default
 ``localhost:9092``). Exit codes: 0 success, 1 the operation failed, 2 wrong usage or
@@ -28,7 +29,7 @@ import typer
 from confluent_kafka import KafkaException
 
 from sluice import clients
-from sluice.cli import broker, connect, groups, topics, transactions
+from sluice.cli import broker, connect, groups, status, topics, transactions
 from sluice.cli._common import EXIT_FAILED, CliError, describe_error, error_of
 from sluice.cli.consume import consume
 from sluice.cli.produce import produce
@@ -53,6 +54,7 @@ app.add_typer(connect.app, name="connect")
 app.command()(produce)
 app.command()(consume)
 app.command()(up)
+app.command()(status.status)
 
 
 def _print_version(value: bool) -> None:

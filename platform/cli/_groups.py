@@ -4,7 +4,7 @@ group states, and how ``reset-offsets`` reads its options and computes new offse
 from __future__ import annotations
 
 import concurrent.futures
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -161,6 +161,18 @@ def state_name(state: Any) -> str:
     ('PreparingRebalance', 'Unknown')
     """
     return STATES.get(state, "Unknown")
+
+
+def partition_lags(
+    committed: Mapping[Partition, int], ends: Mapping[Partition, int]
+) -> dict[Partition, int]:
+    """The lag of each partition with a committed offset and a known log end offset: the log
+    end offset (high watermark) minus the committed offset, as ``kafka-consumer-groups.sh``.
+
+    >>> partition_lags({("t", 0): 3, ("t", 1): 5}, {("t", 0): 10, ("u", 0): 4})
+    {('t', 0): 7}
+    """
+    return {tp: ends[tp] - offset for tp, offset in committed.items() if tp in ends}
 
 
 def format_partitions(partitions: Iterable[Partition]) -> str:

@@ -46,6 +46,7 @@ from sluice.cli._groups import (
     group_error,
     parse_datetime,
     parse_topic,
+    partition_lags,
     state_name,
 )
 
@@ -151,7 +152,7 @@ def describe(
             owner[tp.topic, tp.partition] = member
     partitions = sorted(set(committed) | set(owner))
     ends = admin.log_offsets(partitions, OffsetSpec.latest())  # type: ignore[no-untyped-call]
-    lags = {tp: ends[tp] - committed[tp] for tp in partitions if tp in ends and tp in committed}
+    lags = partition_lags(committed, ends)
 
     heading("SUMMARY")
     coordinator = description.coordinator

@@ -16,7 +16,7 @@ import sys
 import time
 import uuid
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
@@ -24,7 +24,9 @@ from rich.live import Live
 from rich.table import Table
 
 from sluice.cli._common import EXIT_FAILED, EXIT_USAGE, CliError
-from sluice.errors import ConfigError
+
+if TYPE_CHECKING:
+    from sluice.up import Deployment
 
 __all__ = ["up"]
 
@@ -38,7 +40,12 @@ def up(
     *,
     home: Annotated[
         Path,
-        typer.Option("--home", metavar="DIR", help="State and logs (default ./.sluice)."),
+        typer.Option(
+            "--home",
+            envvar="SLUICE_HOME",
+            metavar="DIR",
+            help="State and logs (default ./.sluice).",
+        ),
     ] = Path(".sluice"),
 ) -> None:
     """Start everything FILE declares and supervise it until Ctrl-C.
@@ -46,9 +53,9 @@ def up(
     Example: `sluice up -f examples/quickstart/sluice.yaml`. Logs: `.sluice/logs/`; state:
     `.sluice/up.json` (what `sluice status` reads).
     """
-    from sluice.up import Supervisor, load
+    from sluice.up import Supervisor
 
-    deployment = _checked(file, load)
+    deployment = _checked(file)
     running = _running_supervisor(home)
     if running is not None:
         _ask_reload(home, running, file)
@@ -74,25 +81,15 @@ def up(
         raise typer.Exit(code)
 
 
-def _checked(file: Path, load: Any) -> Any:
-    """The deployment, with every connector checked against its class (problems: exit 2)."""
-    from sluice.connect.deploy import DeploymentError, resolve_class
-    from sluice.connect.plugins import connector_class, known_plugins
+def _checked(file: Path) -> Deployment:
+    """The deployment; any problem is an error (exit 2) listing them all."""
+    from sluice.connect.deploy import DeploymentError
+    from sluice.up import load
 
     try:
-        deployment = load(file)
+        return load(file)
     except DeploymentError as error:
         raise CliError(str(error), exit_code=EXIT_USAGE) from None
-    problems: list[ConfigError] = []
-    known = known_plugins()
-    for spec in deployment.connectors:
-        try:
-            resolve_class(spec, connector_class, known=known)
-        except DeploymentError as error:
-            problems.extend(error.problems)
-    if problems:
-        raise CliError("\n".join(str(problem) for problem in problems), exit_code=EXIT_USAGE)
-    return deployment
 
 
 def _running_supervisor(home: Path) -> int | None:

@@ -183,6 +183,7 @@ class _Reader:
             except DeploymentError as error:
                 self.problems += error.problems
         specs += from_nodes(inline, self.source, self.base, self.problems)
+        self.check_classes(specs)
         seen: dict[str, ConnectorSpec] = {}
         for spec in specs:
             first = seen.setdefault(spec.name, spec)
@@ -190,6 +191,18 @@ class _Reader:
                 message = f"duplicate connector name {spec.name!r} (also at {first.where('name')})"
                 self.problems.append(spec.error("name", message))
         return tuple(specs)
+
+    def check_classes(self, specs: list[ConnectorSpec]) -> None:
+        """Each connector checked against its class, as the worker will (plugins found here)."""
+        from sluice.connect.deploy import resolve_class
+        from sluice.connect.plugins import connector_class, known_plugins
+
+        known = known_plugins()
+        for spec in specs:
+            try:
+                resolve_class(spec, connector_class, known=known)
+            except DeploymentError as error:
+                self.problems += error.problems
 
     def program(self, kind: ProgramKind) -> Callable[[Node, str], ProgramSpec | None]:
         def build(node: Node, where: str) -> ProgramSpec | None:
