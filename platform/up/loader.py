@@ -58,7 +58,9 @@ def load(path: Path) -> Deployment:
     reader = _Reader(path)
     deployment = reader.read()
     if reader.problems:
-        raise DeploymentError(reader.problems)
+        # in the order of the file (a connector file named by path: after it)
+        order = sorted(reader.problems, key=lambda p: (p.source != str(path), p.line or 0))
+        raise DeploymentError(order)
     assert deployment is not None
     return deployment
 
@@ -111,8 +113,8 @@ class _Reader:
             entry = sections.get(key)
             if entry is not None and not is_null(entry.value):
                 programs += self.items(entry, self.program(kind)) or ()
-        self.unique([(p.name, f"{p.kind} program") for p in programs], "streams/processes")
-        self.unique([(t.name, "topic") for t in topics], "topics")
+        self.unique([(p.name, "program", p.line) for p in programs], "streams/processes")
+        self.unique([(t.name, "topic", t.line) for t in topics], "topics")
         return Deployment(self.path, broker, tuple(topics), connect, connectors, tuple(programs))
 
     # -- sections -------------------------------------------------------------------------
@@ -145,7 +147,7 @@ class _Reader:
 
     def topic(self, node: Node, where: str) -> TopicSpec | None:
         keys = self.mapping(node, where + ".", _TOPIC)
-        name = self.name(keys.get("name"), where + ".name")
+        name = self.name(keys.get("name"), where + ".name", line(node))
         partitions = keys.get("partitions")
         count = None if partitions is None else self.count(partitions, where + ".partitions")
         config = self.settings(keys.get("config"), where + ".config")
@@ -207,7 +209,7 @@ class _Reader:
     def program(self, kind: ProgramKind) -> Callable[[Node, str], ProgramSpec | None]:
         def build(node: Node, where: str) -> ProgramSpec | None:
             keys = self.mapping(node, where + ".", _STREAMS if kind == "streams" else _PROGRAM)
-            name = self.name(keys.get("name"), where + ".name")
+            name = self.name(keys.get("name"), where + ".name", line(node))
             script, module = self.target(keys, where, line(node))
             args = self.strings(keys.get("args"), where + ".args")
             instances = keys.get("instances")
@@ -225,6 +227,7 @@ class _Reader:
                 environment=self.settings(keys.get("environment"), where + ".environment"),
                 application_id=application_id or (name if kind == "streams" else None),
                 metrics=self.address(keys.get("metrics"), where + ".metrics"),
+                line=line(node),
             )
 
         return build
@@ -288,9 +291,9 @@ class _Reader:
             return None
         return value
 
-    def name(self, entry: Entry | None, key: str) -> str | None:
+    def name(self, entry: Entry | None, key: str, at: int) -> str | None:
         if entry is None:
-            self.problem(key.rpartition(".")[0], "missing: name:", None)
+            self.problem(key.rpartition(".")[0], "missing: name:", at)
             return None
         value = self.scalar(entry, key)
         if value is not None and not _NAME.fullmatch(value):
@@ -349,9 +352,10 @@ class _Reader:
                 found.append((item.key, value))
         return tuple(found)
 
-    def unique(self, names: list[tuple[str, str]], key: str) -> None:
-        seen: set[str] = set()
-        for name, what in names:
-            if name in seen:
-                self.problem(key, f"the {what} name {name!r} is used twice", None)
-            seen.add(name)
+    def unique(self, names: list[tuple[str, str, int]], key: str) -> None:
+        first: dict[str, int] = {}
+        for name, what, at in names:
+            if name in first:
+                message = f"the {what} name {name!r} is used twice (first at line {first[name]})"
+                self.problem(key, message, at)
+            first.setdefault(name, at)

@@ -91,6 +91,7 @@ class ProgramSpec:
     application_id: str | None = None
     """A Streams app's application id (its consumer group), for status; default ``name``."""
     metrics: str | None = None
+    line: int = 0
 
     def command(self, python: str) -> list[str]:
         """The command line of one instance."""
