@@ -17,8 +17,13 @@ $(STAMP): pyproject.toml | $(BIN)/python
 
 install: $(STAMP)
 
-## make up: a fresh machine -> virtualenv -> install -> the broker on 127.0.0.1:9092, data in ./.sluice/
+## make up: a fresh machine -> virtualenv -> install -> the quickstart platform (broker on
+## 127.0.0.1:9092, Connect worker on :8083, connectors, a Streams app), data in ./.sluice/
 up: install
+	$(BIN)/sluice up -f examples/quickstart/sluice.yaml
+
+## make broker: the broker alone, as `make up` started it before there was more
+broker: install
 	$(BIN)/sluice broker start --listen 127.0.0.1:9092 --data-dir .sluice/data
 
 ## make test: installs what the tests need (Debian packages included), then runs everything.

@@ -7,7 +7,7 @@ counted in the store ``counts`` (RocksDB, logged to ``streams-wordcount-counts-c
 Every new count goes to ``streams-wordcount-output``: key the word, value its count (JSON).
 
 Run it with ``python examples/wordcount/app.py [BOOTSTRAP]``; the bootstrap server comes from
-the argument, else ``SLUICE_BOOTSTRAP``, else ``localhost:9092`` (``make up``'s broker).
+the argument, else ``SLUICE_BOOTSTRAP``, else ``localhost:9092`` (``make broker``'s broker).
 """
 
 from __future__ import annotations
