@@ -19,13 +19,9 @@ from typing import Any
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import OffsetSpec  # type: ignore[attr-defined]  # no __all__
 
-from sluice import wire
 from sluice.cli._common import CliError
 from sluice.cli._groups import GroupAdmin, Partition, partition_lags, state_name
 from sluice.cli._status_state import Component, Supervisor
-
-DESCRIBE_LOG_DIRS = wire.Api(35, "DescribeLogDirs", 1, 4)
-"""Partition sizes: confluent-kafka's AdminClient has no call for it, so we speak it ourselves."""
 
 
 @dataclass
@@ -214,14 +210,19 @@ def topic_rows(
 
 def log_dir_sizes(nodes: Iterable[Node], timeout: float) -> tuple[Sizes, dict[str, int] | None]:
     """Bytes per topic summed over every broker's log directories (DescribeLogDirs), or why
-    they are unknown. A broker that does not serve the API makes every size unknown."""
+    they are unknown. A broker that does not serve the API makes every size unknown.
+    confluent-kafka's AdminClient has no call for it, so it is spoken through
+    :mod:`sluice.wire` (imported here: kio takes a while to import, every command would pay)."""
+    from sluice import wire
+
+    describe_log_dirs = wire.Api(35, "DescribeLogDirs", 1, 4)
     totals: dict[str, int] = {}
     for node in nodes:
         try:
             with wire.connect_node(
                 wire.Node(node.id, node.host, node.port), timeout=timeout, client_id="sluice-cli"
             ) as conn:
-                answer = conn.call(DESCRIBE_LOG_DIRS, topics=None)
+                answer = conn.call(describe_log_dirs, topics=None)
         except wire.UnsupportedApiError:
             note = f"the broker at {node.host}:{node.port} does not serve DescribeLogDirs"
             return Sizes(False, note), None
