@@ -17,6 +17,7 @@ from sluice.broker.handlers import (
     groups,
     init_producer_id,
     list_offsets,
+    log_dirs,
     metadata,
     offsets,
     produce,
@@ -59,6 +60,7 @@ HANDLERS: dict[int, Handler] = {
     v.TXN_OFFSET_COMMIT: transactions.txn_offset_commit,
     v.DESCRIBE_TRANSACTIONS: transactions.describe_transactions,
     v.LIST_TRANSACTIONS: transactions.list_transactions,
+    v.DESCRIBE_LOG_DIRS: log_dirs.handle,
 }
 
 assert set(HANDLERS) == set(v.SUPPORTED), "every supported API needs a handler"

@@ -90,8 +90,12 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
 
 
 def test_topics_groups_and_lag_are_exact(
-    sluice: Sluice, bootstrap: str, topic_factory: Callable[..., str], tmp_path: Path
+    sluice: Sluice,
+    shared_broker: BrokerProcess,
+    topic_factory: Callable[..., str],
+    tmp_path: Path,
 ) -> None:
+    bootstrap = shared_broker.bootstrap
     topic = topic_factory(partitions=3)
     _produce(bootstrap, topic, {0: 10, 1: 12, 2: 8})
     group = f"g-{uuid.uuid4().hex[:10]}"
@@ -109,16 +113,18 @@ def test_topics_groups_and_lag_are_exact(
     assert broker["reachable"] is True and broker["bootstrap"] == bootstrap
     assert broker["cluster_id"] and broker["brokers"][0]["port"] == int(bootstrap.split(":")[1])
     assert broker["topics"] >= 1 and broker["partitions"] >= 3
+    segments = shared_broker.data_dir.glob(f"{topic}-*/*.log")
+    on_disk = sum(segment.stat().st_size for segment in segments)
+    assert on_disk > 0
     assert _one(document["topics"], "name", topic) == {
         "name": topic,
         "internal": False,
         "partitions": 3,
         "messages": 30,
-        "size_bytes": None,  # our broker does not serve DescribeLogDirs: no guess
+        "size_bytes": on_disk,  # DescribeLogDirs: the partitions' segments
         "messages_per_s": 0.0,  # nobody writes to it while status samples
     }
-    assert document["sizes"]["available"] is False
-    assert "DescribeLogDirs" in document["sizes"]["note"]
+    assert document["sizes"] == {"available": True, "note": None}
     assert _one(document["topics"], "name", "__consumer_offsets")["internal"] is True
     assert _one(document["groups"], "group", group) == {
         "group": group,
@@ -132,7 +138,9 @@ def test_topics_groups_and_lag_are_exact(
     result = sluice(*args)
     assert result.code == 0, str(result)
     lines = result.out.splitlines()
-    assert [topic, "3", "30", "-", "0.0"] in [line.split() for line in lines], result.out
+    assert [topic, "3", "30", f"{on_disk}", "B", "0.0"] in [line.split() for line in lines], (
+        result.out
+    )
     assert [group, "Empty", "0", "14"] in [line.split() for line in lines], result.out
     assert f"worker {url}: unreachable" in result.out
     assert "internal topic" in result.out and "__consumer_offsets" not in result.out

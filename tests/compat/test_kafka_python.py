@@ -168,3 +168,29 @@ def test_admin_create_describe_delete(bootstrap: str, topic_name: str) -> None:
         assert topic_name not in listed, f"{topic_name} still listed after delete"
     finally:
         client.close()
+
+
+def test_admin_describe_log_dirs(bootstrap: str, create_topic: Callable[..., str]) -> None:
+    topic = create_topic(partitions=2)
+    sent = send_all(bootstrap, topic, 20, partitions=2)
+    client = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=int(TIMEOUT * 1000))
+    try:
+        [everything] = client.describe_log_dirs()
+        [log_dir] = everything["log_dirs"]
+        assert log_dir["error_code"] == 0
+        sizes = {
+            (t["name"], p["partition_index"]): p["partition_size"]
+            for t in log_dir["topics"]
+            for p in t["partitions"]
+        }
+        assert {(topic, 0), (topic, 1)} <= sizes.keys()
+        # each record is at least its value; the batches' headers come on top
+        assert sizes[(topic, 0)] + sizes[(topic, 1)] > sum(len(r[2]) for r in sent)
+        assert log_dir["usable_bytes"] > 0
+
+        [one] = client.describe_log_dirs({topic: [1]})
+        [only] = one["log_dirs"][0]["topics"]
+        assert (only["name"], [p["partition_index"] for p in only["partitions"]]) == (topic, [1])
+        assert only["partitions"][0]["partition_size"] == sizes[(topic, 1)]
+    finally:
+        client.close()
