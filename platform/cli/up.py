@@ -147,6 +147,6 @@ def _table(state: dict[str, Any]) -> Table:
             str(child["pid"] or ""),
             str(child["restarts"]),
             f"{now - since:.0f} s" if running else "",
-            child["log"],
+            os.path.relpath(child["log"]),
         )
     return table
