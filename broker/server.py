@@ -16,11 +16,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import struct
+from time import perf_counter
 from typing import Any
 
 from sluice.broker.broker import Broker
 from sluice.broker.handlers import HANDLERS
 from sluice.broker.handlers.api_versions import unsupported_version_response
+from sluice.broker.metrics import RequestMetrics
 from sluice.broker.protocol.codec import (
     MalformedRequestError,
     decode_request,
@@ -43,6 +45,13 @@ class Server:
         self.max_request = int(broker.config["socket.request.max.bytes"])
         self._server: asyncio.Server | None = None
         self._connections: set[asyncio.Task[Any]] = set()
+        self.requests = RequestMetrics()
+        """Count and latency of the requests answered, per API (:mod:`sluice.broker.metrics`)."""
+
+    @property
+    def connection_count(self) -> int:
+        """Client connections open now."""
+        return len(self._connections)
 
     async def start(self, host: str, port: int) -> None:
         self._server = await asyncio.start_server(
@@ -96,6 +105,7 @@ class Server:
 
     async def handle(self, frame: bytes, client: Connection) -> bytes | None:
         """Answer one request frame; ``None`` when no response is due (acks=0)."""
+        started = perf_counter()
         prefix = read_prefix(frame)
         if not is_supported(prefix.api_key, prefix.api_version):
             if prefix.api_key == API_VERSIONS:
@@ -108,5 +118,10 @@ class Server:
         handler = HANDLERS[prefix.api_key]
         response = await handler(self.broker, request, client)
         if response is None:
+            self.requests.record(prefix.api_key, perf_counter() - started)
             return None
-        return encode_response(prefix.api_key, prefix.api_version, prefix.correlation_id, response)
+        encoded = encode_response(
+            prefix.api_key, prefix.api_version, prefix.correlation_id, response
+        )
+        self.requests.record(prefix.api_key, perf_counter() - started)
+        return encoded

@@ -68,12 +68,18 @@ def validate_topic_name(name: str) -> None:
 
 @dataclass(eq=False)
 class Partition:
-    """One partition: its log and the fetch requests waiting for data on it."""
+    """One partition: its log, the fetch requests waiting for data on it, and the counters of
+    :mod:`sluice.broker.metrics` (added to once per batch or read, never per record)."""
 
     topic: str
     index: int
     log: Log
     waiters: set[asyncio.Future[None]] = field(default_factory=set)
+    bytes_in: int = 0
+    messages_in: int = 0
+    bytes_out: int = 0
+    total_produce_requests: int = 0
+    failed_produce_requests: int = 0
 
     def notify(self) -> None:
         """Wake fetch requests waiting for new data."""

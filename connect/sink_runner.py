@@ -73,6 +73,7 @@ class _Reporter:
             raise ConnectError(
                 f"task {runner.name}: tolerance exceeded in the error handler: {where}: {error}"
             ) from error
+        runner.metrics.record_error(skipped=True, logged=runner.errors.log_errors)
         if runner.errors.log_errors:
             log.error("%s: skipping %s (TASK_PUT): %s", runner.name, where, error)
         message = runner.message_of(record)
@@ -82,6 +83,8 @@ class _Reporter:
 
 class SinkTaskRunner(TaskRunner):
     """Runs one :class:`~sluice.connect.api.SinkTask`; see the module docstring."""
+
+    kind = "sink"
 
     def __init__(
         self,
@@ -163,6 +166,7 @@ class SinkTaskRunner(TaskRunner):
             self._topics(), on_assign=self._on_assign, on_revoke=self._on_revoke
         )
         last_commit = time.monotonic()
+        metrics = self.metrics
         try:
             while not self.stopping():
                 self._follow_pause()
@@ -170,6 +174,7 @@ class SinkTaskRunner(TaskRunner):
                     messages = self.consumer.consume(500, 0.2)
                 except KafkaException as error:
                     raise ConnectError(f"task {self.name}: consumer failed: {error}") from None
+                metrics.sink_record_read += len(messages)
                 positions: dict[TopicPartition, int] = {}
                 batch = self._batch(messages, positions) if messages else None
                 if batch is None:
@@ -182,6 +187,7 @@ class SinkTaskRunner(TaskRunner):
                         f"{self.name} put",
                         self.stopping,
                     )
+                    metrics.sink_record_send += len(batch)
                 # only now are these records the sink's: their offsets may be committed
                 self._positions.update(positions)
                 if (
@@ -294,6 +300,7 @@ class SinkTaskRunner(TaskRunner):
         except Exception as error:
             if not self.errors.tolerate_all:
                 raise
+            self.metrics.record_error(skipped=True, logged=self.errors.log_errors)
             if self.errors.log_errors:
                 log.error(
                     "%s: skipping %s[%d]@%d (%s): %s",
@@ -332,7 +339,12 @@ class SinkTaskRunner(TaskRunner):
                 plugin=type(self.task).__qualname__,
                 error=error,
             )
-        producer.produce(topic, message.value(), message.key(), headers=headers)
+        self.metrics.deadletterqueue_produce_requests += 1
+        try:
+            producer.produce(topic, message.value(), message.key(), headers=headers)
+        except Exception:
+            self.metrics.deadletterqueue_produce_failures += 1
+            raise
         producer.poll(0)
 
     def commit_offsets(self) -> None:
@@ -348,6 +360,7 @@ class SinkTaskRunner(TaskRunner):
                 offsets=[KafkaPartition(p.topic, p.partition, o) for p, o in safe.items()],
                 asynchronous=False,
             )
+            self.metrics.offset_commit_completion += 1
 
 
 def _records(

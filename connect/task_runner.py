@@ -13,6 +13,7 @@ from abc import ABC, abstractmethod
 from typing import Any
 
 from sluice.connect.converters import Converter, converter_from
+from sluice.connect.metrics import TaskMetrics
 from sluice.connect.tolerance import ErrorPolicy
 from sluice.connect.transforms import TransformChain
 
@@ -34,6 +35,9 @@ def _converter(config: dict[str, Any], worker: dict[str, Any], is_key: bool) -> 
 class TaskRunner(ABC):
     """One task of a connector, in its own thread."""
 
+    kind = ""
+    """``source`` or ``sink`` (the metrics' groups)."""
+
     def __init__(
         self, connector: str, task_id: int, config: dict[str, Any], worker_config: dict[str, Any]
     ) -> None:
@@ -42,6 +46,8 @@ class TaskRunner(ABC):
         self.config = config
         self.state = "UNASSIGNED"
         self.trace: str | None = None
+        self.metrics = TaskMetrics()
+        """Counters read by :mod:`sluice.connect.metrics` (added to once per batch)."""
         self.key_converter = _converter(config, worker_config, is_key=True)
         self.value_converter = _converter(config, worker_config, is_key=False)
         self.transforms = TransformChain.from_config(config)

@@ -15,6 +15,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -22,10 +23,12 @@ from typing import TYPE_CHECKING, Any
 from sluice.dsl.builder import Builder, StoreKind
 from sluice.dsl.stream import KStream
 from sluice.dsl.table import GlobalKTable, KTable
+from sluice.errors import ConfigError
+from sluice.metrics import ENV_LISTEN, parse_listen
 from sluice.serde import JSON, STRING, Serde
 from sluice.streams.config import ProcessingGuarantee, StreamsConfig
 from sluice.streams.driver import TestDriver
-from sluice.streams.errors import HandlerSpec
+from sluice.streams.errors import HandlerSpec, StreamsError
 from sluice.streams.operators.aggregate import TableSource
 from sluice.streams.state.base import StoreSpec
 from sluice.streams.topology import TimestampExtractor, Topology
@@ -43,6 +46,11 @@ class App:
     (``processing_guarantee``, ``num_standby_replicas``, ``state_dir``, ``commit_interval_ms``,
     the error handlers, ``dead_letter_topic``…); ``stores`` picks the backend of key-value stores
     (``"rocksdb"``, Kafka's default, or ``"memory"``).
+
+    ``metrics_listen="HOST:PORT"`` serves Prometheus metrics at ``/metrics`` while the app runs
+    (:mod:`sluice.streams.runtime.metrics`); when not given, the environment variable
+    ``SLUICE_METRICS_LISTEN`` is used (what ``sluice up`` sets for the apps it starts), and
+    ``""`` turns it off.
     """
 
     def __init__(
@@ -56,8 +64,16 @@ class App:
         deserialization_exception_handler: HandlerSpec = "fail",
         processing_exception_handler: HandlerSpec = "fail",
         dead_letter_topic: str | None = None,
+        metrics_listen: str | None = None,
         **settings: Any,
     ) -> None:
+        if metrics_listen is None:
+            metrics_listen = os.environ.get(ENV_LISTEN) or None
+            if metrics_listen:
+                try:
+                    parse_listen(metrics_listen, key=ENV_LISTEN)
+                except ConfigError as error:
+                    raise StreamsError(str(error)) from None
         self.config = StreamsConfig(
             application_id,
             bootstrap_servers,
@@ -66,6 +82,7 @@ class App:
             deserialization_exception_handler=deserialization_exception_handler,
             processing_exception_handler=processing_exception_handler,
             dead_letter_topic=dead_letter_topic,
+            metrics_listen=metrics_listen or None,
             **settings,
         )
         self._builder = Builder(application_id, stores)

@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from sluice.errors import ConfigError
+from sluice.metrics import parse_listen
 from sluice.streams.errors import HandlerSpec, StreamsError
 
 __all__ = ["ProcessingGuarantee", "StreamsConfig"]
@@ -25,7 +27,9 @@ class StreamsConfig:
     """``application_id`` is the consumer group id and the prefix of internal topics.
 
     ``consumer_config`` / ``producer_config`` / ``admin_config`` are librdkafka properties that
-    win over Sluice's (for example ``{"security.protocol": "SSL"}``).
+    win over Sluice's (for example ``{"security.protocol": "SSL"}``). ``metrics_listen``
+    (``HOST:PORT``) serves Prometheus metrics at ``/metrics`` there while the application runs
+    (:mod:`sluice.streams.runtime.metrics`).
     """
 
     application_id: str
@@ -45,6 +49,7 @@ class StreamsConfig:
     consumer_config: dict[str, Any] = field(default_factory=dict)
     producer_config: dict[str, Any] = field(default_factory=dict)
     admin_config: dict[str, Any] = field(default_factory=dict)
+    metrics_listen: str | None = None
 
     def __post_init__(self) -> None:
         if self.processing_guarantee not in ("at_least_once", "exactly_once_v2"):
@@ -56,6 +61,11 @@ class StreamsConfig:
             raise StreamsError(f"application_id {self.application_id!r} cannot name topics")
         if self.commit_interval_ms is None:
             self.commit_interval_ms = 100 if self.exactly_once else 30_000
+        if self.metrics_listen:
+            try:
+                parse_listen(self.metrics_listen, key="metrics_listen")
+            except ConfigError as error:
+                raise StreamsError(str(error)) from None
         if self.state_dir is None:
             self.state_dir = Path(".sluice") / "streams"
         self.state_dir = Path(self.state_dir)

@@ -38,9 +38,19 @@ from sluice.streams.record import Headers, Record
 from sluice.streams.state.base import StateStore, StoreContext
 from sluice.streams.topology import ProcessorNode, SinkNode, SourceNode, SubTopology, Topology
 
-__all__ = ["RecordCollector", "StreamTask", "TaskId"]
+__all__ = ["RecordCollector", "StreamTask", "TaskCounters", "TaskId"]
 
 log = logging.getLogger("sluice.streams")
+
+
+class TaskCounters:
+    """Counters the tasks of one stream thread add to (its metrics read them)."""
+
+    __slots__ = ("punctuations",)
+
+    def __init__(self) -> None:
+        self.punctuations = 0
+        """Punctuator calls (Kafka's ``punctuate-total``)."""
 
 
 class TaskId(NamedTuple):
@@ -268,8 +278,10 @@ class StreamTask:
         on_processing_error: ErrorHandler,
         dead_letter: Callable[[RecordError, bytes | None, bytes | None, Headers], None],
         adopted_stores: dict[str, StateStore] | None = None,
+        counters: TaskCounters | None = None,
     ) -> None:
         self.id = task_id
+        self.counters = TaskCounters() if counters is None else counters
         self.application_id = application_id
         self.collector = collector
         self.clock = clock
@@ -550,6 +562,7 @@ class StreamTask:
                     (now - schedule.next_time) // schedule.interval + 1
                 )
                 schedule.punctuator(now)
+                self.counters.punctuations += 1
         if schedules is self._stream_schedules:
             self._next_stream_punctuation = min((s.next_time for s in schedules), default=2**63 - 1)
 

@@ -43,11 +43,18 @@ def wait_for_port(port: int, proc: subprocess.Popen[bytes], timeout: float = 30.
 class BrokerProcess:
     """A `sluice broker start` process on a free loopback port, restartable on the same data."""
 
-    def __init__(self, data_dir: Path, config: dict[str, str], log_path: Path) -> None:
+    def __init__(
+        self,
+        data_dir: Path,
+        config: dict[str, str],
+        log_path: Path,
+        args: tuple[str, ...] = (),
+    ) -> None:
         self.data_dir = data_dir
         self.config = dict(config)
         self.port = free_port()
         self.log_path = log_path
+        self.args = args  # more options of `sluice broker start`
         self.proc: subprocess.Popen[bytes] | None = None
 
     @property
@@ -72,6 +79,7 @@ class BrokerProcess:
             self.bootstrap,
             "--data-dir",
             str(self.data_dir),
+            *self.args,
         ]
         log = self.log_path.open("ab")
         self.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)

@@ -59,6 +59,11 @@ async def handle(broker: Broker, request: Any, _client: Connection) -> Any:
 
     topics = []
     for name, partitions in results:
+        for fields in partitions:  # metrics: bytes out, once per partition that returns data
+            if fields["records"]:
+                read = broker.topics.partition(name, fields["partition_index"])
+                if read is not None:
+                    read.bytes_out += len(fields["records"])
         entries = tuple(make(partition_cls, **fields) for fields in partitions)
         topics.append(make(topic_cls, topic=name, partitions=entries))
     return make(

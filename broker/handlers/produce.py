@@ -64,10 +64,12 @@ async def handle(broker: Broker, request: Any, _client: Connection) -> Any:
             elif (partition := broker.topics.partition(topic_data.name, data.index)) is None:
                 code = ErrorCode.unknown_topic_or_partition
             else:
+                partition.total_produce_requests += 1
                 try:
                     base_offset, append_time, start = _append(partition, data.records, now)
                 except KafkaError as exc:
                     code, message = exc.code, exc.message
+                    partition.failed_produce_requests += 1
             partitions.append(
                 make(
                     partition_cls,
@@ -133,6 +135,8 @@ def _append(partition: Partition, records: bytes | None, now: int) -> tuple[int,
         raise KafkaError(ErrorCode.kafka_storage_error, str(exc)) from None
     if not result.duplicate:
         partition.notify()
+        partition.bytes_in += len(records)  # metrics: per batch, the count from its header
+        partition.messages_in += header.record_count
     return result.base_offset, result.log_append_time_ms, result.log_start_offset
 
 

@@ -14,7 +14,8 @@ The counts are readable from outside in two ways:
 
 Settings come from the environment:
 
-- ``SLUICE_BOOTSTRAP``: the broker URL (default ``kafka://localhost:9092``, ``make broker``'s broker);
+- ``SLUICE_BOOTSTRAP``: the broker URL (default ``kafka://localhost:9092``, the broker of
+  ``make broker``);
 - ``WORDCOUNT_DATA_DIR``: faust's data directory (default ``.sluice/faust-wordcount``);
 - ``WORDCOUNT_PARTITIONS``: partitions of the topics faust creates (default 4, the same as
   ``wordcount-lines`` must have).

@@ -11,6 +11,7 @@ import typer
 from sluice.cli._common import EXIT_USAGE, CliError
 from sluice.config import BrokerConfig, parse_listener
 from sluice.errors import ConfigError
+from sluice.metrics import parse_listen
 
 app = typer.Typer(help="Run a broker.", no_args_is_help=True, rich_markup_mode="markdown")
 
@@ -52,6 +53,14 @@ def start(
             help="DEBUG, INFO, WARNING or ERROR.",
         ),
     ] = "INFO",
+    metrics_listen: Annotated[
+        str | None,
+        typer.Option(
+            "--metrics-listen",
+            metavar="HOST:PORT",
+            help="Serve Prometheus metrics at http://HOST:PORT/metrics (default: off).",
+        ),
+    ] = None,
 ) -> None:
     """Start a broker in the foreground.
 
@@ -71,12 +80,17 @@ def start(
                 f"expected HOST:PORT, got {listen!r}", param_hint="--listen"
             ) from None
         overrides["listeners"] = f"PLAINTEXT://{listen}"
+    if metrics_listen is not None:
+        try:
+            parse_listen(metrics_listen)
+        except ConfigError as error:
+            raise typer.BadParameter(error.reason, param_hint="--metrics-listen") from None
     try:
         if data_dir is not None:
             overrides["log.dir"] = overrides["log.dirs"] = str(data_dir)
         broker_config = BrokerConfig.load(config, overrides)
         from sluice.broker.app import serve
 
-        serve(broker_config)
+        serve(broker_config, metrics_listen=metrics_listen)
     except ConfigError as exc:
         raise CliError(str(exc), exit_code=EXIT_USAGE) from None

@@ -17,6 +17,7 @@ to any of them (:mod:`sluice.connect.cluster`).
 
 from __future__ import annotations
 
+import gc
 import logging
 import signal
 import threading
@@ -38,14 +39,27 @@ from sluice.cli._common import (
 )
 from sluice.cli._connect_rest import ConnectRest, apply_specs
 from sluice.errors import ConfigError
+from sluice.metrics import LISTEN_OPTION, parse_listen, serve_metrics
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from prometheus_client import CollectorRegistry
+
     from sluice.connect.herder_base import HerderBase
     from sluice.connect.rest import RestServer
+    from sluice.connect.task_runner import TaskRunner
 
 __all__ = ["app"]
+
+MetricsListen = Annotated[
+    str | None,
+    typer.Option(
+        LISTEN_OPTION,
+        metavar="HOST:PORT",
+        help="Serve Prometheus metrics at http://HOST:PORT/metrics (default: off).",
+    ),
+]
 
 app = typer.Typer(
     help="Run Connect workers; deploy connectors from YAML.",
@@ -75,6 +89,7 @@ def standalone(
     log_level: Annotated[
         str, typer.Option("--log-level", envvar="SLUICE_LOG_LEVEL", metavar="LEVEL")
     ] = "INFO",
+    metrics_listen: MetricsListen = None,
 ) -> None:
     """Run the connectors of FILE (or of every YAML file in DIR) until interrupted.
 
@@ -84,11 +99,13 @@ def standalone(
     """
     from sluice.connect.deploy import DeploymentError, load, resolve_class
     from sluice.connect.herder import Herder, HerderError
+    from sluice.connect.metrics import worker_registry
     from sluice.connect.offsets import FileOffsetStore
     from sluice.connect.plugins import connector_class, known_plugins
     from sluice.connect.worker import Worker
 
     _log_to_stderr(log_level)
+    _check_listen(metrics_listen)
     try:
         specs = load(path)
         known = known_plugins()
@@ -120,8 +137,14 @@ def standalone(
             f", REST API on {server.url}" if server is not None else "",
         )
 
+    def tasks() -> list[TaskRunner]:
+        return [t for c in list(worker.connectors.values()) for t in list(c.tasks)]
+
+    metrics = None
+    if metrics_listen:
+        metrics = (metrics_listen, worker_registry(lambda: list(worker.connectors), tasks))
     try:
-        _serve_until_signal(herder, rest, deploy)
+        _serve_until_signal(herder, rest, deploy, metrics)
     finally:
         worker.stop()
 
@@ -141,6 +164,7 @@ def start(
     log_level: Annotated[
         str, typer.Option("--log-level", envvar="SLUICE_LOG_LEVEL", metavar="LEVEL")
     ] = "INFO",
+    metrics_listen: MetricsListen = None,
 ) -> None:
     """Run a distributed worker of GROUP until interrupted (Kafka's `connect-distributed`).
 
@@ -154,8 +178,10 @@ def start(
     from sluice.connect.cluster.herder import DistributedHerder
     from sluice.connect.cluster.runtime import ClusterWorker
     from sluice.connect.errors import ConnectError
+    from sluice.connect.metrics import worker_registry
 
     _log_to_stderr(log_level)
+    _check_listen(metrics_listen)
     settings = {"bootstrap.servers": bootstrap, **parse_pairs(worker_config, "-X")}
     settings["group.id"] = group
     try:
@@ -172,8 +198,14 @@ def start(
             "worker %s:%d of group %s, REST API on %s", server.host, server.port, group, server.url
         )
 
+    metrics = None
+    if metrics_listen:
+        registry = worker_registry(
+            lambda: list(cluster.connectors), lambda: list(cluster.tasks.values())
+        )
+        metrics = (metrics_listen, registry)
     try:
-        _serve_until_signal(DistributedHerder(cluster), rest, join)
+        _serve_until_signal(DistributedHerder(cluster), rest, join, metrics)
     finally:
         cluster.stop()
 
@@ -184,10 +216,22 @@ def _log_to_stderr(level: str) -> None:
     )
 
 
+def _check_listen(metrics_listen: str | None) -> None:
+    if metrics_listen:
+        try:
+            parse_listen(metrics_listen)
+        except ConfigError as error:
+            raise typer.BadParameter(error.reason, param_hint=LISTEN_OPTION) from None
+
+
 def _serve_until_signal(
-    herder: HerderBase, rest: str, started: Callable[[RestServer | None], None]
+    herder: HerderBase,
+    rest: str,
+    started: Callable[[RestServer | None], None],
+    metrics: tuple[str, CollectorRegistry] | None = None,
 ) -> None:
-    """Serve the REST API on ``rest`` ('' for none), call ``started``, run until a signal."""
+    """Serve the REST API on ``rest`` ('' for none) and ``metrics`` (address, registry) if
+    given, call ``started``, run until a signal."""
     from sluice.connect.rest import serve
 
     stop = threading.Event()
@@ -198,7 +242,13 @@ def _serve_until_signal(
     signal.signal(signal.SIGINT, on_signal)
     signal.signal(signal.SIGTERM, on_signal)
     server = None
+    exporter = None
     try:
+        if metrics is not None:
+            try:
+                exporter = serve_metrics(*metrics)
+            except ConfigError as error:
+                raise CliError(str(error), exit_code=EXIT_USAGE) from None
         if rest:
             host, _, port = rest.rpartition(":")
             try:
@@ -206,11 +256,17 @@ def _serve_until_signal(
             except (OSError, ValueError) as error:
                 raise CliError(f"cannot serve the REST API on {rest!r}: {error}") from None
         started(server)
+        # What the start made (modules, plugins, clients) lives as long as the worker: out of
+        # the collector's sight, so that its full collections scan only what the tasks make
+        # (a CDC task spent ~17 % of its time in them, at 5,000 changes/s).
+        gc.freeze()
         while not stop.wait(0.5):
             pass
     finally:
         if server is not None:
             server.stop()
+        if exporter is not None:
+            exporter.close()
 
 
 @app.command()

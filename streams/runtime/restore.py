@@ -4,7 +4,8 @@ A dedicated assign-only consumer (no group, never commits; ``read_committed`` un
 exactly-once) reads each changelog partition from the checkpointed offset — or from the start
 after wiping the store — to its end, applying every record to the store, in batches. "The end"
 is where the consumer reports end-of-partition: the high watermark, or under read_committed the
-last stable offset.
+last stable offset. Progress is kept on each :class:`Restoration` (``position`` after every
+batch, ``remaining``) for the metrics, which read it from another thread while restoring.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass
+from typing import Any
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
 
@@ -33,6 +35,18 @@ class Restoration:
     offset: int | None
     restored: int = 0
     end_offset: int = -1
+    """Where restoring stopped (set when done; -1 before)."""
+    high_watermark: int = -1
+    """The changelog's end when restoring began."""
+    position: int = -1
+    """The next offset to restore (updated once per batch)."""
+
+    @property
+    def remaining(self) -> int:
+        """Records left to restore (an estimate from offsets; 0 once done)."""
+        if self.end_offset >= 0 or self.position < 0:
+            return 0
+        return max(self.high_watermark - self.position, 0)
 
 
 def restore(consumer: Consumer, work: list[Restoration], timeout_s: float = 600.0) -> None:
@@ -54,6 +68,8 @@ def restore(consumer: Consumer, work: list[Restoration], timeout_s: float = 600.
         watermarks = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=30)
         low, high = (int(w) for w in watermarks) if watermarks else (0, 0)
         first = by_partition[(topic, partition)][0].offset
+        for item in by_partition[(topic, partition)]:
+            item.high_watermark, item.position = high, low if first is None else max(first, low)
         if high <= low or (first is not None and first >= high):
             pending.discard((topic, partition))
             for item in by_partition[(topic, partition)]:
@@ -69,12 +85,14 @@ def restore(consumer: Consumer, work: list[Restoration], timeout_s: float = 600.
             # records go to the stores in batches, one batch per run of a partition
             batch: list[tuple[bytes, bytes | None, int]] = []
             current: tuple[str, int] = ("", -1)
+            last = None  # the last message of the current run (its offset: the position)
             for message in consumer.consume(10_000, 0.5):
                 key = (str(message.topic()), int(message.partition() or 0))
                 if key != current:
-                    _apply(by_partition.get(current), batch)
+                    _apply(by_partition.get(current), batch, last)
                     batch = []
                     current = key
+                last = message
                 error = message.error()
                 if error is not None:
                     if error.code() == KafkaError._PARTITION_EOF:
@@ -87,7 +105,7 @@ def restore(consumer: Consumer, work: list[Restoration], timeout_s: float = 600.
                 raw_key = message.key()
                 if raw_key is not None:
                     batch.append((raw_key, message.value(), message.timestamp()[1]))
-            _apply(by_partition.get(current), batch)
+            _apply(by_partition.get(current), batch, last)
     finally:
         consumer.unassign()
     for item in work:
@@ -97,8 +115,16 @@ def restore(consumer: Consumer, work: list[Restoration], timeout_s: float = 600.
     log.info("restored %d records into %d stores in %.2f s", total, len(work), elapsed)
 
 
-def _apply(items: list[Restoration] | None, batch: list[tuple[bytes, bytes | None, int]]) -> None:
-    if items and batch:
+def _apply(
+    items: list[Restoration] | None, batch: list[tuple[bytes, bytes | None, int]], last: Any
+) -> None:
+    if not items:
+        return
+    if batch:
         for item in items:
             item.store.restore_batch(batch)
             item.restored += len(batch)
+    if last is not None and last.error() is None:
+        position = int(last.offset()) + 1
+        for item in items:
+            item.position = position

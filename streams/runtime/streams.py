@@ -6,6 +6,8 @@
     streams.close()
 
 ``run()`` instead blocks the calling thread until SIGINT/SIGTERM (what ``App.run()`` does).
+With ``metrics_listen`` in the config, Prometheus metrics are served at ``/metrics`` from
+:meth:`start` (or :meth:`run`) until :meth:`close` (:mod:`sluice.streams.runtime.metrics`).
 Before processing starts the internal topics are created (repartition topics sized like their
 inputs, compacted changelogs with one partition per task) and co-partitioning is checked.
 """
@@ -20,6 +22,8 @@ from types import FrameType
 from typing import Any
 
 from sluice import clients
+from sluice.errors import ConfigError
+from sluice.metrics import MetricsServer, serve_metrics
 from sluice.streams.config import StreamsConfig
 from sluice.streams.errors import StreamsError
 from sluice.streams.runtime.thread import StreamThread
@@ -97,6 +101,28 @@ class KafkaStreams:
         self.config = config
         self.thread: StreamThread | None = None
         self._runner: threading.Thread | None = None
+        self._metrics: MetricsServer | None = None
+
+    @property
+    def metrics_port(self) -> int | None:
+        """The port of the ``/metrics`` endpoint while served (None otherwise)."""
+        return None if self._metrics is None else self._metrics.port
+
+    def _serve_metrics(self) -> None:
+        listen = self.config.metrics_listen
+        if not listen or self._metrics is not None:
+            return
+        from sluice.streams.runtime.metrics import streams_registry
+
+        try:
+            self._metrics = serve_metrics(listen, streams_registry(self), key="metrics_listen")
+        except ConfigError as error:
+            raise StreamsError(str(error)) from None
+
+    def _stop_metrics(self) -> None:
+        if self._metrics is not None:
+            self._metrics.close()
+            self._metrics = None
 
     @property
     def state(self) -> str:
@@ -114,7 +140,12 @@ class KafkaStreams:
 
     def start(self) -> None:
         """Start processing in a background thread."""
-        thread = self._prepare()
+        self._serve_metrics()
+        try:
+            thread = self._prepare()
+        except BaseException:
+            self._stop_metrics()
+            raise
         self._runner = threading.Thread(target=self._run_quietly, args=(thread,), daemon=True)
         self._runner.start()
 
@@ -127,7 +158,12 @@ class KafkaStreams:
 
     def run(self) -> None:
         """Process in the calling thread until SIGINT or SIGTERM; re-raise what stopped it."""
-        thread = self._prepare()
+        self._serve_metrics()
+        try:
+            thread = self._prepare()
+        except BaseException:
+            self._stop_metrics()
+            raise
 
         def stop(signum: int, frame: FrameType | None) -> None:
             log.info("signal %d: closing", signum)
@@ -139,6 +175,7 @@ class KafkaStreams:
         finally:
             for signum, handler in previous.items():
                 signal.signal(signum, handler)
+            self._stop_metrics()
 
     def close(self, timeout_s: float = 60.0) -> None:
         """Commit, close the stores, leave the group."""
@@ -148,6 +185,7 @@ class KafkaStreams:
             self._runner.join(timeout_s)
             if self._runner.is_alive():
                 raise StreamsError(f"the stream thread did not stop within {timeout_s} s")
+        self._stop_metrics()
 
     def store(self, name: str) -> QueryableStore:
         """A read-only view of a store of this instance (interactive queries)."""

@@ -39,7 +39,7 @@ from sluice.streams.runtime.partition_group import PartitionGroup
 from sluice.streams.runtime.restore import Restoration, restore
 from sluice.streams.runtime.standby import StandbyTasks, standby_owners
 from sluice.streams.runtime.topics import InternalTopics
-from sluice.streams.task import StreamTask, TaskId
+from sluice.streams.task import StreamTask, TaskCounters, TaskId
 from sluice.streams.topology import SubTopology, Topology
 
 __all__ = ["StreamThread"]
@@ -47,6 +47,9 @@ __all__ = ["StreamThread"]
 log = logging.getLogger("sluice.streams")
 
 Partition = tuple[str, int]
+
+LAG_REFRESH_S = 1.0
+"""How often the consumer lag of the metrics is computed (from cached watermarks, no request)."""
 
 
 def _now_ms() -> int:
@@ -77,6 +80,17 @@ class StreamThread:
         self._closing = False
         self._last_commit = time.monotonic()
         self.processed = 0
+        # metrics (sluice.streams.runtime.metrics reads them from its HTTP thread)
+        self.thread_id = f"{config.application_id}-{self.process_id}-StreamThread-1"
+        self.consumer_client_id = f"{config.application_id}-{self.process_id}-consumer"
+        self.counters = TaskCounters()
+        self.polls = 0
+        self.commits = 0
+        self.lag: dict[Partition, int] = {}
+        """Records behind the high watermark per assigned partition (every LAG_REFRESH_S)."""
+        self._lag_refreshed = 0.0
+        self.restorations: dict[tuple[str, str], list[Restoration]] = {}
+        """Restorations by (task id, store): the latest of each task now assigned, and globals."""
         assert config.state_dir is not None
         self.state_dir = Path(config.state_dir) / config.application_id
         bootstrap = config.bootstrap_servers
@@ -85,7 +99,7 @@ class StreamThread:
             bootstrap,
             **{
                 "group.id": config.application_id,
-                "client.id": f"{config.application_id}-{self.process_id}-consumer",
+                "client.id": self.consumer_client_id,
                 "enable.auto.commit": False,
                 "enable.auto.offset.store": False,
                 "auto.offset.reset": "earliest",
@@ -181,6 +195,7 @@ class StreamThread:
 
     def _poll_once(self) -> None:
         messages = self.consumer.consume(self.config.max_poll_records, self.config.poll_ms / 1000)
+        self.polls += 1
         if messages:
             self._buffer(messages)
         self._process_buffered()
@@ -192,10 +207,25 @@ class StreamThread:
             for task in self.tasks.values():
                 task.punctuate_wall_clock()
         interval = (self.config.commit_interval_ms or 0) / 1000
-        if time.monotonic() - self._last_commit >= interval or any(
+        now = time.monotonic()
+        if now - self._last_commit >= interval or any(
             t.commit_requested for t in self.tasks.values()
         ):
             self.commit()
+        if now - self._lag_refreshed >= LAG_REFRESH_S:
+            self._lag_refreshed = now
+            self._refresh_lag()
+
+    def _refresh_lag(self) -> None:
+        """Lag per assigned partition: cached high watermark minus the consumer's position."""
+        lag: dict[Partition, int] = {}
+        assignment = self.consumer.assignment()
+        if assignment:
+            for tp in self.consumer.position(assignment):
+                high = self.consumer.get_watermark_offsets(tp, cached=True)
+                if high and high[1] >= 0 and tp.offset >= 0:
+                    lag[(tp.topic, tp.partition)] = max(high[1] - tp.offset, 0)
+        self.lag = lag  # replaced whole: read from another thread
 
     # -- processing -------------------------------------------------------------------------
     def _buffer(self, messages: list[Any]) -> None:
@@ -328,6 +358,7 @@ class StreamThread:
         if self.standbys is not None:
             self.standbys.checkpoint()
         self._last_commit = time.monotonic()
+        self.commits += 1
 
     def _write_checkpoints(self, tasks: Any) -> None:
         for task in tasks:
@@ -396,17 +427,20 @@ class StreamThread:
             for task_id in [t for t in self._suspended if t not in wanted]:
                 self._close_task(self._suspended.pop(task_id), clean=True)
             restorations: list[Restoration] = []
+            tracked: list[tuple[str, Restoration]] = []
             for task_id, task_partitions in sorted(wanted.items()):
                 task = self._suspended.pop(task_id, None)
                 if task is None:
                     task, work = self._create_task(task_id)
                     restorations.extend(work)
+                    tracked.extend((str(task_id), item) for item in work)
                 self.tasks[task_id] = task
                 self._groups[task_id] = PartitionGroup(task_partitions, max_idle_ms=100)
                 if len(task_partitions) == 1:
                     self._single.add(task_id)
                 for partition in task_partitions:
                     self._task_of[partition] = task
+            self._track_restorations(tracked)
             restore(self.restore_consumer, restorations)
             self.restored += sum(r.restored for r in restorations)
             if self.standbys is not None:
@@ -420,6 +454,15 @@ class StreamThread:
         except BaseException as error:
             self.error = error
             raise
+
+    def _track_restorations(self, work: list[tuple[str, Restoration]]) -> None:
+        """Show ``work`` (task id, restoration) in the metrics; forget tasks gone elsewhere."""
+        live = {str(t) for t in self.tasks} | {"global"}
+        kept = {key: items for key, items in self.restorations.items() if key[0] in live}
+        fresh: dict[tuple[str, str], list[Restoration]] = {}
+        for task, item in work:
+            fresh.setdefault((task, item.store.name), []).append(item)
+        self.restorations = {**kept, **fresh}  # replaced whole: read from another thread
 
     def _standby_tasks(self) -> set[TaskId]:
         """Tasks this member keeps standbys of, from the whole group's assignment."""
@@ -468,6 +511,7 @@ class StreamThread:
             on_processing_error=self._on_processing_error,
             dead_letter=self.dead_letter,
             adopted_stores=None if standby is None else standby.stores,
+            counters=self.counters,
         )
         work = []
         for name, store in task.stores.items():
@@ -512,6 +556,7 @@ class StreamThread:
             store = self.globals._by_topic[topic][0]
             for partition in range(self.topics.partitions[topic]):
                 work.append(Restoration(store, topic, partition, None))
+        self._track_restorations([("global", item) for item in work])
         restore(self.restore_consumer, work)
         isolation = "read_committed" if self.config.exactly_once else "read_uncommitted"
         consumer = clients.consumer(

@@ -1,0 +1,273 @@
+"""The broker's Prometheus metrics, named after Kafka's JMX metrics in snake case.
+
+What the request path does (and nothing more): the produce handler adds the batch's size and
+record count (from the batch header) to integers on the :class:`~sluice.broker.topics.Partition`,
+the fetch handler adds the bytes it returns, and the server adds each request's latency to a
+fixed-bucket histogram (:class:`RequestMetrics`): a dictionary lookup and a few additions per
+request or partition, never a loop over records. Everything else — log sizes and offsets, the
+replica manager's counts, consumer-group lag — is computed when Prometheus scrapes, by
+:class:`BrokerCollector`, on the broker's event loop (the ``/metrics`` endpoint is served there by
+:func:`sluice.metrics.serve_metrics_async`), so that it reads the broker's state from the only
+thread that changes it.
+
+Names (the full table with Kafka's JMX names is in ``docs/broker.md``, "Metrics"):
+
+- ``kafka_server_broker_topic_metrics_{bytes_in,bytes_out,messages_in}_total{topic}``,
+  ``…_{total,failed}_produce_requests_total{topic}`` (BrokerTopicMetrics);
+- ``kafka_network_request_metrics_requests_total{request}`` and the histogram
+  ``kafka_network_request_metrics_total_time_ms{request}`` (RequestMetrics);
+- ``kafka_log_log_size{topic,partition}``, ``…_log_start_offset``, ``…_log_end_offset``,
+  ``…_num_log_segments`` (Log);
+- ``kafka_server_replica_manager_{partition_count,leader_count,under_replicated_partitions}``
+  (ReplicaManager; under-replicated is always 0 on a single node);
+- ``kafka_server_socket_server_metrics_connection_count``;
+- ``kafka_consumergroup_{lag,current_offset}{consumergroup,topic,partition}`` and
+  ``kafka_consumergroup_members{consumergroup}`` (kafka_exporter's names: Kafka's broker has no
+  lag metric, its consumers do).
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
+from prometheus_client.registry import Collector, CollectorRegistry
+
+from sluice.broker.protocol import versions as v
+
+if TYPE_CHECKING:
+    from prometheus_client.metrics_core import Metric
+
+    from sluice.broker.broker import Broker
+    from sluice.broker.server import Server
+
+__all__ = ["LATENCY_BUCKETS_MS", "REQUEST_NAMES", "BrokerCollector", "RequestMetrics", "registry"]
+
+REQUEST_NAMES: dict[int, str] = {
+    v.PRODUCE: "Produce",
+    # Kafka tells consumers' fetches from followers'; on one node every fetch is a consumer's
+    v.FETCH: "FetchConsumer",
+    v.LIST_OFFSETS: "ListOffsets",
+    v.METADATA: "Metadata",
+    v.API_VERSIONS: "ApiVersions",
+    v.CREATE_TOPICS: "CreateTopics",
+    v.DELETE_TOPICS: "DeleteTopics",
+    v.DELETE_RECORDS: "DeleteRecords",
+    v.INIT_PRODUCER_ID: "InitProducerId",
+    v.DESCRIBE_CONFIGS: "DescribeConfigs",
+    v.ALTER_CONFIGS: "AlterConfigs",
+    v.CREATE_PARTITIONS: "CreatePartitions",
+    v.INCREMENTAL_ALTER_CONFIGS: "IncrementalAlterConfigs",
+    v.OFFSET_COMMIT: "OffsetCommit",
+    v.OFFSET_FETCH: "OffsetFetch",
+    v.FIND_COORDINATOR: "FindCoordinator",
+    v.JOIN_GROUP: "JoinGroup",
+    v.HEARTBEAT: "Heartbeat",
+    v.LEAVE_GROUP: "LeaveGroup",
+    v.SYNC_GROUP: "SyncGroup",
+    v.DESCRIBE_GROUPS: "DescribeGroups",
+    v.LIST_GROUPS: "ListGroups",
+    v.DELETE_GROUPS: "DeleteGroups",
+    v.OFFSET_DELETE: "OffsetDelete",
+    v.ADD_PARTITIONS_TO_TXN: "AddPartitionsToTxn",
+    v.ADD_OFFSETS_TO_TXN: "AddOffsetsToTxn",
+    v.END_TXN: "EndTxn",
+    v.TXN_OFFSET_COMMIT: "TxnOffsetCommit",
+    v.DESCRIBE_TRANSACTIONS: "DescribeTransactions",
+    v.LIST_TRANSACTIONS: "ListTransactions",
+}
+"""Kafka's request names (the ``request`` label), by API key."""
+
+LATENCY_BUCKETS_MS: tuple[float, ...] = (
+    0.25, 0.5, 1, 2.5, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 30000
+)  # fmt: skip
+"""Upper bounds of the request latency histogram, in milliseconds (``+Inf`` follows)."""
+
+
+class _Histogram:
+    __slots__ = ("counts", "sum_ms")
+
+    def __init__(self) -> None:
+        self.counts = [0] * (len(LATENCY_BUCKETS_MS) + 1)  # the last one is +Inf
+        self.sum_ms = 0.0
+
+
+class RequestMetrics:
+    """Request counts and latencies per API (what the server records for every request).
+
+    >>> m = RequestMetrics()
+    >>> m.record(0, 0.003); m.record(0, 0.0001)
+    >>> m.count(0), round(m.sum_ms(0), 1)
+    (2, 3.1)
+    """
+
+    def __init__(self) -> None:
+        self._by_api: dict[int, _Histogram] = {}
+
+    def record(self, api_key: int, seconds: float) -> None:
+        """One request of ``api_key`` answered in ``seconds``."""
+        histogram = self._by_api.get(api_key)
+        if histogram is None:
+            histogram = self._by_api[api_key] = _Histogram()
+        ms = seconds * 1000.0
+        histogram.counts[bisect_left(LATENCY_BUCKETS_MS, ms)] += 1
+        histogram.sum_ms += ms
+
+    def count(self, api_key: int) -> int:
+        """How many requests of ``api_key`` were recorded."""
+        histogram = self._by_api.get(api_key)
+        return 0 if histogram is None else sum(histogram.counts)
+
+    def sum_ms(self, api_key: int) -> float:
+        """Their total time, in milliseconds."""
+        histogram = self._by_api.get(api_key)
+        return 0.0 if histogram is None else histogram.sum_ms
+
+    def families(self) -> Iterator[Metric]:
+        """``requests_total`` and the ``total_time_ms`` histogram, labelled by request."""
+        requests = CounterMetricFamily(
+            "kafka_network_request_metrics_requests",
+            "Requests answered, by request (RequestMetrics RequestsPerSec).",
+            labels=["request"],
+        )
+        latency = HistogramMetricFamily(
+            "kafka_network_request_metrics_total_time_ms",
+            "Time from a request's arrival to its response, in ms (RequestMetrics TotalTimeMs).",
+            labels=["request"],
+        )
+        for api_key, histogram in sorted(self._by_api.items()):
+            name = REQUEST_NAMES.get(api_key, str(api_key))
+            cumulative, buckets = 0, []
+            for bound, count in zip(LATENCY_BUCKETS_MS, histogram.counts, strict=False):
+                cumulative += count
+                buckets.append((_bound(bound), float(cumulative)))
+            total = cumulative + histogram.counts[-1]
+            buckets.append(("+Inf", float(total)))
+            requests.add_metric([name], total)
+            latency.add_metric([name], buckets, histogram.sum_ms)
+        yield requests
+        yield latency
+
+
+def _bound(value: float) -> str:
+    return str(float(value))
+
+
+class BrokerCollector(Collector):
+    """Reads the broker's counters and state when scraped (see the module docstring)."""
+
+    def __init__(self, broker: Broker, server: Server | None = None) -> None:
+        self.broker = broker
+        self.server = server
+
+    def collect(self) -> Iterator[Metric]:
+        """Every broker metric family."""
+        yield from self._topic_families()
+        if self.server is not None:
+            yield from self.server.requests.families()
+            connections = GaugeMetricFamily(
+                "kafka_server_socket_server_metrics_connection_count",
+                "Open client connections (socket-server-metrics connection-count).",
+            )
+            connections.add_metric([], self.server.connection_count)
+            yield connections
+        yield from self._log_families()
+        yield from self._group_families()
+
+    def _topic_families(self) -> Iterator[Metric]:
+        names = (
+            ("bytes_in", "Bytes of record batches produced (BytesInPerSec)."),
+            ("bytes_out", "Bytes of record batches fetched (BytesOutPerSec)."),
+            ("messages_in", "Records produced, counted per batch (MessagesInPerSec)."),
+            ("total_produce_requests", "Partition appends asked for (TotalProduceRequestsPerSec)."),
+            ("failed_produce_requests", "Partition appends refused (FailedProduceRequestsPerSec)."),
+        )
+        families = {
+            attr: CounterMetricFamily(
+                f"kafka_server_broker_topic_metrics_{attr}", doc, labels=["topic"]
+            )
+            for attr, doc in names
+        }
+        for topic in list(self.broker.topics.topics.values()):
+            totals = dict.fromkeys(families, 0)
+            for partition in topic.partitions:
+                for attr in families:
+                    totals[attr] += getattr(partition, attr)
+            for attr, family in families.items():
+                family.add_metric([topic.name], totals[attr])
+        yield from families.values()
+
+    def _log_families(self) -> Iterator[Metric]:
+        labels = ["topic", "partition"]
+        size = GaugeMetricFamily(
+            "kafka_log_log_size", "Bytes of the log (Log Size).", labels=labels
+        )
+        start = GaugeMetricFamily(
+            "kafka_log_log_start_offset", "First offset of the log (LogStartOffset).", labels=labels
+        )
+        end = GaugeMetricFamily(
+            "kafka_log_log_end_offset", "Offset of the next record (LogEndOffset).", labels=labels
+        )
+        segments = GaugeMetricFamily(
+            "kafka_log_num_log_segments", "Segments of the log (NumLogSegments).", labels=labels
+        )
+        count = 0
+        for partition in self.broker.topics.all_partitions():
+            plog = partition.log
+            where = [partition.topic, str(partition.index)]
+            size.add_metric(where, plog.size_in_bytes)
+            start.add_metric(where, plog.log_start_offset)
+            end.add_metric(where, plog.log_end_offset)
+            segments.add_metric(where, plog.segment_count)
+            count += 1
+        yield from (size, start, end, segments)
+        prefix = "kafka_server_replica_manager_"
+        for name, value, doc in (
+            ("partition_count", count, "Partitions on this broker (PartitionCount)."),
+            ("leader_count", count, "Partitions this broker leads (LeaderCount)."),
+            (
+                "under_replicated_partitions",
+                0,
+                "Partitions whose ISR is smaller than their replicas (UnderReplicatedPartitions): "
+                "always 0 on a single node.",
+            ),
+        ):
+            gauge = GaugeMetricFamily(prefix + name, doc)
+            gauge.add_metric([], value)
+            yield gauge
+
+    def _group_families(self) -> Iterator[Metric]:
+        labels = ["consumergroup", "topic", "partition"]
+        lag = GaugeMetricFamily(
+            "kafka_consumergroup_lag",
+            "High watermark minus the group's committed offset (kafka_exporter's name).",
+            labels=labels,
+        )
+        current = GaugeMetricFamily(
+            "kafka_consumergroup_current_offset",
+            "The group's committed offset (kafka_exporter's name).",
+            labels=labels,
+        )
+        members = GaugeMetricFamily(
+            "kafka_consumergroup_members", "Members of the group.", labels=["consumergroup"]
+        )
+        topics = self.broker.topics
+        for group_id, group in sorted(self.broker.groups.groups.items()):
+            members.add_metric([group_id], len(group.members))
+            for (topic, index), committed in sorted(group.offsets.items()):
+                partition = topics.partition(topic, index)
+                if partition is None or committed.offset < 0:
+                    continue
+                where = [group_id, topic, str(index)]
+                current.add_metric(where, committed.offset)
+                lag.add_metric(where, max(partition.log.high_watermark - committed.offset, 0))
+        yield from (lag, current, members)
+
+
+def registry(broker: Broker, server: Server | None = None) -> CollectorRegistry:
+    """A registry of its own holding the broker's collector (what ``/metrics`` serves)."""
+    result = CollectorRegistry(auto_describe=False)
+    result.register(BrokerCollector(broker, server))
+    return result
