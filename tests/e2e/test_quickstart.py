@@ -23,6 +23,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from tests.conftest import free_port
+from tests.platform.scrape import scrape_until
 
 QUICKSTART = Path(__file__).parents[2] / "examples" / "quickstart"
 SLUICE = str(Path(sys.executable).with_name("sluice"))
@@ -181,11 +182,27 @@ def topic_records(bootstrap: str, topic: str) -> int:
     return int(high - low)
 
 
+def assert_metrics(folder: Path, orders: int) -> None:
+    """Every part's /metrics counted the orders (the ports are those of the copied file)."""
+    text = (folder / "sluice.yaml").read_text()
+    ports = re.findall(r"metrics: 127\.0\.0\.1:(\d+)", text)
+    broker, connect, streams = (int(port) for port in ports)  # in the file's order
+    messages = "kafka_server_broker_topic_metrics_messages_in_total"
+    scrape_until(broker, lambda s: s.get(messages, topic="orders") == orders, what="orders in")
+    written = "kafka_connect_source_task_metrics_source_record_write_total"
+    scrape_until(
+        connect, lambda s: s.total(written, connector="orders-file") == orders, what="polled"
+    )
+    processed = "kafka_streams_stream_thread_metrics_process_total"
+    scrape_until(streams, lambda s: s.total(processed) >= orders, what="orders processed")
+
+
 def test_quickstart_runs_heals_stops_and_resumes(folder: Path, runs: list[Up]) -> None:
     first = Up(folder, orders=60)
     runs.append(first)
     wait_for_results(first, 60)
     assert_matches_input(folder)
+    assert_metrics(folder, orders=60)
 
     # a Streams app and the Connect worker killed: noticed and restarted
     for name in ("revenue-0", "connect"):
