@@ -1,12 +1,12 @@
 """The supervisor behind ``sluice up``: makes the machine match a deployment and keeps it so.
 
 :meth:`Supervisor.apply` starts (or, for a re-read file, changes) the parts in order — the
-broker, the topics, the Connect worker, the connectors, the Streams apps, the other processes —
-waiting for each to be ready before the next. :meth:`Supervisor.run` then watches the children,
-restarts one that dies with backoff, writes ``<home>/up.json`` every second (``sluice status``
-reads it) and, on SIGINT or SIGTERM, stops everything in the reverse order. SIGHUP re-reads the
-file named in ``<home>/up.reload`` (a second ``sluice up`` writes it) and reconciles: only the
-parts that changed are restarted.
+broker, the topics, the other processes (a source's input may come from one), the Connect
+worker and its connectors, the Streams apps — waiting for each to be ready before the next.
+:meth:`Supervisor.run` then watches the children, restarts one that dies with backoff, writes
+``<home>/up.json`` every second (``sluice status`` reads it) and, on SIGINT or SIGTERM, stops
+everything in the reverse order. SIGHUP re-reads the file named in ``<home>/up.reload`` (a
+second ``sluice up`` writes it) and reconciles: only the parts that changed are restarted.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from typing import Any
 
 from confluent_kafka import KafkaException
 
-from sluice.cli._common import CliError
+from sluice.cli._common import EXIT_FAILED, EXIT_INTERRUPTED, CliError
 from sluice.cli._connect_rest import ConnectRest, RestError, apply_specs
 from sluice.connect.deploy import DeploymentError
 from sluice.errors import SluiceError
@@ -76,6 +76,7 @@ class Supervisor:
             for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
         }
         self.home.mkdir(parents=True, exist_ok=True)
+        self.write_state()  # at once: a second `sluice up` must find this one
         code = 0
         try:
             self.apply(self.deployment)
@@ -98,7 +99,7 @@ class Supervisor:
                 time.sleep(0.2)
         except (UpError, DeploymentError, CliError, KafkaException) as error:
             self.report(f"error: {_message(error)}")
-            code = 1
+            code = EXIT_INTERRUPTED if self._stop else EXIT_FAILED
         finally:
             self.stop_all()
             self.write_state(running=False)
@@ -177,6 +178,7 @@ class Supervisor:
         self.children[name] = child
         child.start()
         self._print_events(child)
+        self.write_state()
 
     def _retire(self, name: str) -> None:
         child = self.children.pop(name)
