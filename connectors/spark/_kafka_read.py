@@ -1,7 +1,8 @@
 """Read offsets ``[start, end)`` of one topic-partition into Arrow record batches (a Spark task).
 
 Runs in Spark's Python worker. A confluent_kafka Consumer is assigned the partition at ``start``
-(no group membership, nothing committed) and its records are appended column by column; every
+(no group membership, nothing committed); its records come from ``consume()`` in lists and are
+appended column by column (one list comprehension per column, no Python loop per record); every
 ``rows_per_batch`` records become one ``pyarrow.RecordBatch`` of :data:`ARROW_SCHEMA` (plus
 ``headers`` when asked for).
 
@@ -17,9 +18,11 @@ without it the consumer skips to the log start and the skipped offsets are logge
 
 from __future__ import annotations
 
+import bisect
 import logging
 import time
 from collections.abc import Callable, Iterator
+from typing import Any, cast
 
 import pyarrow as pa  # type: ignore[import-untyped]  # pyarrow ships no type information
 from confluent_kafka import Consumer, KafkaError, Message, TopicPartition
@@ -84,23 +87,28 @@ class _Columns:
         self.header_keys: list[str] = []
         self.header_values: list[bytes | None] = []
 
-    def append(self, msg: Message, offset: int) -> None:
-        ts_type, ts = msg.timestamp()
-        self.keys.append(msg.key())
-        self.values.append(msg.value())
-        self.offsets.append(offset)
-        self.timestamps.append(ts * 1000)
-        self.types.append(_KAFKA_TIMESTAMP_TYPE.get(ts_type, -1))
+    def extend(self, messages: list[Message], offsets: list[int]) -> None:
+        """Append ``messages`` (records without error) at ``offsets``, column by column."""
+        self.keys += [m.key() for m in messages]
+        self.values += [m.value() for m in messages]
+        self.offsets += offsets
+        stamps = [m.timestamp() for m in messages]
+        self.timestamps += [ts * 1000 for _, ts in stamps]
+        kinds = _KAFKA_TIMESTAMP_TYPE
+        self.types += [kinds.get(kind, -1) for kind, _ in stamps]
         if self.include_headers:
-            headers = msg.headers()
-            pairs = list(headers.items()) if isinstance(headers, dict) else headers
-            if pairs:
-                self.header_counts.append(len(pairs))
-                for key, value in pairs:
-                    self.header_keys.append(key)
-                    self.header_values.append(value.encode() if isinstance(value, str) else value)
-            else:
-                self.header_counts.append(None)
+            for msg in messages:
+                self._append_headers(msg.headers())
+
+    def _append_headers(self, headers: Any) -> None:
+        pairs = list(headers.items()) if isinstance(headers, dict) else headers
+        if pairs:
+            self.header_counts.append(len(pairs))
+            for key, value in pairs:
+                self.header_keys.append(key)
+                self.header_values.append(value.encode() if isinstance(value, str) else value)
+        else:
+            self.header_counts.append(None)
 
     def __len__(self) -> int:
         return len(self.offsets)
@@ -110,8 +118,8 @@ class _Columns:
         arrays = [
             pa.array(self.keys, pa.binary()),
             pa.array(self.values, pa.binary()),
-            pa.array([topic] * n, pa.string()),
-            pa.array([partition] * n, pa.int32()),
+            pa.repeat(pa.scalar(topic, pa.string()), n),
+            pa.repeat(pa.scalar(partition, pa.int32()), n),
             pa.array(self.offsets, pa.int64()),
             pa.array(self.timestamps, pa.timestamp("us", tz="UTC")),
             pa.array(self.types, pa.int32()),
@@ -157,8 +165,9 @@ def read_range(
         last_error = ""
         position = rng.start
         while position < rng.end:
-            msg = consumer.poll(min(1.0, poll_timeout_s))
-            if msg is None:
+            wanted = min(rows_per_batch - len(columns), rng.end - position)
+            messages = consumer.consume(max(1, wanted), min(1.0, poll_timeout_s))
+            if not messages:
                 if clock() - last_progress > poll_timeout_s:
                     raise KafkaReadError(
                         f"{where}: no records arrived within {poll_timeout_s:.0f} s (next offset "
@@ -167,21 +176,30 @@ def read_range(
                         "the option kafkaConsumer.pollTimeoutMs sets this bound"
                     )
                 continue
-            error = msg.error()
-            offset = msg.offset()
-            if error is not None:
-                position = _handle_error(error, offset, position, rng, where)
-                last_error = error.str()
-                continue
-            last_progress = clock()
-            if offset is None:
-                continue
-            if offset >= rng.end:
-                break
-            if position == rng.start and offset > rng.start:
-                log.info("%s: offsets %d..%d are not in the log", where, rng.start, offset - 1)
-            columns.append(msg, offset)
-            position = offset + 1
+            records = [m for m in messages if m.error() is None]
+            if records:
+                last_progress = clock()
+                found = [m.offset() for m in records]
+                if None in found:  # records always have an offset; skip any without, as before
+                    records = [m for m, o in zip(records, found, strict=True) if o is not None]
+                    found = [o for o in found if o is not None]
+                offsets = cast(list[int], found)
+                if offsets and position == rng.start and offsets[0] > rng.start:
+                    gap = f"{rng.start}..{offsets[0] - 1}"
+                    log.info("%s: offsets %s are not in the log", where, gap)
+                if offsets and offsets[-1] >= rng.end:  # offsets ascend: keep those below end
+                    cut = bisect.bisect_left(offsets, rng.end)
+                    records, offsets = records[:cut], offsets[:cut]
+                    position = rng.end
+                if offsets:
+                    columns.extend(records, offsets)
+                    position = max(position, offsets[-1] + 1)
+            if len(records) < len(messages):  # error events (partition EOF, mostly)
+                for msg in messages:
+                    error = msg.error()
+                    if error is not None:
+                        position = _handle_error(error, msg.offset(), position, rng, where)
+                        last_error = error.str()
             if len(columns) >= rows_per_batch:
                 yield columns.batch(rng.topic, rng.partition)
                 columns = _Columns(include_headers)
