@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
 import typer
@@ -35,6 +36,16 @@ Bootstrap = Annotated[
         rich_help_panel="Connection",
     ),
 ]
+Home = Annotated[
+    Path,
+    typer.Option(
+        "--home",
+        envvar="SLUICE_HOME",
+        metavar="DIR",
+        help="Where `sluice up` keeps its state (`DIR/up.json`) and logs (`DIR/logs/`).",
+    ),
+]
+DEFAULT_HOME = Path(".sluice")
 ClientConfig = Annotated[
     list[str] | None,
     typer.Option(

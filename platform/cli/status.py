@@ -18,18 +18,19 @@ import json
 import time
 from dataclasses import asdict
 from datetime import datetime
-from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from sluice import clients
 from sluice.cli._common import (
+    DEFAULT_HOME,
     DEFAULT_TIMEOUT,
     EXIT_FAILED,
     Bootstrap,
     ClientConfig,
     CliError,
+    Home,
     RequestTimeout,
     heading,
     print_table,
@@ -63,15 +64,7 @@ _ALIVE_STATES = ("starting", "running", "restarting")
 def status(
     ctx: typer.Context,
     *,
-    home: Annotated[
-        Path,
-        typer.Option(
-            "--home",
-            envvar="SLUICE_HOME",
-            metavar="DIR",
-            help="Where `sluice up` keeps its state (`DIR/up.json`).",
-        ),
-    ] = Path(".sluice"),
+    home: Home = DEFAULT_HOME,
     bootstrap: Bootstrap = clients.DEFAULT_BOOTSTRAP,
     url: Annotated[
         str,

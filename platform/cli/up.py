@@ -23,7 +23,7 @@ from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 
-from sluice.cli._common import EXIT_FAILED, EXIT_USAGE, CliError
+from sluice.cli._common import DEFAULT_HOME, EXIT_FAILED, EXIT_USAGE, CliError, Home
 
 if TYPE_CHECKING:
     from sluice.up import Deployment
@@ -38,15 +38,7 @@ def up(
         Path, typer.Option("--file", "-f", metavar="FILE", help="The deployment (YAML).")
     ] = Path("sluice.yaml"),
     *,
-    home: Annotated[
-        Path,
-        typer.Option(
-            "--home",
-            envvar="SLUICE_HOME",
-            metavar="DIR",
-            help="State and logs (default ./.sluice).",
-        ),
-    ] = Path(".sluice"),
+    home: Home = DEFAULT_HOME,
 ) -> None:
     """Start everything FILE declares and supervise it until Ctrl-C.
 
