@@ -190,16 +190,20 @@ class SinkRecord(ConnectRecord):
 class SourceBatch:
     """Records of one source partition for one topic, in column form (``SourceTask.poll_batch``).
 
-    Every record has ``value_schema`` and a value from ``values``, in order, and no key, Kafka
-    partition, timestamp or headers. ``offset`` is the source offset after the last record: what
-    the runtime commits once the batch is acknowledged. ``offsets`` gives every record's source
-    offset; it is called only when :meth:`records` builds the records (a transform or
-    ``SourceTask.commit_record`` needs them), so a task can skip an offset per record.
+    Every record has ``value_schema`` and a value from ``values``, in order, and no Kafka
+    partition, timestamp or headers; no key, or with ``keys`` (one per value) keys of
+    ``key_schema`` (a CDC table's primary keys). ``offset`` is the source offset after the last
+    record: what the runtime commits once the batch is acknowledged. ``offsets`` gives every
+    record's source offset; it is called only when :meth:`records` builds the records (a
+    transform or ``SourceTask.commit_record`` needs them), so a task can skip an offset per
+    record.
     """
 
     __slots__ = (
         "_offsets",
         "_records",
+        "key_schema",
+        "keys",
         "offset",
         "source_partition",
         "topic",
@@ -215,11 +219,16 @@ class SourceBatch:
         values: list[Any],
         offset: dict[str, Any],
         offsets: Callable[[], list[dict[str, Any]]],
+        *,
+        key_schema: Schema | None = None,
+        keys: list[Any] | None = None,
     ) -> None:
         self.source_partition = source_partition
         self.topic = topic
         self.value_schema = value_schema
         self.values = values
+        self.key_schema = key_schema
+        self.keys = keys
         self.offset = offset
         self._offsets = offsets
         self._records: list[SourceRecord] | None = None
@@ -234,10 +243,28 @@ class SourceBatch:
         """The batch as :class:`SourceRecord` objects (built once)."""
         if self._records is None:
             partition, topic, schema = self.source_partition, self.topic, self.value_schema
-            self._records = [
-                SourceRecord(partition, offset, topic, None, schema, value)
-                for value, offset in zip(self.values, self._offsets(), strict=True)
-            ]
+            if self.keys is None:
+                self._records = [
+                    SourceRecord(partition, offset, topic, None, schema, value)
+                    for value, offset in zip(self.values, self._offsets(), strict=True)
+                ]
+            else:
+                key_schema = self.key_schema
+                self._records = [
+                    SourceRecord(
+                        partition,
+                        offset,
+                        topic,
+                        None,
+                        schema,
+                        value,
+                        key_schema=key_schema,
+                        key=key,
+                    )
+                    for value, key, offset in zip(
+                        self.values, self.keys, self._offsets(), strict=True
+                    )
+                ]
         return self._records
 
 

@@ -14,11 +14,14 @@ import json
 import math
 from collections.abc import Mapping
 from decimal import Decimal
-from typing import Any
+from typing import Any, cast
+
+import orjson
 
 from sluice.connect.converter_base import Converter, boolean_setting
 from sluice.connect.data import Field, Schema, Struct
 from sluice.connect.errors import ConverterError
+from sluice.connect.json_compiled import Encoder, compile_encoder, dumps, has_float
 from sluice.connect.logical import (
     DECIMAL,
     LOGICAL_NAMES,
@@ -59,7 +62,11 @@ class JsonConverter(Converter):
         # Hot path: the envelope's schema is most of a record's bytes (a Debezium event's is
         # ~2 KB of 2.6): written once per schema as text, and read once per distinct text.
         self._schema_text: dict[int, tuple[Schema, str]] = {}
+        self._schema_bytes: dict[int, tuple[Schema, bytes]] = {}
         self._schema_of_text: dict[bytes, Schema] = {}
+        # Hot path: a compiled encoder per schema (see json_compiled) and whether its values
+        # may hold floats (then json.dumps writes them, else orjson).
+        self._encoders: dict[int, tuple[Schema, Encoder | None, bool]] = {}
         self._cache_size = 1000
 
     def configure(self, config: Mapping[str, Any], is_key: bool) -> None:
@@ -74,12 +81,19 @@ class JsonConverter(Converter):
             self._cache_size = int(config.get("schemas.cache.size", 1000))
         except ValueError as error:
             raise ConfigError("must be an integer", key="schemas.cache.size") from error
+        self._encoders.clear()  # compiled with the settings before
 
     # -- Connect → bytes
 
     def from_connect(self, topic: str, schema: Schema | None, value: Any) -> bytes | None:
         if schema is None and value is None:
             return None
+        if schema is not None and not self.decimal_numeric:
+            payload_bytes = self._compiled_payload(schema, value)
+            if not self.schemas_enable:
+                return payload_bytes
+            schema_bytes = self._schema_bytes_of(schema)
+            return b'{"schema":' + schema_bytes + b',"payload":' + payload_bytes + b"}"
         payload = self._to_json(schema, value)
         if self.decimal_numeric:
             payload_text = "".join(_write(payload, []))
@@ -91,6 +105,65 @@ class JsonConverter(Converter):
             return payload_text.encode()
         schema_text = "null" if schema is None else self._schema_text_of(schema)
         return f'{{"schema":{schema_text},"payload":{payload_text}}}'.encode()
+
+    def from_connect_all(
+        self, topic: str, schema: Schema | None, values: list[Any]
+    ) -> list[bytes | None]:
+        """Bulk :meth:`from_connect` (the same bytes): the encoder and the schema's bytes are
+        looked up once for all ``values``."""
+        if schema is None or self.decimal_numeric or len(values) < 2:
+            return super().from_connect_all(topic, schema, values)
+        encoder, floats = self._encoder_of(schema)
+        try:
+            if floats:
+                payloads = [dumps(encoder(value), True) for value in values]
+            else:
+                payloads = [orjson.dumps(encoder(value)) for value in values]
+        except (orjson.JSONEncodeError, TypeError):  # a value orjson refuses: one by one
+            return super().from_connect_all(topic, schema, values)
+        if not self.schemas_enable:
+            return cast(list[bytes | None], payloads)
+        head = b'{"schema":' + self._schema_bytes_of(schema) + b',"payload":'
+        return [head + payload + b"}" for payload in payloads]
+
+    def _encoder_of(self, schema: Schema) -> tuple[Encoder, bool]:
+        """The compiled encoder of ``schema`` (compiled now if need be), and its floats flag."""
+        cached = self._encoders.get(id(schema))
+        if cached is not None and cached[0] is schema and cached[1] is not None:
+            return cached[1], cached[2]
+        encoder = compile_encoder(schema, self._to_json, self.replace_null_with_default)
+        if len(self._encoders) >= self._cache_size:
+            self._encoders.clear()
+        floats = has_float(schema)
+        self._encoders[id(schema)] = (schema, encoder, floats)
+        return encoder, floats
+
+    def _compiled_payload(self, schema: Schema, value: Any) -> bytes:
+        """The payload's bytes through the schema's compiled encoder: the same bytes as
+        ``json.dumps(self._to_json(schema, value))`` writes (see :mod:`.json_compiled`)."""
+        cached = self._encoders.get(id(schema))
+        if cached is None or cached[0] is not schema:
+            # First sight: the generic walk, and remember the schema. Compiled on the second,
+            # so that schemas made anew for every record (by a transform) cost no compiling.
+            if len(self._encoders) >= self._cache_size:
+                self._encoders.clear()
+            self._encoders[id(schema)] = (schema, None, has_float(schema))
+            return dumps(self._to_json(schema, value), True)
+        encoder = cached[1]
+        if encoder is None:
+            encoder = compile_encoder(schema, self._to_json, self.replace_null_with_default)
+            self._encoders[id(schema)] = (schema, encoder, cached[2])
+        return dumps(encoder(value), cached[2])
+
+    def _schema_bytes_of(self, schema: Schema) -> bytes:
+        cached = self._schema_bytes.get(id(schema))
+        if cached is not None and cached[0] is schema:
+            return cached[1]
+        data = self._schema_text_of(schema).encode()
+        if len(self._schema_bytes) >= self._cache_size:
+            self._schema_bytes.clear()
+        self._schema_bytes[id(schema)] = (schema, data)
+        return data
 
     def _schema_text_of(self, schema: Schema) -> str:
         cached = self._schema_text.get(id(schema))

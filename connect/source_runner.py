@@ -2,10 +2,13 @@
 
 The loop polls the task, passes each record through the connector's transforms and converters
 and produces it (``acks=all``, idempotent producer). Every ``offset.flush.interval.ms`` (and on
-stop) it waits for the producer to have every record acknowledged, then writes the latest
-source offset of each source partition to the offset store and calls the task's ``commit()``:
-an offset is never stored before its record is in the topic, so a crash replays at most the
-records of one interval (at-least-once). ``commit_record`` is called for each record once the
+stop), once the producer has every record acknowledged, it writes the latest source offset of
+each source partition to the offset store and calls the task's ``commit()``: an offset is never
+stored before its record is in the topic, so a crash replays at most the records of an interval
+or two (at-least-once). The commit is tried after each poll, before its records are sent, and
+taken when nothing is in flight then (the acknowledgements usually come while the task waits
+for input), so that it does not stall the read; from twice the interval on, the loop waits for
+the acknowledgements. ``commit_record`` is called for each record once the
 broker acknowledged it (at that commit), then ``commit()``.
 
 Hot path: the loop calls ``poll_batch``; a :class:`~sluice.connect.data.SourceBatch` (a file's
@@ -57,6 +60,8 @@ def _failure_collector(failures: list[str]) -> Callable[[KafkaError | None, Any]
 class SourceTaskRunner(TaskRunner):
     """Runs one :class:`~sluice.connect.api.SourceTask`; see the module docstring."""
 
+    kind = "source"
+
     def __init__(
         self,
         connector: str,
@@ -96,20 +101,28 @@ class SourceTaskRunner(TaskRunner):
         task.initialize(_Context(OffsetReader(self.offsets, self.connector)))
         task.start(self.config)
         last_commit = time.monotonic()
+        metrics = self.metrics
         try:
             while not self.stopping():
                 self.wait_if_paused()
                 if self.stopping():
                     break
-                for item in task.poll_batch() or ():
+                items = task.poll_batch() or ()
+                # Commit before sending what came: the records sent before were likely
+                # acknowledged while the task waited, so the commit need not block the read.
+                # Only when they never are does it wait (twice the interval on).
+                since = time.monotonic() - last_commit
+                interval = self.offset_flush_interval_s
+                if since >= interval and self.commit_offsets(wait=since >= 2 * interval):
+                    last_commit = time.monotonic()
+                for item in items:
                     if type(item) is SourceBatch:
+                        metrics.source_record_poll += len(item.values)
                         self._send_batch(item)
                     else:
+                        metrics.source_record_poll += 1
                         self._send(item)  # type: ignore[arg-type]  # a SourceRecord
                 self.producer.poll(0)
-                if time.monotonic() - last_commit >= self.offset_flush_interval_s:
-                    self.commit_offsets()
-                    last_commit = time.monotonic()
             self.commit_offsets()
         finally:
             task.stop()
@@ -130,6 +143,7 @@ class SourceTaskRunner(TaskRunner):
         except Exception as error:
             if not self.errors.tolerate_all:
                 raise
+            self.metrics.record_error(skipped=True, logged=self.errors.log_errors)
             if self.errors.log_errors:
                 log.error("%s: skipping a record that cannot be converted: %s", self.name, error)
             self._remember(record)
@@ -150,6 +164,7 @@ class SourceTaskRunner(TaskRunner):
                 break
             except BufferError:  # the local queue is full: let librdkafka send some
                 self.producer.poll(0.005)
+        self.metrics.source_record_write += 1
         self._remember(record)
         if self._track_records:
             self._sent.append(record)
@@ -163,6 +178,9 @@ class SourceTaskRunner(TaskRunner):
         try:
             values = self.value_converter.from_connect_all(topic, batch.value_schema, batch.values)
             key = self.key_converter.from_connect(topic, None, None)
+            keys = None
+            if batch.keys is not None:  # a key per value (a CDC table's primary keys)
+                keys = self.key_converter.from_connect_all(topic, batch.key_schema, batch.keys)
         except Exception:
             if not self.errors.tolerate_all:
                 raise
@@ -171,7 +189,13 @@ class SourceTaskRunner(TaskRunner):
             return
         produce = self.producer.produce
         # Hot loop, by hand: one C call per record, the rare full queue handled outside it.
-        if key is None:
+        if keys is not None:
+            for value, each in zip(values, keys, strict=True):
+                try:
+                    produce(topic, value, each)
+                except BufferError:
+                    self._produce_when_room(topic, value, each)
+        elif key is None:
             for value in values:
                 try:
                     produce(topic, value)
@@ -183,6 +207,7 @@ class SourceTaskRunner(TaskRunner):
                     produce(topic, value, key)
                 except BufferError:
                     self._produce_when_room(topic, value, key)
+        self.metrics.source_record_write += len(values)
         self._remember_offset(batch.source_partition, batch.offset)
         if self._track_records:
             self._sent.extend(batch.records())
@@ -205,8 +230,15 @@ class SourceTaskRunner(TaskRunner):
             self._last_partition = partition
         self._pending[self._last_key] = (partition, offset)
 
-    def commit_offsets(self) -> None:
-        """Wait for every record to be acknowledged, then store the source offsets."""
+    def commit_offsets(self, wait: bool = True) -> bool:
+        """Wait for every record to be acknowledged, then store the source offsets.
+
+        Without ``wait``, only when every record is already acknowledged: False (nothing done)
+        while some are in flight."""
+        if not wait:
+            self.producer.poll(0)
+            if len(self.producer) and not self._failures:
+                return False
         remaining = self.producer.flush(60)
         if remaining or self._failures:
             failures = self._failures[:]
@@ -219,9 +251,10 @@ class SourceTaskRunner(TaskRunner):
         for record in sent:  # all acknowledged now
             self.task.commit_record(record)
         if not self._pending:
-            return
+            return True
         for partition, offset in self._pending.values():
             self.offsets.put(self.connector, partition, offset)
         self._pending.clear()
         self.offsets.flush()
         self.task.commit()
+        return True

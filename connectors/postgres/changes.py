@@ -25,10 +25,10 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
-from sluice.connect.data import SourceRecord, Struct
+from sluice.connect.data import Struct
 from sluice.connectors.postgres.catalog import CatalogColumn
 from sluice.connectors.postgres.config import Settings
-from sluice.connectors.postgres.events import ColumnSpec, EventBuilder, Position, TableSchema
+from sluice.connectors.postgres.events import ColumnSpec, Event, EventBuilder, Position, TableSchema
 from sluice.connectors.postgres.pgoutput import (
     Begin,
     Commit,
@@ -134,10 +134,31 @@ class ChangeStream:
             last_commit=self.last_commit,
         )
 
-    def handle(self, data_start: int, payload: bytes, out: list[SourceRecord]) -> None:
-        """Decode one message and append its records to ``out``."""
+    def handle(self, data_start: int, payload: bytes, out: list[Event]) -> None:
+        """Decode one message and append its events (records to be) to ``out``."""
         message = decode(payload)
-        if isinstance(message, Begin):
+        if isinstance(message, Insert | Update | Delete | Truncate):  # the most frequent first
+            self._event += 1
+            tx = self.transaction
+            if tx is None:
+                raise ValueError(f"a change outside a transaction at {data_start}")
+            if self._event <= self._skip_through:
+                return
+            # lsn, lsn_commit, tx_id, ts_usec, event, snapshot, last_commit (by position: faster)
+            position = Position(
+                data_start,
+                tx.final_lsn,
+                tx.xid,
+                tx.commit_time,
+                self._event,
+                None,
+                self.last_commit,
+            )
+            before = len(out)
+            self._change(message, position, out)
+            if len(out) > before:
+                self._emitted = self._event
+        elif isinstance(message, Begin):
             self._begin(message)
         elif isinstance(message, Commit):
             if self._emitted >= 0:
@@ -148,25 +169,6 @@ class ChangeStream:
             self.position = max(self.position, message.end_lsn)
         elif isinstance(message, Relation):
             self.tables[message.oid] = self._relation(message)
-        elif isinstance(message, Insert | Update | Delete | Truncate):
-            self._event += 1
-            tx = self.transaction
-            if tx is None:
-                raise ValueError(f"a change outside a transaction at {data_start}")
-            if self._event <= self._skip_through:
-                return
-            position = Position(
-                data_start,
-                tx.final_lsn,
-                tx.xid,
-                tx.commit_time,
-                self._event,
-                last_commit=self.last_commit,
-            )
-            before = len(out)
-            self._change(message, position, out)
-            if len(out) > before:
-                self._emitted = self._event
         # Origin, Type and logical messages carry nothing to emit.
 
     def _begin(self, begin: Begin) -> None:
@@ -206,14 +208,14 @@ class ChangeStream:
         self,
         message: Insert | Update | Delete | Truncate,
         position: Position,
-        out: list[SourceRecord],
+        out: list[Event],
     ) -> None:
         events = self.events
         if isinstance(message, Truncate):
             for oid in message.relations:
                 found = self.tables.get(oid)
                 if found is not None and self._emit("t"):
-                    out.append(events.change(found[0], "t", position))
+                    out.append(events.event(found[0], "t", position))
             return
         found = self.tables.get(message.relation)
         if found is None:
@@ -222,9 +224,7 @@ class ChangeStream:
         if isinstance(message, Insert):
             after = table.row(message.new)
             if self._emit("c"):
-                out.append(
-                    events.change(table, "c", position, after=after, key=table.key_of(after))
-                )
+                out.append(events.event(table, "c", position, after=after, key=table.key_of(after)))
         elif isinstance(message, Update):
             after = table.row(message.new)
             key = table.key_of(after)
@@ -236,10 +236,10 @@ class ChangeStream:
                 if old_key is not None and key is not None and old_key.values != key.values:
                     self._delete(table, position, before, old_key, out)
                     if self._emit("c"):
-                        out.append(events.change(table, "c", position, after=after, key=key))
+                        out.append(events.event(table, "c", position, after=after, key=key))
                     return
             if self._emit("u"):
-                out.append(events.change(table, "u", position, before=before, after=after, key=key))
+                out.append(events.event(table, "u", position, before=before, after=after, key=key))
         else:
             present = identity if message.old_kind == "K" else None
             before = table.row(message.old, present)
@@ -251,11 +251,11 @@ class ChangeStream:
         position: Position,
         before: Struct,
         key: Struct | None,
-        out: list[SourceRecord],
+        out: list[Event],
     ) -> None:
         if not self._emit("d"):
             return
-        event = self.events.change(table, "d", position, before=before, key=key)
+        event = self.events.event(table, "d", position, before=before, key=key)
         out.append(event)
         if self.settings.tombstones and key is not None:
             out.append(self.events.tombstone(event))

@@ -195,45 +195,111 @@ Message = (
 """Any decoded message."""
 
 
+_INT16 = struct.Struct(">h")
+_INT32 = struct.Struct(">i")
+_UINT32 = struct.Struct(">I")
+_INT64 = struct.Struct(">q")
+_UINT64 = struct.Struct(">Q")
+
+
+def _truncated(position: int, size: int) -> DecodeError:
+    return DecodeError(f"message truncated at byte {position} (needs {size} more)")
+
+
+def _tuple_data(data: bytes, position: int) -> tuple[tuple[TupleValue, ...], int]:
+    """The TupleData at ``position`` of ``data``, and the position after it."""
+    size = len(data)
+    if position + 2 > size:
+        raise _truncated(position, 2)
+    count: int = _INT16.unpack_from(data, position)[0]
+    position += 2
+    values: list[TupleValue] = []
+    append = values.append
+    for _ in range(count):
+        if position >= size:
+            raise _truncated(position, 1)
+        kind = data[position]
+        position += 1
+        if kind in (0x74, 0x62):  # 't' text, 'b' binary: Int32 length, bytes
+            if position + 4 > size:
+                raise _truncated(position, 4)
+            length: int = _INT32.unpack_from(data, position)[0]
+            position += 4
+            end = position + length
+            if end > size:
+                raise _truncated(position, length)
+            chunk = data[position:end]
+            append(chunk.decode("utf-8") if kind == 0x74 else chunk)
+            position = end
+        elif kind == 0x6E:  # 'n'
+            append(None)
+        elif kind == 0x75:  # 'u'
+            append(UNCHANGED)
+        else:
+            raise DecodeError(f"unknown TupleData column kind {chr(kind)!r}")
+    return tuple(values), position
+
+
+def _insert(data: bytes) -> Insert:
+    """An Insert (``I``, Int32 relation OID, ``N``, TupleData): the most frequent message,
+    read without a :class:`_Reader`."""
+    if len(data) < 6:
+        raise _truncated(1, 4) if len(data) < 5 else _truncated(5, 1)
+    if data[5] != 0x4E:  # 'N'
+        raise DecodeError(f"expected 'N', found {chr(data[5])!r} at byte 5")
+    values, end = _tuple_data(data, 6)
+    if end != len(data):
+        raise DecodeError(f"{len(data) - end} bytes left after a 'I'")
+    relation: int = _UINT32.unpack_from(data, 1)[0]
+    return Insert(relation, values)
+
+
 class _Reader:
+    """Reads a message from its start; hot path (every change), so ``unpack_from`` in place."""
+
     __slots__ = ("data", "position")
 
     def __init__(self, data: bytes) -> None:
         self.data = data
         self.position = 0
 
-    def _take(self, size: int) -> bytes:
-        end = self.position + size
+    def _need(self, size: int) -> int:
+        """Take ``size`` bytes: their start."""
+        position = self.position
+        end = position + size
         if end > len(self.data):
-            raise DecodeError(f"message truncated at byte {self.position} (needs {size} more)")
-        chunk = self.data[self.position : end]
+            raise _truncated(position, size)
         self.position = end
-        return chunk
+        return position
+
+    def _take(self, size: int) -> bytes:
+        position = self._need(size)
+        return self.data[position : position + size]
 
     def int8(self) -> int:
-        return self._take(1)[0]
+        return self.data[self._need(1)]
 
     def byte(self) -> str:
-        return chr(self._take(1)[0])
+        return chr(self.data[self._need(1)])
 
     def int16(self) -> int:
-        value: int = struct.unpack(">h", self._take(2))[0]
+        value: int = _INT16.unpack_from(self.data, self._need(2))[0]
         return value
 
     def int32(self) -> int:
-        value: int = struct.unpack(">i", self._take(4))[0]
+        value: int = _INT32.unpack_from(self.data, self._need(4))[0]
         return value
 
     def uint32(self) -> int:
-        value: int = struct.unpack(">I", self._take(4))[0]
+        value: int = _UINT32.unpack_from(self.data, self._need(4))[0]
         return value
 
     def int64(self) -> int:
-        value: int = struct.unpack(">q", self._take(8))[0]
+        value: int = _INT64.unpack_from(self.data, self._need(8))[0]
         return value
 
     def lsn(self) -> int:
-        value: int = struct.unpack(">Q", self._take(8))[0]
+        value: int = _UINT64.unpack_from(self.data, self._need(8))[0]
         return value
 
     def timestamp(self) -> int:
@@ -248,20 +314,8 @@ class _Reader:
         return text
 
     def tuple_data(self) -> tuple[TupleValue, ...]:
-        values: list[TupleValue] = []
-        for _ in range(self.int16()):
-            kind = self.byte()
-            if kind == "n":
-                values.append(None)
-            elif kind == "u":
-                values.append(UNCHANGED)
-            elif kind == "t":
-                values.append(self._take(self.int32()).decode("utf-8"))
-            elif kind == "b":
-                values.append(self._take(self.int32()))
-            else:
-                raise DecodeError(f"unknown TupleData column kind {kind!r}")
-        return tuple(values)
+        values, self.position = _tuple_data(self.data, self.position)
+        return values
 
     def expect(self, wanted: str) -> None:
         found = self.byte()
@@ -314,10 +368,16 @@ def decode(payload: bytes) -> Message:
     """The message in one pgoutput v1 payload; :class:`DecodeError` if it is not one."""
     if not payload:
         raise DecodeError("empty message")
+    if payload[0] == 0x49:  # 'I'
+        return _insert(bytes(payload))
     reader = _Reader(bytes(payload))
     kind = reader.byte()
     message: Message
-    if kind == "B":
+    if kind == "U":
+        message = _update(reader)
+    elif kind == "D":
+        message = _delete(reader)
+    elif kind == "B":
         message = Begin(reader.lsn(), reader.timestamp(), reader.uint32())
     elif kind == "C":
         message = Commit(reader.int8(), reader.lsn(), reader.lsn(), reader.timestamp())
@@ -327,14 +387,6 @@ def decode(payload: bytes) -> Message:
         message = _relation(reader)
     elif kind == "Y":
         message = Type(reader.uint32(), reader.string() or "pg_catalog", reader.string())
-    elif kind == "I":
-        relation = reader.uint32()
-        reader.expect("N")
-        message = Insert(relation, reader.tuple_data())
-    elif kind == "U":
-        message = _update(reader)
-    elif kind == "D":
-        message = _delete(reader)
     elif kind == "T":
         count = reader.int32()
         options = reader.int8()

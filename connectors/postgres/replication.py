@@ -23,6 +23,7 @@ from __future__ import annotations
 import logging
 import select
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import psycopg2
 import psycopg2.extras
@@ -44,9 +45,8 @@ class CreatedSlot:
     snapshot_name: str | None
 
 
-@dataclass(frozen=True)
-class RawMessage:
-    """One ``XLogData`` payload and the LSN the server gave it."""
+class RawMessage(NamedTuple):
+    """One ``XLogData`` payload and the LSN the server gave it (a tuple: one per change)."""
 
     data_start: int
     payload: bytes

@@ -30,14 +30,14 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from psycopg2.extensions import cursor as Cursor  # noqa: N812 - the type's name
 
 from sluice.connect.api import SourceConnector, SourceTask, Task
 from sluice.connect.config_def import ConfigValue
-from sluice.connect.data import SourceRecord
+from sluice.connect.data import SourceBatch, SourceRecord
 from sluice.connectors.postgres.catalog import (
     captured_tables,
     check_server,
@@ -49,7 +49,7 @@ from sluice.connectors.postgres.catalog import (
 )
 from sluice.connectors.postgres.changes import ChangeStream, table_schema
 from sluice.connectors.postgres.config import CONFIG, Settings, connect
-from sluice.connectors.postgres.events import EventBuilder, Position, TableSchema
+from sluice.connectors.postgres.events import Event, EventBuilder, Position, TableSchema
 from sluice.connectors.postgres.pgoutput import format_lsn
 from sluice.connectors.postgres.replication import ReplicationStream
 from sluice.connectors.postgres.snapshot import SnapshotReader
@@ -241,18 +241,35 @@ class PostgresCdcTask(SourceTask):
     # -- poll
 
     def poll(self) -> list[SourceRecord] | None:
+        events, heartbeat = self._poll()
+        records = [self.events.record(event) for event in events]
+        if heartbeat is not None:
+            records.append(heartbeat)
+        return records or None
+
+    def poll_batch(self) -> Sequence[SourceRecord | SourceBatch] | None:
+        """What the runtime calls: :meth:`poll`'s records, each run of one table's changes as
+        a :class:`SourceBatch` (converted and produced in bulk, no record object per change)."""
+        events, heartbeat = self._poll()
+        out = self.events.batches(events)
+        if heartbeat is not None:
+            out.append(heartbeat)
+        return out or None
+
+    def _poll(self) -> tuple[list[Event], SourceRecord | None]:
+        """The change events of one poll, and a heartbeat when one is due."""
         with self._lock:
             if self._stopping.is_set():
-                return None
+                return [], None
             if self._snapshot is not None:
-                return self._poll_snapshot()
+                return self._poll_snapshot(), None
             if self._stream is None:  # initial_only, done
                 self._stopping.wait(self.settings.poll_interval_s)
-                return None
-            return self._poll_stream(self._stream) or None
+                return [], None
+            return self._poll_stream(self._stream)
 
-    def _poll_snapshot(self) -> list[SourceRecord]:
-        records: list[SourceRecord] = []
+    def _poll_snapshot(self) -> list[Event]:
+        records: list[Event] = []
         assert self._rows is not None
         while self._next_row is not None and len(records) < self.settings.batch_size:
             table, values = self._next_row
@@ -267,7 +284,7 @@ class PostgresCdcTask(SourceTask):
             )
             row = table.row(values)
             records.append(
-                self.events.change(table, "r", position, after=row, key=table.key_of(row))
+                self.events.event(table, "r", position, after=row, key=table.key_of(row))
             )
         if self._next_row is None:
             self._finish_snapshot()
@@ -283,9 +300,9 @@ class PostgresCdcTask(SourceTask):
             return
         self._start_streaming(self._snapshot_point, (self._snapshot_point, -1))
 
-    def _poll_stream(self, stream: ChangeStream) -> list[SourceRecord]:
+    def _poll_stream(self, stream: ChangeStream) -> tuple[list[Event], SourceRecord | None]:
         assert self._replication is not None
-        records: list[SourceRecord] = []
+        records: list[Event] = []
         deadline = self.monotonic() + self.settings.poll_interval_s
         while len(records) < self.settings.batch_size and not self._stopping.is_set():
             wait = 0.0 if records else deadline - self.monotonic()
@@ -300,10 +317,9 @@ class PostgresCdcTask(SourceTask):
         now = self.monotonic()
         if interval > 0 and now - self._last_heartbeat >= interval and not stream.in_transaction:
             self._last_heartbeat = now
-            records.append(
-                self.events.heartbeat(stream.heartbeat_position(self.clock_ns() // 1000))
-            )
-        return records
+            position = stream.heartbeat_position(self.clock_ns() // 1000)
+            return records, self.events.heartbeat(position)
+        return records, None
 
     # -- commit, stop
 
