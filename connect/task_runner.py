@@ -83,10 +83,12 @@ class TaskRunner(ABC):
             if self.state == "RUNNING":
                 self.state = "UNASSIGNED"
         except BaseException as error:
-            self.state = "FAILED"
+            # the trace first: the status is published from another thread, and a FAILED
+            # state read before its trace was set went out without one
             self.trace = "".join(
                 traceback.format_exception(type(error), error, error.__traceback__)
             )
+            self.state = "FAILED"
             log.error("task %s failed: %s", self.name, error)
 
     @abstractmethod

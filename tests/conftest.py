@@ -232,3 +232,12 @@ def pytest_runtest_makereport(
         for proc in procs:
             report.sections.append((f"broker log {proc.bootstrap}", proc.log_text()[-6000:]))
     return report
+
+
+# The files whose tests take minutes (whole pipelines, kill -9 runs, Spark) run first: with
+# `make test`'s `--dist loadfile`, a long file started last keeps one process busy alone.
+_LONG_FIRST = ("tests/e2e/", "tests/connectors/spark/", "tests/examples/")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    items.sort(key=lambda item: not item.nodeid.startswith(_LONG_FIRST))  # stable otherwise

@@ -244,7 +244,7 @@ class ClusterWorker:
         with self._lock:
             instance = self.connectors.get(name)
             if instance is not None:
-                instance.state, instance.trace = "FAILED", trace_of(error)
+                instance.trace, instance.state = trace_of(error), "FAILED"  # trace first
 
     def _restart_requested(self, request: RestartRequest) -> None:
         self._restarts.put(request)
@@ -359,7 +359,7 @@ class ClusterWorker:
             log.info("connector %s started on %s", name, self.worker_id)
         except Exception as error:
             log.error("connector %s failed to start: %s", name, error)
-            instance.state, instance.trace = "FAILED", trace_of(error)
+            instance.trace, instance.state = trace_of(error), "FAILED"  # trace first
         return instance
 
     def _commit_tasks(self, instance: _Instance) -> None:
