@@ -74,3 +74,8 @@ class StreamsConfig:
     def exactly_once(self) -> bool:
         """Whether output, state and offsets commit together in transactions."""
         return self.processing_guarantee == "exactly_once_v2"
+
+    @property
+    def isolation_level(self) -> str:
+        """What the app's consumers read: only committed transactions under exactly-once."""
+        return "read_committed" if self.exactly_once else "read_uncommitted"

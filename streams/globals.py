@@ -46,6 +46,10 @@ class GlobalStores:
         """Whether ``topic`` feeds a global store."""
         return topic in self._by_topic
 
+    def store_of(self, topic: str) -> StateStore:
+        """The store filled from ``topic``."""
+        return self._by_topic[topic][0]
+
     def serdes(self, topic: str) -> tuple[Serde, Serde]:
         """Key and value serdes of the store filled from ``topic``."""
         _, key_serde, value_serde = self._by_topic[topic]

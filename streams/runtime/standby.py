@@ -17,9 +17,10 @@ standby had not read yet are restored — fail-over without a full restore.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
@@ -39,6 +40,36 @@ def standby_owners(members: Sequence[str], active: str, replicas: int) -> list[s
     start = ordered.index(active)
     others = [ordered[(start + i) % len(ordered)] for i in range(1, len(ordered))]
     return sorted(others[:replicas])
+
+
+def standby_tasks_of(
+    admin: Any,
+    group_id: str,
+    me: str,
+    tasks_for: Callable[[list[TopicPartition]], Iterable[TaskId]],
+    replicas: int,
+) -> set[TaskId]:
+    """The tasks member ``me`` keeps standbys of, from the whole group's assignment
+    (``tasks_for`` maps a member's partitions to its tasks); none when the group cannot be
+    described — no standbys this round rather than no processing."""
+    try:
+        group = admin.describe_consumer_groups([group_id])[group_id].result(30)
+    except Exception as error:
+        log.warning("cannot describe the group for standby replicas: %s", error)
+        return set()
+    owners: dict[TaskId, str] = {}
+    for member in group.members:
+        assignment = member.assignment.topic_partitions if member.assignment else []
+        for task_id in tasks_for(assignment):
+            owners[task_id] = member.member_id
+    members = [m.member_id for m in group.members]
+    if me not in members:
+        return set()
+    return {
+        task_id
+        for task_id, active in owners.items()
+        if active != me and me in standby_owners(members, active, replicas)
+    }
 
 
 def _never_sends(topic: str, partition: int, key: bytes, value: bytes | None, ts: int) -> None:

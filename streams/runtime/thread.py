@@ -25,22 +25,24 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
 from sluice import clients
 from sluice.streams.config import StreamsConfig
 from sluice.streams.driver import dead_letter_headers
-from sluice.streams.errors import RecordError, StreamsError, handler_from
+from sluice.streams.errors import RecordError, StreamsError
 from sluice.streams.globals import GlobalStores
 from sluice.streams.record import Headers
-from sluice.streams.runtime import checkpoint
+from sluice.streams.runtime import checkpoint, thread_clients
 from sluice.streams.runtime.collector import KafkaCollector
+from sluice.streams.runtime.global_updater import GlobalStoreUpdater
 from sluice.streams.runtime.partition_group import PartitionGroup
 from sluice.streams.runtime.restore import Restoration, restore
-from sluice.streams.runtime.standby import StandbyTasks, standby_owners
+from sluice.streams.runtime.standby import StandbyTasks, standby_tasks_of
+from sluice.streams.runtime.task_creator import TaskCreator, now_ms
 from sluice.streams.runtime.topics import InternalTopics
 from sluice.streams.task import StreamTask, TaskCounters, TaskId
-from sluice.streams.topology import SubTopology, Topology
+from sluice.streams.topology import Topology
 
 __all__ = ["StreamThread"]
 
@@ -50,10 +52,6 @@ Partition = tuple[str, int]
 
 LAG_REFRESH_S = 1.0
 """How often the consumer lag of the metrics is computed (from cached watermarks, no request)."""
-
-
-def _now_ms() -> int:
-    return int(time.time() * 1000)
 
 
 class StreamThread:
@@ -67,8 +65,9 @@ class StreamThread:
         self.state = "CREATED"
         self.error: BaseException | None = None
         self._stop = threading.Event()
-        self._subs = {sub.id: sub for sub in topology.subtopologies()}
-        self._sub_of_topic = {t: sub.id for sub in self._subs.values() for t in sub.source_topics}
+        self._sub_of_topic = {
+            t: sub.id for sub in topology.subtopologies() for t in sub.source_topics
+        }
         self.tasks: dict[TaskId, StreamTask] = {}
         self._suspended: dict[TaskId, StreamTask] = {}
         self._task_of: dict[Partition, StreamTask] = {}
@@ -82,7 +81,7 @@ class StreamThread:
         self.processed = 0
         # metrics (sluice.streams.runtime.metrics reads them from its HTTP thread)
         self.thread_id = f"{config.application_id}-{self.process_id}-StreamThread-1"
-        self.consumer_client_id = f"{config.application_id}-{self.process_id}-consumer"
+        self.consumer_client_id = thread_clients.client_id(config, self.process_id, "consumer")
         self.counters = TaskCounters()
         self.polls = 0
         self.commits = 0
@@ -93,72 +92,34 @@ class StreamThread:
         """Restorations by (task id, store): the latest of each task now assigned, and globals."""
         assert config.state_dir is not None
         self.state_dir = Path(config.state_dir) / config.application_id
-        bootstrap = config.bootstrap_servers
-        isolation = "read_committed" if config.exactly_once else "read_uncommitted"
-        self.consumer: Consumer = clients.consumer(
-            bootstrap,
-            **{
-                "group.id": config.application_id,
-                "client.id": self.consumer_client_id,
-                "enable.auto.commit": False,
-                "enable.auto.offset.store": False,
-                "auto.offset.reset": "earliest",
-                "partition.assignment.strategy": "range",
-                "isolation.level": isolation,
-                "session.timeout.ms": config.session_timeout_ms,
-                "heartbeat.interval.ms": max(100, config.session_timeout_ms // 5),
-                "max.poll.interval.ms": 300_000,
-                **config.consumer_config,
-            },
-        )
-        self.restore_consumer: Consumer = clients.consumer(
-            bootstrap,
-            **{
-                "client.id": f"{config.application_id}-{self.process_id}-restore-consumer",
-                "enable.partition.eof": True,
-                "fetch.wait.max.ms": 20,  # the end of a changelog shows up at once
-                "isolation.level": isolation,
-                "auto.offset.reset": "earliest",
-                **config.consumer_config,
-            },
-        )
+        self.consumer = thread_clients.group_consumer(config, self.process_id)
+        self.restore_consumer = thread_clients.restore_consumer(config, self.process_id)
         self.collector = KafkaCollector(self.topics.partitions.get)
-        producer_config: dict[str, Any] = {
-            "client.id": f"{config.application_id}-{self.process_id}-producer",
-            "linger.ms": 5,
-            "batch.num.messages": 10_000,
-            "queue.buffering.max.messages": 500_000,
-            "partitioner": "murmur2_random",  # Java's: co-partitioned with Java clients' topics
-            "on_delivery": self.collector.on_delivery,
-            "delivery.report.only.error": True,
-        }
-        if config.exactly_once:
-            producer_config["transactional.id"] = f"{config.application_id}-{self.process_id}"
-            producer_config["transaction.timeout.ms"] = config.transaction_timeout_ms
-        producer_config.update(config.producer_config)
-        self.producer = clients.producer(bootstrap, **producer_config)
+        self.producer = thread_clients.producer(config, self.process_id, self.collector.on_delivery)
         self.collector.bind(self.producer)
         self.globals = GlobalStores(topology)
-        self._global_consumer: Consumer | None = None
+        self._global_updater = GlobalStoreUpdater(self.globals, config, self.topics.partitions)
         self.standbys: StandbyTasks | None = None
         if config.num_standby_replicas > 0:
             self.standbys = StandbyTasks(
                 topology,
                 self.topics.changelog_topic,
-                clients.consumer(
-                    bootstrap,
-                    **{
-                        "client.id": f"{config.application_id}-{self.process_id}-standby",
-                        "isolation.level": isolation,
-                        **config.consumer_config,
-                    },
-                ),
+                thread_clients.standby_consumer(config, self.process_id),
                 self.state_dir,
             )
-            self._admin = clients.admin(bootstrap, **config.admin_config)
+            self._admin = clients.admin(config.bootstrap_servers, **config.admin_config)
         self.restored = 0
-        self._on_deserialization_error = handler_from(config.deserialization_exception_handler)
-        self._on_processing_error = handler_from(config.processing_exception_handler)
+        self._creator = TaskCreator(
+            topology,
+            config,
+            self.topics,
+            self.state_dir,
+            collector=self.collector,
+            global_stores=self.globals.stores,
+            standbys=self.standbys,
+            dead_letter=self.dead_letter,
+            counters=self.counters,
+        )
 
     # -- life -------------------------------------------------------------------------------
     def stop(self) -> None:
@@ -186,7 +147,11 @@ class StreamThread:
         self.state = "STARTING"
         if self.config.exactly_once:
             self.producer.init_transactions(30)
-        self._bootstrap_globals()
+        self._global_updater.bootstrap(
+            self.state_dir / "global",
+            self.restore_consumer,
+            lambda work: self._track_restorations([("global", item) for item in work]),
+        )
         sources = [t for t in self.topology.source_topics() if not self.globals.reads(t)]
         self._only_topic = sources[0] if len(sources) == 1 else None
         self.consumer.subscribe(
@@ -199,7 +164,7 @@ class StreamThread:
         if messages:
             self._buffer(messages)
         self._process_buffered()
-        self._poll_globals()
+        self._global_updater.poll()
         if self.standbys is not None:
             self.standbys.poll()
         if self.tasks:
@@ -307,7 +272,7 @@ class StreamThread:
         return high > position
 
     def _process_buffered(self) -> None:
-        now = _now_ms()
+        now = now_ms()
         for task_id, group in self._groups.items():
             if not len(group):
                 continue
@@ -327,7 +292,7 @@ class StreamThread:
         if topic is not None:
             self._begin_if_needed()
             self.collector.send(
-                topic, key, value, _now_ms(), dead_letter_headers(error, headers), None
+                topic, key, value, now_ms(), dead_letter_headers(error, headers), None
             )
 
     # -- commits ----------------------------------------------------------------------------
@@ -431,7 +396,7 @@ class StreamThread:
             for task_id, task_partitions in sorted(wanted.items()):
                 task = self._suspended.pop(task_id, None)
                 if task is None:
-                    task, work = self._create_task(task_id)
+                    task, work = self._creator.create(task_id)
                     restorations.extend(work)
                     tracked.extend((str(task_id), item) for item in work)
                 self.tasks[task_id] = task
@@ -444,7 +409,15 @@ class StreamThread:
             restore(self.restore_consumer, restorations)
             self.restored += sum(r.restored for r in restorations)
             if self.standbys is not None:
-                self.standbys.update(self._standby_tasks())
+                self.standbys.update(
+                    standby_tasks_of(
+                        self._admin,
+                        self.config.application_id,
+                        self.consumer.memberid(),
+                        self._tasks_for,
+                        self.config.num_standby_replicas,
+                    )
+                )
             log.info(
                 "assigned %d partitions, tasks %s",
                 len(partitions),
@@ -464,119 +437,10 @@ class StreamThread:
             fresh.setdefault((task, item.store.name), []).append(item)
         self.restorations = {**kept, **fresh}  # replaced whole: read from another thread
 
-    def _standby_tasks(self) -> set[TaskId]:
-        """Tasks this member keeps standbys of, from the whole group's assignment."""
-        assert self.standbys is not None
-        me = self.consumer.memberid()
-        try:
-            future = self._admin.describe_consumer_groups([self.config.application_id])
-            group = future[self.config.application_id].result(30)
-        except Exception as error:  # no standbys this round rather than no processing
-            log.warning("cannot describe the group for standby replicas: %s", error)
-            return set()
-        owners: dict[TaskId, str] = {}
-        for member in group.members:
-            assignment = member.assignment.topic_partitions if member.assignment else []
-            for task_id in self._tasks_for(assignment):
-                owners[task_id] = member.member_id
-        members = [m.member_id for m in group.members]
-        if me not in members:
-            return set()
-        replicas = self.config.num_standby_replicas
-        return {
-            task_id
-            for task_id, active in owners.items()
-            if active != me and me in standby_owners(members, active, replicas)
-        }
-
-    def _create_task(self, task_id: TaskId) -> tuple[StreamTask, list[Restoration]]:
-        sub: SubTopology = self._subs[task_id.subtopology]
-        directory = self.state_dir / str(task_id)
-        standby = None if self.standbys is None else self.standbys.take(task_id)
-        if standby is not None:
-            self.standbys.checkpoint_one(standby)  # type: ignore[union-attr]
-        offsets = checkpoint.read(directory)
-        checkpoint.clear(directory)  # from now on local state may run ahead of the changelog
-        task = StreamTask(
-            task_id,
-            self.topology,
-            sub,
-            application_id=self.config.application_id,
-            collector=self.collector,
-            clock=_now_ms,
-            global_stores=self.globals.stores,
-            changelog_topic=self._logged_changelog,
-            state_dir=self.state_dir,
-            on_deserialization_error=self._on_deserialization_error,
-            on_processing_error=self._on_processing_error,
-            dead_letter=self.dead_letter,
-            adopted_stores=None if standby is None else standby.stores,
-            counters=self.counters,
-        )
-        work = []
-        for name, store in task.stores.items():
-            topic = self.topics.changelog_topic(name)
-            if topic is None:
-                continue
-            partition = (topic, task_id.partition)
-            if standby is not None and partition in standby.offsets:
-                # the standby's stores: only what it has not read yet
-                start: int | None = standby.offsets[partition]
-                if start == OFFSET_BEGINNING:
-                    start = None
-            else:
-                start = offsets.get(partition) if store.persistent else None
-                if start is None:
-                    store.wipe()
-            work.append(Restoration(store, topic, task_id.partition, start))
-        if standby is not None:
-            log.info("task %s takes over the stores of its standby", task_id)
-        return task, work
-
-    def _logged_changelog(self, store: str) -> str | None:
-        if store in self.topology.source_changelogs:
-            return None  # restored from its source topic, never written to
-        return self.topics.changelog_topic(store)
-
     def _close_task(self, task: StreamTask, *, clean: bool) -> None:
         if clean and not self.config.exactly_once:
             self._write_checkpoints([task])
         task.close()
-
-    # -- global stores ----------------------------------------------------------------------
-    def _bootstrap_globals(self) -> None:
-        topics = self.globals.topics
-        self.globals.init(self.state_dir / "global")
-        if not topics:
-            return
-        for store in self.globals.stores.values():
-            store.wipe()
-        work = []
-        for topic in topics:
-            store = self.globals._by_topic[topic][0]
-            for partition in range(self.topics.partitions[topic]):
-                work.append(Restoration(store, topic, partition, None))
-        self._track_restorations([("global", item) for item in work])
-        restore(self.restore_consumer, work)
-        isolation = "read_committed" if self.config.exactly_once else "read_uncommitted"
-        consumer = clients.consumer(
-            self.config.bootstrap_servers,
-            **{"isolation.level": isolation, **self.config.consumer_config},
-        )
-        consumer.assign(
-            [TopicPartition(item.topic, item.partition, max(item.end_offset, 0)) for item in work]
-        )
-        self._global_consumer = consumer
-
-    def _poll_globals(self) -> None:
-        consumer = self._global_consumer
-        if consumer is None:
-            return
-        for message in consumer.consume(10_000, 0):
-            if message.error() is None:
-                self.globals.update(
-                    str(message.topic()), message.key(), message.value(), message.timestamp()[1]
-                )
 
     # -- shutdown ---------------------------------------------------------------------------
     def _shutdown(self, *, clean: bool) -> None:
@@ -606,9 +470,7 @@ class StreamThread:
             self._closing = True
             self.consumer.close()
             self.restore_consumer.close()
-            if self._global_consumer is not None:
-                self._global_consumer.close()
-            self.globals.close()
+            self._global_updater.close()
             self.producer.flush(10)
 
     def metrics(self) -> dict[str, Any]:

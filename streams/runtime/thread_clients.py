@@ -1,0 +1,89 @@
+"""The Kafka clients of a stream thread, configured as Kafka Streams configures its own.
+
+Every client of process ``P`` of application ``A`` is named ``A-P-<role>`` (consumer,
+restore-consumer, standby, producer); the consumers read committed records only under
+exactly-once; ``consumer_config``/``producer_config`` of the app come on top.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from confluent_kafka import Consumer, Producer
+
+from sluice import clients
+from sluice.streams.config import StreamsConfig
+
+__all__ = ["client_id", "group_consumer", "producer", "restore_consumer", "standby_consumer"]
+
+
+def client_id(config: StreamsConfig, process_id: str, role: str) -> str:
+    """``<application id>-<process id>-<role>``."""
+    return f"{config.application_id}-{process_id}-{role}"
+
+
+def group_consumer(config: StreamsConfig, process_id: str) -> Consumer:
+    """The member of the group ``application_id``: range assignor, offsets committed by hand."""
+    return clients.consumer(
+        config.bootstrap_servers,
+        **{
+            "group.id": config.application_id,
+            "client.id": client_id(config, process_id, "consumer"),
+            "enable.auto.commit": False,
+            "enable.auto.offset.store": False,
+            "auto.offset.reset": "earliest",
+            "partition.assignment.strategy": "range",
+            "isolation.level": config.isolation_level,
+            "session.timeout.ms": config.session_timeout_ms,
+            "heartbeat.interval.ms": max(100, config.session_timeout_ms // 5),
+            "max.poll.interval.ms": 300_000,
+            **config.consumer_config,
+        },
+    )
+
+
+def restore_consumer(config: StreamsConfig, process_id: str) -> Consumer:
+    """An assign-only consumer of changelogs that sees their end at once."""
+    return clients.consumer(
+        config.bootstrap_servers,
+        **{
+            "client.id": client_id(config, process_id, "restore-consumer"),
+            "enable.partition.eof": True,
+            "fetch.wait.max.ms": 20,  # the end of a changelog shows up at once
+            "isolation.level": config.isolation_level,
+            "auto.offset.reset": "earliest",
+            **config.consumer_config,
+        },
+    )
+
+
+def standby_consumer(config: StreamsConfig, process_id: str) -> Consumer:
+    """The consumer that keeps standby replicas of stores."""
+    return clients.consumer(
+        config.bootstrap_servers,
+        **{
+            "client.id": client_id(config, process_id, "standby"),
+            "isolation.level": config.isolation_level,
+            **config.consumer_config,
+        },
+    )
+
+
+def producer(config: StreamsConfig, process_id: str, on_delivery: Callable[..., None]) -> Producer:
+    """The producer of output and changelogs; transactional (one per process) under
+    exactly-once v2."""
+    settings: dict[str, Any] = {
+        "client.id": client_id(config, process_id, "producer"),
+        "linger.ms": 5,
+        "batch.num.messages": 10_000,
+        "queue.buffering.max.messages": 500_000,
+        "partitioner": "murmur2_random",  # Java's: co-partitioned with Java clients' topics
+        "on_delivery": on_delivery,
+        "delivery.report.only.error": True,
+    }
+    if config.exactly_once:
+        settings["transactional.id"] = f"{config.application_id}-{process_id}"
+        settings["transaction.timeout.ms"] = config.transaction_timeout_ms
+    settings.update(config.producer_config)
+    return clients.producer(config.bootstrap_servers, **settings)
