@@ -130,6 +130,16 @@ class KafkaStreams:
         return "CREATED" if self.thread is None else self.thread.state
 
     def _prepare(self) -> StreamThread:
+        """The metrics endpoint served (it shows the start) and the thread made; the endpoint
+        is closed again when the thread cannot be."""
+        self._serve_metrics()
+        try:
+            return self._make_thread()
+        except BaseException:
+            self._stop_metrics()
+            raise
+
+    def _make_thread(self) -> StreamThread:
         admin = clients.admin(self.config.bootstrap_servers, **self.config.admin_config)
         topics = InternalTopics(
             self.topology, self.config.application_id, self.config.replication_factor
@@ -140,12 +150,7 @@ class KafkaStreams:
 
     def start(self) -> None:
         """Start processing in a background thread."""
-        self._serve_metrics()
-        try:
-            thread = self._prepare()
-        except BaseException:
-            self._stop_metrics()
-            raise
+        thread = self._prepare()
         self._runner = threading.Thread(target=self._run_quietly, args=(thread,), daemon=True)
         self._runner.start()
 
@@ -158,12 +163,7 @@ class KafkaStreams:
 
     def run(self) -> None:
         """Process in the calling thread until SIGINT or SIGTERM; re-raise what stopped it."""
-        self._serve_metrics()
-        try:
-            thread = self._prepare()
-        except BaseException:
-            self._stop_metrics()
-            raise
+        thread = self._prepare()
 
         def stop(signum: int, frame: FrameType | None) -> None:
             log.info("signal %d: closing", signum)
