@@ -22,6 +22,10 @@ Defaults, beyond librdkafka's own:
 - admin: ``allow.auto.create.topics=false``. The admin client is a producer-type handle inside
   librdkafka, which would otherwise let a mere metadata look-up of a missing topic create it on a
   broker with ``auto.create.topics.enable=true``.
+- consumer: ``fetch.queue.backoff.ms=50`` (librdkafka: 1000). Once a partition's local queue holds
+  ``queued.min.messages``, librdkafka waits this long before fetching it again; at 1 s any reader
+  faster than ~100,000 records/s idles between fetches (a bare ``consume()`` loop read 160,000
+  records/s at the default and 600,000/s at 50 ms, on either broker).
 - consumer without a ``group.id``: an *assign-only* consumer (the caller picks partitions with
   ``assign()``). librdkafka insists on a group id, so a private one is made up and offsets are
   neither stored nor committed, so it can never touch a real group's offsets.
@@ -50,7 +54,13 @@ RDKAFKA_LOGGER = logging.getLogger("sluice.rdkafka")
 """The logger that receives librdkafka's own log lines."""
 
 _PRODUCER_DEFAULTS: Mapping[str, Any] = {"client.id": "sluice-producer"}
-_CONSUMER_DEFAULTS: Mapping[str, Any] = {"client.id": "sluice-consumer"}
+_CONSUMER_DEFAULTS: Mapping[str, Any] = {
+    "client.id": "sluice-consumer",
+    # librdkafka stops fetching a partition for this long once its local queue holds
+    # queued.min.messages (100,000); at its default of 1 s an application that reads faster than
+    # 100,000 records/s waits for the next fetch (bare consume(): 160,000/s, 600,000/s at 50 ms)
+    "fetch.queue.backoff.ms": 50,
+}
 _ADMIN_DEFAULTS: Mapping[str, Any] = {
     "client.id": "sluice-admin",
     "allow.auto.create.topics": False,
