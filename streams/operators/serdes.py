@@ -29,16 +29,22 @@ __all__ = ["change", "windowed_binary", "windowed_json"]
 
 _BOUNDS = struct.Struct(">qq")
 _LENGTH = struct.Struct(">i")
+_JSON_TYPES = (str, int, float, bool, dict, list)
+_WINDOWED_JSON = b'{"key":%b,"window":{"start":%d,"end":%d}}'
 
 
 def windowed_json(key_serde: Serde) -> Serde:
     """Windowed keys as JSON; the inner key as JSON if it can be, else its serde's text."""
 
+    dumps = orjson.dumps
+
     def serialize(key: Windowed) -> bytes:
         inner: Any = key.key
-        if not isinstance(inner, str | int | float | bool | dict | list) and inner is not None:
+        if inner is not None and not isinstance(inner, _JSON_TYPES):
             inner = key_serde.serialize(inner).decode()
-        return orjson.dumps({"key": inner, "window": {"start": key.start, "end": key.end}})
+        # the bytes orjson.dumps({"key": inner, "window": {"start": …, "end": …}}) writes, made
+        # by hand: once per windowed result, and half the time of building and dumping the dicts
+        return _WINDOWED_JSON % (dumps(inner), key.start, key.end)
 
     def deserialize(data: bytes) -> Windowed:
         obj = orjson.loads(data)

@@ -16,8 +16,8 @@ from collections.abc import Callable
 from typing import Any
 
 from sluice.streams.operators.aggregate import _StoreOperator
-from sluice.streams.operators.stateless import _Operator
-from sluice.streams.record import Change, Record
+from sluice.streams.operators.stateless import Emit, _Operator
+from sluice.streams.record import Change, Headers, Record
 
 __all__ = ["TableFilter", "TableMapValues", "TableMaterialize", "TableRegroup", "TableToStream"]
 
@@ -76,6 +76,12 @@ class TableToStream(_Operator):
 
     def process(self, record: Record) -> None:
         self.forward(Record(record.key, record.value.new, record.timestamp, record.headers))
+
+    def fuse(self, downstream: Emit) -> Emit:
+        def to_stream(key: Any, change: Any, timestamp: int, headers: Headers) -> None:
+            downstream(key, change.new, timestamp, headers)
+
+        return to_stream
 
 
 class TableRegroup(_Operator):

@@ -31,9 +31,9 @@ from collections.abc import Callable
 from typing import Any
 
 from sluice.streams.operators.aggregate import Aggregator, Initializer
-from sluice.streams.operators.stateless import _Operator
+from sluice.streams.operators.stateless import Emit, _Operator
 from sluice.streams.processor import ProcessorContext
-from sluice.streams.record import Change, Record, Windowed
+from sluice.streams.record import Change, Headers, Record, Windowed
 from sluice.streams.state.session import SessionStore
 from sluice.streams.state.window import WindowStore
 from sluice.streams.windows import SessionWindows, SlidingWindows, TimeWindows
@@ -95,6 +95,38 @@ class WindowedAggregate(_WindowOperator):
             )
         if not updated:
             self.dropped += 1
+
+    def fuse(self, downstream: Emit) -> Emit:
+        """:meth:`process` on the record's fields (the window pipeline's hot path)."""
+        context, grace = self.context, self.windows.grace_ms
+        windows_for = self.windows.windows_for
+        fetch, put = self.store.fetch_with_timestamp, self.store.put
+        initializer, aggregator = self.initializer, self.aggregator
+
+        def aggregate(key: Any, value: Any, timestamp: int, headers: Headers) -> None:
+            if key is None or value is None:
+                return
+            close_time = context.stream_time - grace
+            updated = False
+            for start, end in windows_for(timestamp):
+                if end <= close_time:
+                    continue
+                updated = True
+                entry = fetch(key, start)
+                if entry is None:
+                    old = None
+                    current = initializer()
+                    result_time = timestamp
+                else:
+                    old = current = entry[0]
+                    result_time = entry[1] if entry[1] > timestamp else timestamp
+                new = aggregator(key, value, current)
+                put(key, new, start, result_time)
+                downstream(Windowed(key, start, end), Change(new, old), result_time, headers)
+            if not updated:
+                self.dropped += 1
+
+        return aggregate
 
 
 class SessionAggregate(_WindowOperator):

@@ -16,7 +16,13 @@ Results are written by hand from Kafka Streams' rules:
 
 from __future__ import annotations
 
+import orjson
+from hypothesis import given
+from hypothesis import strategies as st
+
 from sluice.dsl import SessionWindows, SlidingWindows, TimeWindows, Windowed
+from sluice.serde import STRING
+from sluice.streams.operators.serdes import windowed_json
 
 
 def W(key: str, start: int, end: int) -> Windowed:  # noqa: N802 - reads like the type
@@ -377,3 +383,36 @@ def test_a_restored_suppression_buffer_still_emits_its_windows(make_app, backend
                 second.store(store).restore(key, value, timestamp)
         second.pipe("in", "j", "x", timestamp=12)
         assert out(second, "final") == [(W("k", 0, 10), 2, 5)]
+
+
+# -- the hand-made fast paths agree with the general code -------------------------------------
+
+_JSON_KEYS = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**63), 2**63 - 1)
+    | st.floats(allow_nan=False)
+    | st.text(),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(), inner, max_size=3),
+    max_leaves=6,
+)
+
+
+@given(key=_JSON_KEYS, start=st.integers(-(2**62), 2**62), size=st.integers(1, 2**40))
+def test_windowed_json_writes_what_orjson_writes_for_the_dict(key, start, size):
+    serde = windowed_json(STRING)
+    data = serde.serialize(Windowed(key, start, start + size))
+    assert data == orjson.dumps({"key": key, "window": {"start": start, "end": start + size}})
+    assert serde.deserialize(data) == Windowed(key, start, start + size)
+
+
+@given(timestamp=st.integers(0, 10**6), size=st.integers(1, 500), data=st.data())
+def test_windows_for_are_the_windows_holding_the_timestamp(timestamp, size, data):
+    advance = data.draw(st.sampled_from([size, data.draw(st.integers(1, size))]))
+    windows = TimeWindows.of(size).advance_by(advance)
+    every = [
+        (start, start + size)
+        for start in range(max(0, timestamp - size) // advance * advance, timestamp + 1, advance)
+        if start <= timestamp < start + size
+    ]
+    assert windows.windows_for(timestamp) == every
