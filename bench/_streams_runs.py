@@ -142,9 +142,11 @@ class Context:
 
 
 def _command(ctx: Context, framework: str, pipeline: str, out: str, group: str) -> list[str]:
-    script = {"sluice": "_sluice_pipelines.py", "quixstreams": "_quix_pipelines.py"}.get(
-        framework, "_faust_pipelines.py"
-    )
+    script = {
+        "sluice": "_sluice_pipelines.py",
+        "bare-loop": "_bare_pipelines.py",
+        "quixstreams": "_quix_pipelines.py",
+    }.get(framework, "_faust_pipelines.py")
     python = str(ctx.quix) if framework == "quixstreams" else sys.executable
     return [
         python,

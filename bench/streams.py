@@ -1,6 +1,7 @@
 """Streams: three pipelines in Sluice's DSL beside quixstreams and faust-streaming, and a restore.
 
-    python bench/streams.py [--records N] [--faust-records M] [--only sluice,quixstreams,faust]
+    python bench/streams.py [--records N] [--faust-records M]
+                            [--only sluice,bare-loop,quixstreams,faust]
                             [--pipelines filter,count,window] [--no-restore] [--restore-keys K]
                             [--json PATH]
 
@@ -28,6 +29,11 @@ creation (shown apart as "to first output"); events/s counts the input records t
 stand for. CPU: user + system seconds of the child (all its threads and any children, psutil)
 over the same window, and the broker's (from /proc) beside it. Every run is bounded by
 ``--timeout`` seconds and its process group is killed when done, whatever happened.
+
+**bare-loop** (``_bare_pipelines.py``) is no framework: the same three pipelines as hand-written
+confluent-kafka ``consume()``/``produce()`` loops with a dict for state and no changelog, on
+Sluice's client settings. It is the reference for "how fast can Python go per record with this
+client on this machine", which bounds Sluice and quixstreams alike.
 
 faust-streaming is slow (an asyncio agent and an awaited send per record): by default it runs on
 the first ``--faust-records`` records (100,000) of the same topic, and its events/s is compared;
@@ -61,7 +67,7 @@ from _streams_runs import INPUT, Context, Result, Watermark, quix_python, run_pi
 from broker_throughput import _machine
 from rich.console import Console
 
-FRAMEWORKS = ("sluice", "quixstreams", "faust")
+FRAMEWORKS = ("sluice", "bare-loop", "quixstreams", "faust")
 
 
 def main() -> None:
