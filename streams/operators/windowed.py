@@ -102,6 +102,7 @@ class WindowedAggregate(_WindowOperator):
         windows_for = self.windows.windows_for
         fetch, put = self.store.fetch_with_timestamp, self.store.put
         initializer, aggregator = self.initializer, self.aggregator
+        new_tuple = tuple.__new__  # named tuples without their Python-level __new__ (hot path)
 
         def aggregate(key: Any, value: Any, timestamp: int, headers: Headers) -> None:
             if key is None or value is None:
@@ -122,7 +123,12 @@ class WindowedAggregate(_WindowOperator):
                     result_time = entry[1] if entry[1] > timestamp else timestamp
                 new = aggregator(key, value, current)
                 put(key, new, start, result_time)
-                downstream(Windowed(key, start, end), Change(new, old), result_time, headers)
+                downstream(
+                    new_tuple(Windowed, (key, start, end)),
+                    new_tuple(Change, (new, old)),
+                    result_time,
+                    headers,
+                )
             if not updated:
                 self.dropped += 1
 
