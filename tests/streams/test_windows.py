@@ -391,7 +391,7 @@ _JSON_KEYS = st.recursive(
     st.none()
     | st.booleans()
     | st.integers(-(2**63), 2**63 - 1)
-    | st.floats(allow_nan=False)
+    | st.floats(allow_nan=False, allow_infinity=False)
     | st.text(),
     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(), inner, max_size=3),
     max_leaves=6,
