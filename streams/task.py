@@ -6,10 +6,8 @@ seen), drives the processors by plain calls (each built-in operator calls its ch
 (one changelog record per dirty key). Output goes to a :class:`RecordCollector` (a Kafka producer
 in the runtime, in-memory topics in the test driver).
 
-From each source, runs of built-in stateless operators and the sinks after them are fused into
-plain functions of the record's fields (``fuse`` in :mod:`sluice.streams.operators.stateless`):
-a record that only passes those never becomes a :class:`Record`; any other processor gets a new
-``Record`` of the fields, and a node with several children one ``Record`` shared by them all.
+From each source, the nodes are fused into plain functions of the record's fields
+(:mod:`sluice.streams.fusion`); :meth:`StreamTask.process_messages` is the loop that feeds them.
 """
 
 from __future__ import annotations
@@ -17,7 +15,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, NamedTuple, Protocol
+from typing import Any, NamedTuple
 
 from sluice.streams.errors import (
     DeserializationError,
@@ -26,7 +24,7 @@ from sluice.streams.errors import (
     RecordError,
     StreamsError,
 )
-from sluice.streams.operators.stateless import Emit
+from sluice.streams.fusion import RecordCollector, Sink, sources_of
 from sluice.streams.processor import (
     Cancellable,
     Processor,
@@ -61,24 +59,6 @@ class TaskId(NamedTuple):
 
     def __str__(self) -> str:
         return f"{self.subtopology}_{self.partition}"
-
-
-class RecordCollector(Protocol):
-    """Where a task's output goes."""
-
-    def send(
-        self,
-        topic: str,
-        key: bytes | None,
-        value: bytes | None,
-        timestamp: int,
-        headers: Headers,
-        partition: int | None,
-    ) -> None:
-        """Write one record (``partition`` None: by the key, as the producer's partitioner)."""
-
-    def partitions_of(self, topic: str) -> int:
-        """How many partitions ``topic`` has (for custom partitioners)."""
 
 
 class _Schedule:
@@ -152,113 +132,6 @@ def _drop(record: Record) -> None:
     pass
 
 
-def _drop_fields(key: Any, value: Any, timestamp: int, headers: Headers) -> None:
-    pass
-
-
-def _as_record(process: Callable[[Record], None]) -> Emit:
-    def to_record(key: Any, value: Any, timestamp: int, headers: Headers) -> None:
-        process(Record(key, value, timestamp, headers))
-
-    return to_record
-
-
-class _Sink(Processor):
-    """Serializes and hands the record to the collector."""
-
-    def __init__(self, node: SinkNode, collector: RecordCollector) -> None:
-        self.node = node
-        self.static_topic = node.topic if isinstance(node.topic, str) else None
-        self.collector = collector
-        self.send = collector.send  # bound once: this runs for every output record
-        self.serialize_key = node.key_serde.serialize
-        self.serialize_value = node.value_serde.serialize
-
-    def process(self, record: Record) -> None:
-        topic = self.static_topic
-        if topic is None:
-            topic = self.node.topic(record)  # type: ignore[operator]
-        key = record.key
-        value = record.value
-        partition = None
-        if self.node.partitioner is not None:
-            partition = self.node.partitioner(key, value, self.collector.partitions_of(topic))
-        self.send(
-            topic,
-            None if key is None else self.serialize_key(key),
-            None if value is None else self.serialize_value(value),
-            record.timestamp,
-            record.headers,
-            partition,
-        )
-
-    def fuse(self) -> Emit:
-        """:meth:`process` as a function of the fields (a topic chosen per record needs one)."""
-        topic = self.static_topic
-        if topic is None:
-            return _as_record(self.process)
-        send = self.send
-        serialize_key = self.serialize_key
-        serialize_value = self.serialize_value
-        partitioner = self.node.partitioner
-        if partitioner is not None:
-            partitions_of = self.collector.partitions_of
-
-            def sink_partitioned(key: Any, value: Any, timestamp: int, headers: Headers) -> None:
-                partition = partitioner(key, value, partitions_of(topic))
-                send(
-                    topic,
-                    None if key is None else serialize_key(key),
-                    None if value is None else serialize_value(value),
-                    timestamp,
-                    headers,
-                    partition,
-                )
-
-            return sink_partitioned
-
-        produce = getattr(self.collector, "raw_produce", None)
-        if produce is not None:  # a Kafka producer: no call between the sink and librdkafka
-
-            def sink_to_producer(key: Any, value: Any, timestamp: int, headers: Headers) -> None:
-                serialized_key = None if key is None else serialize_key(key)
-                serialized_value = None if value is None else serialize_value(value)
-                if not headers:
-                    try:
-                        produce(topic, serialized_value, serialized_key, -1, None, None, timestamp)
-                        return
-                    except BufferError:
-                        pass  # the queue is full: send() waits for room
-                send(topic, serialized_key, serialized_value, timestamp, headers, None)
-
-            return sink_to_producer
-
-        def sink(key: Any, value: Any, timestamp: int, headers: Headers) -> None:
-            send(
-                topic,
-                None if key is None else serialize_key(key),
-                None if value is None else serialize_value(value),
-                timestamp,
-                headers,
-                None,
-            )
-
-        return sink
-
-
-class _Source:
-    __slots__ = ("deserialize_key", "deserialize_value", "emit", "extractor", "fused", "name")
-
-    def __init__(self, node: SourceNode, emit: Emit, fused: bool) -> None:
-        self.name = node.name
-        self.deserialize_key = node.key_serde.deserialize
-        self.deserialize_value = node.value_serde.deserialize
-        self.extractor = node.timestamp_extractor
-        self.emit = emit
-        # nothing downstream can ask for the record's metadata: only built-in operators and sinks
-        self.fused = fused
-
-
 class StreamTask:
     """One sub-topology over one partition; see the module docstring."""
 
@@ -320,7 +193,7 @@ class StreamTask:
                 self.processors[name] = node.supplier()
                 contexts[name] = _NodeContext(self, name, node.stores)
             elif isinstance(node, SinkNode):
-                self.processors[name] = _Sink(node, collector)
+                self.processors[name] = Sink(node, collector)
         for name in sub.nodes:
             node = topology.nodes[name]
             if isinstance(node, SourceNode | ProcessorNode) and name in contexts:
@@ -329,48 +202,7 @@ class StreamTask:
         for name, processor in self.processors.items():
             if name in contexts:
                 processor.init(contexts[name])
-        self.sources: dict[str, _Source] = {}
-        # per node: its fused function, and whether everything it reaches is fused
-        self._emits: dict[str, tuple[Emit, bool]] = {}
-        for name in sub.nodes:
-            node = topology.nodes[name]
-            if isinstance(node, SourceNode):
-                emit, fused = self._emit_to(topology, list(node.children))
-                source = _Source(node, emit, fused)
-                for topic in node.topics:
-                    self.sources[topic] = source
-
-    def _emit_to(self, topology: Topology, names: list[str]) -> tuple[Emit, bool]:
-        """A function of a record's fields handing the record to the nodes ``names``; pure?"""
-        if len(names) == 1:
-            return self._emit_of(topology, names[0])
-        if not names:
-            return _drop_fields, True
-        calls = [self.processors[name].process for name in names]
-
-        def fan_out(key: Any, value: Any, timestamp: int, headers: Headers) -> None:
-            record = Record(key, value, timestamp, headers)  # shared, as a forward does
-            for call in calls:
-                call(record)
-
-        return fan_out, False
-
-    def _emit_of(self, topology: Topology, name: str) -> tuple[Emit, bool]:
-        known = self._emits.get(name)
-        if known is not None:
-            return known
-        processor = self.processors[name]
-        if isinstance(processor, _Sink):
-            emit, fused = processor.fuse(), processor.static_topic is not None
-        elif "fuse" in type(processor).__dict__:
-            node = topology.nodes[name]
-            assert isinstance(node, ProcessorNode)
-            downstream, fused = self._emit_to(topology, list(node.children))
-            emit = processor.fuse(downstream)  # type: ignore[attr-defined]
-        else:
-            emit, fused = _as_record(processor.process), False
-        self._emits[name] = (emit, fused)
-        return emit, fused
+        self.sources = sources_of(topology, list(sub.nodes), self.processors)
 
     @property
     def metadata(self) -> RecordMetadata | None:

@@ -1,0 +1,221 @@
+"""Fusion: from each source, runs of built-in operators become plain functions of a record's fields.
+
+A processor class that defines ``fuse(downstream)`` (the built-in stateless operators, stream
+aggregations, ``to_stream``; see :mod:`sluice.streams.operators.stateless`) is chained by plain
+calls of ``(key, value, timestamp, headers)``, down to the sinks, which serialize and hand the
+record to the :class:`RecordCollector` (straight to librdkafka's ``produce`` when it is a Kafka
+producer). A record that only passes such nodes never becomes a :class:`Record`; any other
+processor gets a new ``Record`` of the fields, and a node with several children one ``Record``
+shared by them all.
+
+>>> from sluice.streams.topology import Topology
+>>> class Memory:
+...     sent = []
+...     def send(self, *record): self.sent.append(record)
+...     def partitions_of(self, topic): return 1
+>>> topology = Topology()
+>>> topology.add_source("in", ["words"])
+>>> topology.add_sink("out", "upper", "in")
+>>> sink = Sink(topology.nodes["out"], Memory())
+>>> source = sources_of(topology, ["in", "out"], {"out": sink})["words"]
+>>> source.fused, source.emit("k", {"n": 1}, 5, ()), Memory.sent
+(True, None, [('upper', b'k', b'{"n":1}', 5, (), None)])
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from sluice.streams.operators.stateless import Emit
+from sluice.streams.processor import Processor
+from sluice.streams.record import Headers, Record
+from sluice.streams.topology import ProcessorNode, SinkNode, SourceNode, Topology
+
+__all__ = ["RecordCollector", "Sink", "Source", "sources_of"]
+
+
+class RecordCollector(Protocol):
+    """Where a task's output goes."""
+
+    def send(
+        self,
+        topic: str,
+        key: bytes | None,
+        value: bytes | None,
+        timestamp: int,
+        headers: Headers,
+        partition: int | None,
+    ) -> None:
+        """Write one record (``partition`` None: by the key, as the producer's partitioner)."""
+
+    def partitions_of(self, topic: str) -> int:
+        """How many partitions ``topic`` has (for custom partitioners)."""
+
+
+def _drop_fields(key: Any, value: Any, timestamp: int, headers: Headers) -> None:
+    pass
+
+
+def _as_record(process: Callable[[Record], None]) -> Emit:
+    def to_record(key: Any, value: Any, timestamp: int, headers: Headers) -> None:
+        process(Record(key, value, timestamp, headers))
+
+    return to_record
+
+
+class Sink(Processor):
+    """Serializes and hands the record to the collector."""
+
+    def __init__(self, node: SinkNode, collector: RecordCollector) -> None:
+        self.node = node
+        self.static_topic = node.topic if isinstance(node.topic, str) else None
+        self.collector = collector
+        self.send = collector.send  # bound once: this runs for every output record
+        self.serialize_key = node.key_serde.serialize
+        self.serialize_value = node.value_serde.serialize
+
+    def process(self, record: Record) -> None:
+        topic = self.static_topic
+        if topic is None:
+            topic = self.node.topic(record)  # type: ignore[operator]
+        key = record.key
+        value = record.value
+        partition = None
+        if self.node.partitioner is not None:
+            partition = self.node.partitioner(key, value, self.collector.partitions_of(topic))
+        self.send(
+            topic,
+            None if key is None else self.serialize_key(key),
+            None if value is None else self.serialize_value(value),
+            record.timestamp,
+            record.headers,
+            partition,
+        )
+
+    def fuse(self) -> Emit:
+        """:meth:`process` as a function of the fields (a topic chosen per record needs one)."""
+        topic = self.static_topic
+        if topic is None:
+            return _as_record(self.process)
+        send = self.send
+        serialize_key = self.serialize_key
+        serialize_value = self.serialize_value
+        partitioner = self.node.partitioner
+        if partitioner is not None:
+            partitions_of = self.collector.partitions_of
+
+            def sink_partitioned(key: Any, value: Any, timestamp: int, headers: Headers) -> None:
+                partition = partitioner(key, value, partitions_of(topic))
+                send(
+                    topic,
+                    None if key is None else serialize_key(key),
+                    None if value is None else serialize_value(value),
+                    timestamp,
+                    headers,
+                    partition,
+                )
+
+            return sink_partitioned
+
+        produce = getattr(self.collector, "raw_produce", None)
+        if produce is not None:  # a Kafka producer: no call between the sink and librdkafka
+
+            def sink_to_producer(key: Any, value: Any, timestamp: int, headers: Headers) -> None:
+                serialized_key = None if key is None else serialize_key(key)
+                serialized_value = None if value is None else serialize_value(value)
+                if not headers:
+                    try:
+                        produce(topic, serialized_value, serialized_key, -1, None, None, timestamp)
+                        return
+                    except BufferError:
+                        pass  # the queue is full: send() waits for room
+                send(topic, serialized_key, serialized_value, timestamp, headers, None)
+
+            return sink_to_producer
+
+        def sink(key: Any, value: Any, timestamp: int, headers: Headers) -> None:
+            send(
+                topic,
+                None if key is None else serialize_key(key),
+                None if value is None else serialize_value(value),
+                timestamp,
+                headers,
+                None,
+            )
+
+        return sink
+
+
+class Source:
+    """A source node's deserializers and timestamp extractor, and the fused function of what it
+    feeds; ``fused``: nothing downstream can ask for a record's metadata."""
+
+    __slots__ = ("deserialize_key", "deserialize_value", "emit", "extractor", "fused", "name")
+
+    def __init__(self, node: SourceNode, emit: Emit, fused: bool) -> None:
+        self.name = node.name
+        self.deserialize_key = node.key_serde.deserialize
+        self.deserialize_value = node.value_serde.deserialize
+        self.extractor = node.timestamp_extractor
+        self.emit = emit
+        # nothing downstream can ask for the record's metadata: only built-in operators and sinks
+        self.fused = fused
+
+
+class _Fuser:
+    """Builds the fused function of each node once (a node reached from two sources is shared)."""
+
+    def __init__(self, topology: Topology, processors: dict[str, Processor]) -> None:
+        self.topology = topology
+        self.processors = processors
+        # per node: its fused function, and whether everything it reaches is fused
+        self._emits: dict[str, tuple[Emit, bool]] = {}
+
+    def emit_to(self, names: list[str]) -> tuple[Emit, bool]:
+        """A function of a record's fields handing the record to the nodes ``names``; pure?"""
+        if len(names) == 1:
+            return self.emit_of(names[0])
+        if not names:
+            return _drop_fields, True
+        calls = [self.processors[name].process for name in names]
+
+        def fan_out(key: Any, value: Any, timestamp: int, headers: Headers) -> None:
+            record = Record(key, value, timestamp, headers)  # shared, as a forward does
+            for call in calls:
+                call(record)
+
+        return fan_out, False
+
+    def emit_of(self, name: str) -> tuple[Emit, bool]:
+        known = self._emits.get(name)
+        if known is not None:
+            return known
+        processor = self.processors[name]
+        if isinstance(processor, Sink):
+            emit, fused = processor.fuse(), processor.static_topic is not None
+        elif "fuse" in type(processor).__dict__:
+            node = self.topology.nodes[name]
+            assert isinstance(node, ProcessorNode)
+            downstream, fused = self.emit_to(list(node.children))
+            emit = processor.fuse(downstream)  # type: ignore[attr-defined]
+        else:
+            emit, fused = _as_record(processor.process), False
+        self._emits[name] = (emit, fused)
+        return emit, fused
+
+
+def sources_of(
+    topology: Topology, nodes: list[str], processors: dict[str, Processor]
+) -> dict[str, Source]:
+    """Per input topic, the :class:`Source` of the sub-topology ``nodes`` that reads it."""
+    fuser = _Fuser(topology, processors)
+    sources: dict[str, Source] = {}
+    for name in nodes:
+        node = topology.nodes[name]
+        if isinstance(node, SourceNode):
+            emit, fused = fuser.emit_to(list(node.children))
+            source = Source(node, emit, fused)
+            for topic in node.topics:
+                sources[topic] = source
+    return sources
