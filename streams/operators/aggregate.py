@@ -4,7 +4,7 @@ Each emits table updates, ``Record(key, Change(new, old))``, with the largest ti
 into the aggregate (Kafka's rule). Records with a None key or value are skipped, as in Kafka.
 
 >>> from sluice.serde import STRING, INT64
->>> from sluice.streams.record import Change, Headers, Record
+>>> from sluice.streams.record import Change, Record
 >>> from sluice.streams.state.keyvalue import KeyValueStore
 >>> agg = StreamAggregate("counts", lambda: 0, lambda k, v, total: total + 1)
 >>> agg.store = KeyValueStore(STRING, INT64); out = []; agg.forward = out.append
@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from sluice.streams.operators.stateless import Emit, _Operator
+from sluice.streams.operators.stateless import Emit, _FusedOperator, _Operator
 from sluice.streams.processor import ProcessorContext
 from sluice.streams.record import Change, Headers, Record
 from sluice.streams.state.keyvalue import KeyValueStore
@@ -40,7 +40,7 @@ class _StoreOperator(_Operator):
         self.store = store
 
 
-class StreamAggregate(_StoreOperator):
+class StreamAggregate(_FusedOperator, _StoreOperator):
     """``aggregator(key, value, aggregate) -> aggregate``, starting from ``initializer()``."""
 
     def __init__(self, store_name: str, initializer: Initializer, aggregator: Aggregator) -> None:
@@ -48,25 +48,7 @@ class StreamAggregate(_StoreOperator):
         self.initializer = initializer
         self.aggregator = aggregator
 
-    def process(self, record: Record) -> None:
-        key = record.key
-        if key is None or record.value is None:
-            return
-        store = self.store
-        entry = store.get_with_timestamp(key)
-        if entry is None:
-            old = None
-            current = self.initializer()
-            timestamp = record.timestamp
-        else:
-            old = current = entry[0]
-            timestamp = max(entry[1], record.timestamp)
-        new = self.aggregator(key, record.value, current)
-        store.put(key, new, timestamp)
-        self.forward(Record(key, Change(new, old), timestamp, record.headers))
-
     def fuse(self, downstream: Emit) -> Emit:
-        """:meth:`process` on the record's fields (the count pipeline's hot path)."""
         get, put = self.store.get_with_timestamp, self.store.put
         initializer, aggregator = self.initializer, self.aggregator
         # tuple.__new__(Change, …) is Change(…) without the named tuple's Python-level __new__:

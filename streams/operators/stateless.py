@@ -21,6 +21,7 @@ itself defines it: a subclass that overrides ``process`` alone is called through
 
 from __future__ import annotations
 
+from abc import abstractmethod
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -53,6 +54,26 @@ class _Operator(Processor):
     def init(self, context: ProcessorContext) -> None:
         super().init(context)
         self.forward = context.forwarder()
+
+
+class _FusedOperator(_Operator):
+    """An operator written once, as :meth:`fuse`; :meth:`process` runs the fused function
+    (made on first use, when the store and context are in place) with a forward of Records."""
+
+    _fused: Emit | None = None
+
+    @abstractmethod
+    def fuse(self, downstream: Emit) -> Emit:
+        """The operator as a function of a record's fields that calls ``downstream``."""
+
+    def process(self, record: Record) -> None:
+        fused = self._fused
+        if fused is None:
+            fused = self._fused = self.fuse(self._forward_fields)
+        fused(record.key, record.value, record.timestamp, record.headers)
+
+    def _forward_fields(self, key: Any, value: Any, timestamp: int, headers: Headers) -> None:
+        self.forward(Record(key, value, timestamp, headers))
 
 
 class Filter(_Operator):

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from sluice.streams.operators.aggregate import _StoreOperator
-from sluice.streams.operators.stateless import Emit, _Operator
+from sluice.streams.operators.stateless import Emit, _FusedOperator, _Operator
 from sluice.streams.record import Change, Headers, Record
 
 __all__ = ["TableFilter", "TableMapValues", "TableMaterialize", "TableRegroup", "TableToStream"]
@@ -71,11 +71,8 @@ class TableMaterialize(_StoreOperator):
         self.forward(Record(record.key, Change(change.new, old), record.timestamp, record.headers))
 
 
-class TableToStream(_Operator):
+class TableToStream(_FusedOperator):
     """Each table update as a stream record; deletions become records with a None value."""
-
-    def process(self, record: Record) -> None:
-        self.forward(Record(record.key, record.value.new, record.timestamp, record.headers))
 
     def fuse(self, downstream: Emit) -> Emit:
         def to_stream(key: Any, change: Any, timestamp: int, headers: Headers) -> None:

@@ -31,7 +31,7 @@ from collections.abc import Callable
 from typing import Any
 
 from sluice.streams.operators.aggregate import Aggregator, Initializer
-from sluice.streams.operators.stateless import Emit, _Operator
+from sluice.streams.operators.stateless import Emit, _FusedOperator, _Operator
 from sluice.streams.processor import ProcessorContext
 from sluice.streams.record import Change, Headers, Record, Windowed
 from sluice.streams.state.session import SessionStore
@@ -52,7 +52,7 @@ class _WindowOperator(_Operator):
         self.store = context.get_state_store(self.store_name)
 
 
-class WindowedAggregate(_WindowOperator):
+class WindowedAggregate(_FusedOperator, _WindowOperator):
     """Aggregates per key and time window."""
 
     store: WindowStore
@@ -69,35 +69,7 @@ class WindowedAggregate(_WindowOperator):
         self.initializer = initializer
         self.aggregator = aggregator
 
-    def process(self, record: Record) -> None:
-        key = record.key
-        if key is None or record.value is None:
-            return
-        close_time = self.context.stream_time - self.windows.grace_ms
-        store = self.store
-        updated = False
-        for start, end in self.windows.windows_for(record.timestamp):
-            if end <= close_time:
-                continue
-            updated = True
-            entry = store.fetch_with_timestamp(key, start)
-            if entry is None:
-                old = None
-                current = self.initializer()
-                timestamp = record.timestamp
-            else:
-                old = current = entry[0]
-                timestamp = max(entry[1], record.timestamp)
-            new = self.aggregator(key, record.value, current)
-            store.put(key, new, start, timestamp)
-            self.forward(
-                Record(Windowed(key, start, end), Change(new, old), timestamp, record.headers)
-            )
-        if not updated:
-            self.dropped += 1
-
     def fuse(self, downstream: Emit) -> Emit:
-        """:meth:`process` on the record's fields (the window pipeline's hot path)."""
         context, grace = self.context, self.windows.grace_ms
         windows_for = self.windows.windows_for
         fetch, put = self.store.fetch_with_timestamp, self.store.put
