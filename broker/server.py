@@ -3,23 +3,28 @@
 Kafka's framing: every request and response is a 4-byte big-endian size followed by that many
 bytes. A connection's requests are handled one at a time, as Kafka does (it mutes a channel
 until the response is sent), which gives the ordering guarantee; connections are concurrent.
+Frames are received by :class:`~sluice.broker.framing.FrameProtocol` straight into their own
+buffers (no copy between the socket and the handlers); each connection has one task that takes
+its frames in turn, answers them and writes the responses, waiting for the client to read when
+more than 1 MiB of responses is queued.
 
-Bad input never takes the broker down: a frame with a negative size or one above
-``socket.request.max.bytes``, an unknown API key or an unsupported version of an API other than
-ApiVersions, or bytes that do not parse as the request they claim to be close that connection
-(what Kafka does); ApiVersions above the supported maximum is answered with a v0 body and
-UNSUPPORTED_VERSION so that clients can fall back.
+Bad input never takes the broker down: a frame whose size is below 8 (negative included) or
+above ``socket.request.max.bytes``, an unknown API key or an unsupported version of an API
+other than ApiVersions, or bytes that do not parse as the request they claim to be close that
+connection (what Kafka does); ApiVersions above the supported maximum is answered with a v0
+body and UNSUPPORTED_VERSION so that clients can fall back.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
-import struct
 from time import perf_counter
 from typing import Any
 
 from sluice.broker.broker import Broker
+from sluice.broker.framing import FrameProtocol
 from sluice.broker.handlers import HANDLERS
 from sluice.broker.handlers.api_versions import unsupported_version_response
 from sluice.broker.metrics import RequestMetrics
@@ -34,7 +39,8 @@ from sluice.broker.protocol.versions import API_VERSIONS, is_supported
 
 log = logging.getLogger(__name__)
 
-_SIZE = struct.Struct(">i")
+_DRAIN_ABOVE = 1 << 20
+"""Queued response bytes above which a connection waits for its client to read."""
 
 
 class Server:
@@ -44,7 +50,7 @@ class Server:
         self.broker = broker
         self.max_request = int(broker.config["socket.request.max.bytes"])
         self._server: asyncio.Server | None = None
-        self._connections: set[asyncio.Task[Any]] = set()
+        self._connections: set[asyncio.Task[None]] = set()
         self.requests = RequestMetrics()
         """Count and latency of the requests answered, per API (:mod:`sluice.broker.metrics`)."""
 
@@ -54,8 +60,12 @@ class Server:
         return len(self._connections)
 
     async def start(self, host: str, port: int) -> None:
-        self._server = await asyncio.start_server(
-            self._on_connect, host, port, reuse_address=True, limit=1 << 20
+        loop = asyncio.get_running_loop()
+        self._server = await loop.create_server(
+            lambda: FrameProtocol(self.max_request, self._on_connect),
+            host,
+            port,
+            reuse_address=True,
         )
 
     async def close(self) -> None:
@@ -68,14 +78,21 @@ class Server:
         if self._server is not None:
             await self._server.wait_closed()
 
-    async def _on_connect(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        task = asyncio.current_task()
-        assert task is not None
+    def _on_connect(self, conn: FrameProtocol) -> None:
+        task = asyncio.get_running_loop().create_task(self._run(conn))
         self._connections.add(task)
-        peer = writer.get_extra_info("peername")
+        task.add_done_callback(functools.partial(self._on_done, conn))
+
+    def _on_done(self, conn: FrameProtocol, task: asyncio.Task[None]) -> None:
+        """Close the connection however its task ended (even cancelled before it started)."""
+        self._connections.discard(task)
+        conn.close()
+
+    async def _run(self, conn: FrameProtocol) -> None:
+        peer = conn.peer
         try:
-            await self._serve(reader, writer)
-        except (asyncio.IncompleteReadError, ConnectionError):
+            await self._serve(conn, peer)
+        except ConnectionError:  # the client went away (ConnectionClosedError among them)
             pass
         except MalformedRequestError as exc:
             log.warning("closing connection from %s: %s", peer, exc)
@@ -83,28 +100,26 @@ class Server:
             pass
         except Exception:
             log.exception("closing connection from %s after an unexpected error", peer)
-        finally:
-            self._connections.discard(task)
-            writer.close()
 
-    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        peer = writer.get_extra_info("peername")
+    async def _serve(self, conn: FrameProtocol, peer: Any) -> None:
         client = Connection(f"/{peer[0]}" if isinstance(peer, tuple) else str(peer))
         while True:
-            size = _SIZE.unpack(await reader.readexactly(4))[0]
-            if size < 8 or size > self.max_request:
-                raise MalformedRequestError(
-                    f"request size {size} is outside [8, {self.max_request}]"
-                )
-            frame = await reader.readexactly(size)
-            response = await self.handle(frame, client)
+            frame = await conn.next_frame()
+            try:
+                response = await self.handle(frame, client)
+            finally:
+                conn.done_with(frame)
             if response is not None:
-                writer.write(response)
-                if writer.transport.get_write_buffer_size() > 1 << 20:
-                    await writer.drain()
+                conn.write(response)
+                if conn.write_buffer_size() > _DRAIN_ABOVE:
+                    await conn.drain()
 
-    async def handle(self, frame: bytes, client: Connection) -> bytes | None:
-        """Answer one request frame; ``None`` when no response is due (acks=0)."""
+    async def handle(self, frame: bytes | memoryview, client: Connection) -> bytes | None:
+        """Answer one request frame; ``None`` when no response is due (acks=0).
+
+        A Produce request's big batches are views of ``frame``: nothing may keep them after
+        this returns (the connection reuses the buffer for its next frame).
+        """
         started = perf_counter()
         prefix = read_prefix(frame)
         if not is_supported(prefix.api_key, prefix.api_version):

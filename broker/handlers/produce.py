@@ -3,6 +3,11 @@
 Per partition the broker does constant work in Python: one header unpack, one CRC-32C over the
 batch (C), one patch of the base offset, one write — never a loop over records, except when the
 topic's ``compression.type`` differs from the producer's codec and the batch is recompressed.
+Big batches arrive as writable views of the request's buffer (:mod:`sluice.broker.framing`,
+:func:`~sluice.broker.protocol.codec.decode_request`): the base offset is patched there, in
+place, so their bytes are not copied between the socket and the log's ``pwrite``. Small ones
+come as ``bytes`` (kio reads them faster than a walk in Python would) and are copied once into
+a buffer that can be patched.
 
 Checks, with the error code Kafka answers:
 
@@ -88,7 +93,9 @@ async def handle(broker: Broker, request: Any, _client: Connection) -> Any:
     return make(schema, responses=tuple(topics), throttle_time=0)
 
 
-def _append(partition: Partition, records: bytes | None, now: int) -> tuple[int, int, int]:
+def _append(
+    partition: Partition, records: bytes | memoryview | None, now: int
+) -> tuple[int, int, int]:
     """Validate and append one partition's batch; returns (base offset, append time, start)."""
     if not records:
         raise KafkaError(ErrorCode.invalid_record, "no record batch")
@@ -121,7 +128,7 @@ def _append(partition: Partition, records: bytes | None, now: int) -> tuple[int,
         )
     if "compact" in config["cleanup.policy"]:
         _require_keys(records, header)
-    data = bytearray(_recompressed(records, header, config["compression.type"]))
+    data = _writable(_recompressed(records, header, config["compression.type"]))
     try:
         result = partition.log.append(data, now_ms=now)
     except OutOfOrderSequenceError as exc:
@@ -140,7 +147,7 @@ def _append(partition: Partition, records: bytes | None, now: int) -> tuple[int,
     return result.base_offset, result.log_append_time_ms, result.log_start_offset
 
 
-def _require_keys(records: bytes, header: rb.BatchHeader) -> None:
+def _require_keys(records: bytes | memoryview, header: rb.BatchHeader) -> None:
     """Compaction keeps the latest record per key: refuse keyless records, as Kafka does."""
     try:
         decoded = decode_records(records, header)
@@ -153,8 +160,18 @@ def _require_keys(records: bytes, header: rb.BatchHeader) -> None:
         )
 
 
-def _recompressed(records: bytes, header: rb.BatchHeader, topic_codec: str) -> bytes:
+def _recompressed(
+    records: bytes | memoryview, header: rb.BatchHeader, topic_codec: str
+) -> bytes | memoryview:
     """The batch as the topic's ``compression.type`` wants it stored."""
     if topic_codec == "producer" or CODECS[topic_codec] == header.compression:
         return records
     return recompress(records, header, CODECS[topic_codec])
+
+
+def _writable(data: bytes | memoryview) -> bytearray | memoryview:
+    """The batch in a buffer whose base offset the log may patch: the request's own buffer when
+    the server handed us a writable view of it (the usual case, no copy), else a copy."""
+    if isinstance(data, memoryview) and not data.readonly:
+        return data
+    return bytearray(data)

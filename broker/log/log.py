@@ -285,8 +285,11 @@ class Log:
 
     # -- writing -------------------------------------------------------------------------------
 
-    def append(self, records: bytearray, *, now_ms: int) -> AppendResult:
-        """Append one v2 batch (CRC already validated by the caller); see the package docs."""
+    def append(self, records: bytearray | memoryview, *, now_ms: int) -> AppendResult:
+        """Append one v2 batch (CRC already validated by the caller); see the package docs.
+
+        ``records`` must be writable: its base offset (and under LogAppendTime its timestamp
+        and CRC) is patched in place before the write."""
         try:
             header = read_header(records)
         except InvalidBatchError as exc:
