@@ -184,17 +184,7 @@ class _ViewReader:
                 values[name], size = reader(readable, offset)
             offset += size
         if self.flexible:
-            count, size = read_unsigned_varint(readable, offset)
-            offset += size
-            for _ in range(count):
-                tag, size = read_unsigned_varint(readable, offset)
-                offset += size
-                length, size = read_unsigned_varint(readable, offset)
-                offset += size
-                if tag in self.tagged:
-                    name, tagged_reader = self.tagged[tag]
-                    values[name], _ = tagged_reader(readable, offset)
-                offset += length
+            offset = _read_tagged(readable, offset, self.tagged, values)
         return self.schema(**values), offset - start
 
 
@@ -267,18 +257,27 @@ def _read_tolerant(schema: type[Any], frame: bytes | memoryview, offset: int) ->
     for name, reader in plain:
         values[name], size = reader(frame, offset)
         offset += size
-    count, size = read_unsigned_varint(frame, offset)
+    _read_tagged(frame, offset, tagged, values)
+    return schema(**values)
+
+
+def _read_tagged(
+    readable: Any, offset: int, tagged: dict[int, tuple[str, Any]], values: dict[str, Any]
+) -> int:
+    """Read a tagged-fields section at ``offset`` into ``values`` (fields whose tag is not in
+    ``tagged`` are skipped); returns the offset after it."""
+    count, size = read_unsigned_varint(readable, offset)
     offset += size
     for _ in range(count):
-        tag, size = read_unsigned_varint(frame, offset)
+        tag, size = read_unsigned_varint(readable, offset)
         offset += size
-        length, size = read_unsigned_varint(frame, offset)
+        length, size = read_unsigned_varint(readable, offset)
         offset += size
         if tag in tagged:
             name, reader = tagged[tag]
-            values[name], _ = reader(frame, offset)
+            values[name], _ = reader(readable, offset)
         offset += length
-    return schema(**values)
+    return offset
 
 
 @cache
