@@ -102,24 +102,10 @@ class Sink(Processor):
         serialize_key = self.serialize_key
         serialize_value = self.serialize_value
         partitioner = self.node.partitioner
-        if partitioner is not None:
-            partitions_of = self.collector.partitions_of
-
-            def sink_partitioned(key: Any, value: Any, timestamp: int, headers: Headers) -> None:
-                partition = partitioner(key, value, partitions_of(topic))
-                send(
-                    topic,
-                    None if key is None else serialize_key(key),
-                    None if value is None else serialize_value(value),
-                    timestamp,
-                    headers,
-                    partition,
-                )
-
-            return sink_partitioned
-
+        partitions_of = self.collector.partitions_of
         produce = getattr(self.collector, "raw_produce", None)
-        if produce is not None:  # a Kafka producer: no call between the sink and librdkafka
+        if produce is not None and partitioner is None:
+            # a Kafka producer: no call between the sink and librdkafka
 
             def sink_to_producer(key: Any, value: Any, timestamp: int, headers: Headers) -> None:
                 serialized_key = None if key is None else serialize_key(key)
@@ -141,7 +127,7 @@ class Sink(Processor):
                 None if value is None else serialize_value(value),
                 timestamp,
                 headers,
-                None,
+                None if partitioner is None else partitioner(key, value, partitions_of(topic)),
             )
 
         return sink
