@@ -24,6 +24,7 @@ import re
 import shutil
 import uuid
 from collections.abc import Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -110,6 +111,8 @@ class TopicManager:
         self.broker_config = broker_config
         self.topics: dict[str, Topic] = {}
         self._meta = data_dir / _META_DIR
+        self._flusher = ThreadPoolExecutor(1, thread_name_prefix="sluice-log-flusher")
+        """Flushes every log's rolled segments, in the order of the rolls."""
 
     # -- lifecycle ------------------------------------------------------------------------
 
@@ -133,9 +136,12 @@ class TopicManager:
         log.info("loaded %d topics", len(self.topics))
 
     def close(self) -> None:
-        for topic in self.topics.values():
-            for partition in topic.partitions:
-                partition.log.close()
+        try:
+            for topic in self.topics.values():
+                for partition in topic.partitions:
+                    partition.log.close()
+        finally:
+            self._flusher.shutdown()
 
     # -- queries --------------------------------------------------------------------------
 
@@ -248,7 +254,9 @@ class TopicManager:
 
     def _open_partition(self, topic: Topic, index: int) -> Partition:
         directory = self.data_dir / f"{topic.name}-{index}"
-        return Partition(topic.name, index, Log.open(directory, topic.config))
+        return Partition(
+            topic.name, index, Log.open(directory, topic.config, flusher=self._flusher)
+        )
 
     def _save(self, topic: Topic, partitions: int) -> None:
         meta = {

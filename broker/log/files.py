@@ -9,6 +9,7 @@ A partition directory (``<topic>-<partition>/``) holds, as Kafka's does::
     00000000000000001234.snapshot    idempotent-producer state at offset 1234
     log-start-offset                 the log start offset after DeleteRecords (text)
     cleaner-offset-checkpoint        where the dirty part of a compacted log begins (text)
+    recovery-point                   base offset of the oldest segment that may not be on disk
     clean-shutdown                   present only while the log is closed cleanly
 
 Names carry the base offset on 20 digits so that they sort like the offsets. A segment being

@@ -10,10 +10,15 @@ What a restart finds and does, in order (Kafka's ``LogLoader``):
 3. Index files without their ``.log`` (or ``.log.swap``): removed.
 4. Each ``.log`` is opened; a missing or damaged index is rebuilt from its log (the
    ``.txnindex`` is only flagged: the log rebuilds it while replaying producer state).
-5. Unless ``clean-shutdown`` was present (written by a clean close), the last segment, the only
-   one written since its last fsync (a roll fsyncs the old segment before creating the new one),
-   is recovered: batches validated, a torn or corrupt tail truncated, indexes rebuilt (its
-   ``.txnindex`` by the log, from the control batches).
+5. Unless ``clean-shutdown`` was present (written by a clean close), every segment from the one
+   holding the ``recovery-point`` on is recovered: batches validated, a torn or corrupt tail
+   truncated, indexes rebuilt (the ``.txnindex`` by the log, from the control batches), the
+   result fsynced. The recovery point is the base offset of the oldest segment that may hold
+   writes not yet fsynced (:mod:`sluice.broker.log.log` moves it when a rolled segment's
+   background flush is done); without the file every segment is recovered. A segment whose tail
+   had to be cut ends the log: the segments after it, written later and never fsynced either,
+   are deleted (as Kafka's ``LogLoader.recoverLog`` does), since their offsets would follow a
+   gap.
 
 After a clean shutdown the last segment is trusted without a CRC scan (as Kafka does), but its
 batch headers after the last index entry are walked to find the log end: bytes that do not end
@@ -25,6 +30,7 @@ clean shutdown.
 
 from __future__ import annotations
 
+import bisect
 import logging
 from pathlib import Path
 
@@ -40,15 +46,17 @@ from sluice.broker.log.files import (
     TXN_INDEX_SUFFIX,
     fsync_dir,
     parse_base_offset,
+    read_checkpoint,
     segment_name,
 )
 from sluice.broker.log.segment import LogSegment
 
-__all__ = ["CLEAN_SHUTDOWN", "load_segments"]
+__all__ = ["CLEAN_SHUTDOWN", "RECOVERY_POINT", "load_segments"]
 
 log = logging.getLogger(__name__)
 
 CLEAN_SHUTDOWN = "clean-shutdown"
+RECOVERY_POINT = "recovery-point"
 
 
 def load_segments(directory: Path, config: LogConfig) -> list[LogSegment]:
@@ -69,16 +77,43 @@ def load_segments(directory: Path, config: LogConfig) -> list[LogSegment]:
             if base not in bases:
                 (directory / segment_name(base, suffix)).unlink()
     ordered = sorted(bases)
-    if ordered and not clean:
-        log.info("%s: unclean shutdown, recovering segment %d", directory, ordered[-1])
-    segments = [
-        LogSegment.open(directory, base, config, recover=not clean and base == ordered[-1])
-        for base in ordered
-    ]
+    first = len(ordered) if clean else _first_unflushed(directory, ordered)
+    segments = [LogSegment.open(directory, base, config) for base in ordered[:first]]
+    if first < len(ordered):
+        log.info(
+            "%s: unclean shutdown, recovering %d segment(s) from offset %d",
+            directory,
+            len(ordered) - first,
+            ordered[first],
+        )
+    for index in range(first, len(ordered)):
+        path = directory / segment_name(ordered[index], LOG_SUFFIX)
+        size = path.stat().st_size
+        segment = LogSegment.open(directory, ordered[index], config, recover=True)
+        segments.append(segment)
+        if segment.size < size and index + 1 < len(ordered):
+            log.warning(
+                "%s: segment %d was cut short, deleting the %d segment(s) after it",
+                directory,
+                ordered[index],
+                len(ordered) - index - 1,
+            )
+            for base in ordered[index + 1 :]:
+                LogSegment(directory, base, config, "").delete()
+            fsync_dir(directory)
+            break
     if clean:
         marker.unlink()
         fsync_dir(directory)
     return segments
+
+
+def _first_unflushed(directory: Path, bases: list[int]) -> int:
+    """Index in ``bases`` of the first segment to recover: the one holding the recovery point."""
+    saved = read_checkpoint(directory / RECOVERY_POINT)
+    if not saved:
+        return 0
+    return max(bisect.bisect_right(bases, saved[0]) - 1, 0)
 
 
 def _bases(directory: Path, suffix: str) -> list[int]:

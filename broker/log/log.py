@@ -41,7 +41,8 @@ returns :meth:`Log.aborted_transactions` of the range read.
 (2, [(7, 0)], {})
 >>> log.close()
 
-Thread-safety: none; the broker calls a log from its asyncio loop only. Crash behaviour: see
+Thread-safety: none; the broker calls a log from its asyncio loop only, and only the flushes of
+rolled segments run elsewhere (:mod:`sluice.broker.log.flusher`). Crash behaviour: see
 :mod:`sluice.broker.log.loader` (what a restart repairs) and :mod:`sluice.broker.log.segment`
 (torn writes, failed writes). Time is never read here: callers pass ``now_ms``.
 """
@@ -54,6 +55,7 @@ import dataclasses
 import logging
 import shutil
 from collections.abc import Mapping
+from concurrent.futures import Executor
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
@@ -63,6 +65,7 @@ from sluice.broker.log import cleaner, timestamps
 from sluice.broker.log.config import LogConfig
 from sluice.broker.log.errors import OffsetOutOfRangeError
 from sluice.broker.log.files import fsync_dir, read_checkpoint, write_atomically, write_checkpoint
+from sluice.broker.log.flusher import RollFlusher
 from sluice.broker.log.loader import CLEAN_SHUTDOWN, load_segments
 from sluice.broker.log.markers import decode_marker, encode_marker
 from sluice.broker.log.producer_state import ProducerState, ProducerStateManager
@@ -117,6 +120,7 @@ class Log:
         segments: list[LogSegment],
         log_start_offset: int,
         producers: ProducerStateManager,
+        flushes: RollFlusher,
     ) -> None:
         self.directory = directory
         self.config: Mapping[str, Any] = dict(config)
@@ -127,13 +131,19 @@ class Log:
         self._bases = [s.base_offset for s in segments]
         self._log_start_offset = log_start_offset
         self._producers = producers
+        self._flushes = flushes
         self._unflushed_messages = 0
         self._first_unflushed_ms: int | None = None
         self._closed = False
 
     @classmethod
-    def open(cls, directory: Path, config: Mapping[str, Any]) -> Log:
-        """Open the log in ``directory``, creating it or recovering it after a crash."""
+    def open(
+        cls, directory: Path, config: Mapping[str, Any], *, flusher: Executor | None = None
+    ) -> Log:
+        """Open the log in ``directory``, creating it or recovering it after a crash.
+
+        Rolled segments are flushed on ``flusher`` (one thread for the broker: see
+        :mod:`sluice.broker.log.flusher`), or at once without one."""
         directory = Path(directory)
         settings = LogConfig.from_mapping(config)
         segments = load_segments(directory, settings)
@@ -148,8 +158,10 @@ class Log:
             segments = [LogSegment.create(directory, log_start, settings)]
             fsync_dir(directory)
         producers = ProducerStateManager(directory)
-        opened = cls(directory, config, segments, log_start, producers)
+        flushes = RollFlusher(directory, flusher)
+        opened = cls(directory, config, segments, log_start, producers, flushes)
         opened._load_producer_state()
+        flushes.start_at(segments[-1].base_offset)
         return opened
 
     def _load_producer_state(self) -> None:
@@ -358,12 +370,12 @@ class Log:
         return self.append(bytearray(marker), now_ms=now_ms).base_offset
 
     def roll(self, now_ms: int) -> LogSegment:
-        """Close the active segment (flushed, producer snapshot taken) and start a new one."""
+        """Close the active segment (producer snapshot taken, its flush handed to the flusher)
+        and start a new one."""
         old = self._segments[-1]
         if old.size == 0:
             return old
-        old.finalize()
-        self._unflushed_messages, self._first_unflushed_ms = 0, None
+        old.seal()
         end = old.next_offset
         try:
             self._producers.take_snapshot(end)
@@ -374,10 +386,12 @@ class Log:
             fsync_dir(self.directory)
         self._segments.append(new)
         self._bases.append(end)
+        self._flushes.submit(old, end)
         return new
 
     def flush(self) -> None:
-        """fsync the active segment and its indexes (older segments were flushed at roll)."""
+        """fsync the active segment and its indexes, once the rolled ones are flushed."""
+        self._flushes.wait()
         self._segments[-1].flush()
         self._unflushed_messages, self._first_unflushed_ms = 0, None
 
@@ -467,6 +481,8 @@ class Log:
         return count
 
     def _delete_oldest(self, count: int) -> None:
+        if count:
+            self._flushes.wait()
         for segment in self._segments[:count]:
             segment.delete()
         del self._segments[:count], self._bases[:count]
@@ -475,6 +491,7 @@ class Log:
     def replace_segments(self, old: list[LogSegment], new: LogSegment) -> None:
         """Put the cleaned ``new`` (files suffixed ``.swap``) in place of ``old`` (consecutive)."""
         first = self._segments.index(old[0])
+        self._flushes.wait()
         for segment in old:
             segment.delete()
         new.change_suffix("")
@@ -496,6 +513,7 @@ class Log:
             return
         self._closed = True
         try:
+            self._flushes.wait()
             self._segments[-1].finalize()
             self._producers.take_snapshot(self.log_end_offset, keep=self._segments[-1].base_offset)
             write_atomically(self.directory / CLEAN_SHUTDOWN, b"")
@@ -506,6 +524,8 @@ class Log:
     def delete(self) -> None:
         """Close the files and remove the whole directory."""
         self._closed = True
+        with contextlib.suppress(StorageError):  # the data goes anyway
+            self._flushes.wait()
         for segment in self._segments:
             segment.close()
         shutil.rmtree(self.directory, ignore_errors=True)

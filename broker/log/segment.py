@@ -260,10 +260,14 @@ class LogSegment:
         except OSError as exc:
             raise StorageError(f"cannot flush {self.log_path}: {exc.strerror or exc}") from exc
 
-    def finalize(self) -> None:
-        """The segment stops being active: index its largest timestamp, then flush."""
+    def seal(self) -> None:
+        """The segment stops being active: index its largest timestamp (flushed later)."""
         self._load_indexes()
         self.time_index.maybe_append(self.max_timestamp, self.offset_of_max_timestamp)
+
+    def finalize(self) -> None:
+        """:meth:`seal`, then flush."""
+        self.seal()
         self.flush()
 
     # -- reading -------------------------------------------------------------------------------
@@ -375,7 +379,7 @@ class LogSegment:
                 "%s: truncating %d bytes after byte %d", self.log_path, truncated, self.size
             )
             os.ftruncate(self._fd, self.size)
-            self._dirty = True
+        self._dirty = True  # what a crash left in the page cache may not be on disk yet
         self.flush()
         return truncated
 
