@@ -25,7 +25,6 @@ Without an executor (tools, tests) a rolled segment is flushed at once, in the c
 >>> flusher = RollFlusher(directory, None)
 >>> flusher.recovery_point, read_checkpoint(directory / RECOVERY_POINT)
 (-1, None)
->>> flusher.start_at(0)
 >>> segment = LogSegment.create(directory, 0, LogConfig.from_mapping({}))
 >>> flusher.submit(segment, 10)
 >>> flusher.recovery_point, read_checkpoint(directory / RECOVERY_POINT)
@@ -64,7 +63,8 @@ class RollFlusher:
         """Base offset of the oldest segment that may hold unflushed writes (-1: unknown)."""
 
     def start_at(self, base_offset: int) -> None:
-        """Every segment below ``base_offset`` is on disk (a log just opened or recovered)."""
+        """Every segment below ``base_offset`` is on disk (a log just opened or recovered; with
+        one segment the log needs no file: without one, a restart recovers them all)."""
         if base_offset != self.recovery_point:
             self._advance(base_offset)
 
@@ -101,11 +101,13 @@ class RollFlusher:
         with self._lock:
             if self._failed:
                 return  # an older segment is not on disk: the recovery point cannot pass it
-        try:
-            self._advance(end)
-        except OSError as exc:
-            log.error("%s: recovery point %d not written: %s", self.directory, end, exc)
+        self._advance(end)
 
     def _advance(self, offset: int) -> None:
-        write_checkpoint(self.directory / RECOVERY_POINT, [offset])
+        """Write the recovery point; if that fails the old one stays (more is recovered)."""
+        try:
+            write_checkpoint(self.directory / RECOVERY_POINT, [offset])
+        except OSError as exc:
+            log.error("%s: recovery point %d not written: %s", self.directory, offset, exc)
+            return
         self.recovery_point = offset

@@ -161,7 +161,8 @@ class Log:
         flushes = RollFlusher(directory, flusher)
         opened = cls(directory, config, segments, log_start, producers, flushes)
         opened._load_producer_state()
-        flushes.start_at(segments[-1].base_offset)
+        if len(segments) > 1:
+            flushes.start_at(segments[-1].base_offset)
         return opened
 
     def _load_producer_state(self) -> None:

@@ -47,18 +47,21 @@ def gate(monkeypatch):
     return opened
 
 
-def test_a_new_log_starts_with_its_recovery_point(open_log, log_dir):
-    open_log(CONFIG)
-    assert _recovery_point(log_dir) == [0]
+def test_the_recovery_point_is_written_from_the_first_roll_on(open_log, batch, log_dir):
+    log = open_log(CONFIG)
+    _fill(log, batch, 3)
+    assert _recovery_point(log_dir) is None  # one segment: recovered whole anyway
+    _fill(log, batch, 10, start=3)
+    assert _recovery_point(log_dir) == [log.segments[-1].base_offset]
 
 
 def test_a_roll_hands_the_old_segment_to_the_flusher(log_dir, batch, flusher, gate, read_all):
     log = Log.open(log_dir, CONFIG, flusher=flusher)
     _fill(log, batch, 30)  # rolls several times while no flush can finish
     assert len(log.segments) > 2
-    assert _recovery_point(log_dir) == [0], "nothing may count as flushed yet"
     expected = read_all(log)
 
+    assert _recovery_point(log_dir) is None, "nothing may count as flushed yet"
     gate.set()
     log.flush()  # waits for the rolled segments first
     assert _recovery_point(log_dir) == [log.segments[-1].base_offset]
@@ -147,7 +150,7 @@ def test_a_failed_background_flush_keeps_the_recovery_point_and_is_retried_at_cl
     _fill(log, batch, 30)
     expected = read_all(log)
     flusher.submit(lambda: None).result()  # every flush before it has run (and failed)
-    assert _recovery_point(log_dir) == [0]
+    assert _recovery_point(log_dir) is None
 
     failing.clear()
     log.close()
