@@ -85,7 +85,7 @@ def _request_codec(api_key: int, version: int) -> tuple[Any, Any, type[Any], _Vi
 def decode_request(frame: bytes | bytearray | memoryview, prefix: RequestPrefix) -> tuple[Any, Any]:
     """Read the header and body of a request whose version the caller checked is supported.
 
-    Like Kafka, tolerates unknown tagged fields at the top level of the body (librdkafka sends
+    Like Kafka, tolerates unknown tagged fields at every level of the body (librdkafka sends
     one in Metadata v9) and ignores bytes after the body. The ``records`` of big batches come
     out as memoryviews of ``frame`` (writable if ``frame`` is), which must not be used after the
     frame's buffer is reused; small ones as ``bytes``.
@@ -100,8 +100,8 @@ def decode_request(frame: bytes | bytearray | memoryview, prefix: RequestPrefix)
         else:
             try:
                 body, _ = body_reader(readable, offset)
-            except KeyError:  # "Unknown tagged field tag"
-                body = _read_tolerant(schema, readable, offset)
+            except KeyError:  # "Unknown tagged field tag", at any depth
+                body, _ = _tolerant_reader(schema).read(readable, memoryview(readable), offset)
     except Exception as exc:  # kio raises several types on bad bytes; all mean the same here
         raise MalformedRequestError(
             f"API {prefix.api_key} v{prefix.api_version}: {type(exc).__name__}: {exc}"
@@ -143,7 +143,11 @@ class _ViewReader:
 
     Fields that hold no records (at any depth) are read by kio's own field readers, so only the
     path down to the records is walked here: for Produce, the request, its topics and their
-    partitions. Unknown tagged fields are skipped at every level, as Kafka does.
+    partitions. Unknown tagged fields are skipped at every level walked, as Kafka does.
+
+    With ``views=False`` it is the tolerant reader that :func:`decode_request` falls back on
+    when kio's reader meets a tagged field it does not know: every array of messages is walked
+    (kio refuses unknown tags at any depth) and records are read as ``bytes`` by kio.
 
     Walking costs a few microseconds of Python per message where kio's native reader costs a
     fraction of one, plus a copy of the records (~0.1 us per KB here, twice: the produce path
@@ -154,7 +158,7 @@ class _ViewReader:
     class and version.
     """
 
-    def __init__(self, schema: type[Any]) -> None:
+    def __init__(self, schema: type[Any], *, views: bool = True) -> None:
         self.schema = schema
         self.flexible = bool(schema.__flexible__)
         # (name, reader, whether the reader takes the writable frame too)
@@ -164,12 +168,14 @@ class _ViewReader:
             tag = f.metadata.get("tag")
             if tag is not None:
                 self.tagged[int(tag)] = (f.name, get_field_reader(schema, f, False, True))
-            elif f.metadata.get("kafka_type") == "records":
+            elif views and f.metadata.get("kafka_type") == "records":
                 self.plain.append((f.name, _records_field(self.flexible), True))
-            elif (entity := _entity_of_array(f.type)) is not None and _holds_records(entity):
-                native = get_field_reader(schema, f, False, False)
-                reader = _array_field(_ViewReader(entity), native, self.flexible)
-                self.plain.append((f.name, reader, True))
+            elif (entity := _entity_of_array(f.type)) is not None and (
+                _holds_records(entity) if views else self.flexible
+            ):
+                native = get_field_reader(schema, f, False, False) if views else None
+                item = _ViewReader(entity, views=views)
+                self.plain.append((f.name, _array_field(item, native, self.flexible), True))
             else:
                 self.plain.append((f.name, get_field_reader(schema, f, False, False), False))
 
@@ -208,16 +214,17 @@ def _records_field(flexible: bool) -> _ViewFieldReader:
     return read
 
 
-def _array_field(item: _ViewReader, native: _KioReader, flexible: bool) -> _ViewFieldReader:
+def _array_field(item: _ViewReader, native: _KioReader | None, flexible: bool) -> _ViewFieldReader:
     """An array of messages (int32 count, or unsigned varint count + 1 when flexible): walked
-    by ``item``, or read by kio's ``native`` reader when its items are small on average."""
+    by ``item``, or read by kio's ``native`` reader (if given) when its items are small on
+    average."""
     read_length = read_compact_array_length if flexible else read_legacy_array_length
 
     def read(readable: Any, frame: memoryview, offset: int) -> tuple[Any, int]:
         count, size = read_length(readable, offset)
         if count is None or count < 0:
             return None, size
-        if len(frame) - offset < count * VIEWS_FROM:
+        if native is not None and len(frame) - offset < count * VIEWS_FROM:
             return native(readable, offset)
         items = []
         end = offset + size
@@ -230,35 +237,13 @@ def _array_field(item: _ViewReader, native: _KioReader, flexible: bool) -> _View
     return read
 
 
-_TolerantPlan = tuple[list[tuple[str, Any]], dict[int, tuple[str, Any]]]
-_TOLERANT_PLANS: dict[type[Any], _TolerantPlan] = {}
+_TOLERANT: dict[type[Any], _ViewReader] = {}
 
 
-def _tolerant_plan(schema: type[Any]) -> _TolerantPlan:
-    if (plan := _TOLERANT_PLANS.get(schema)) is not None:
-        return plan
-    plain: list[tuple[str, Any]] = []
-    tagged: dict[int, tuple[str, Any]] = {}
-    for f in fields(schema):
-        tag = f.metadata.get("tag")
-        reader = get_field_reader(schema, f, False, tag is not None)
-        if tag is None:
-            plain.append((f.name, reader))
-        else:
-            tagged[int(tag)] = (f.name, reader)
-    _TOLERANT_PLANS[schema] = plain, tagged
-    return plain, tagged
-
-
-def _read_tolerant(schema: type[Any], frame: bytes | memoryview, offset: int) -> Any:
-    """Read a flexible body field by field, skipping top-level tagged fields kio does not know."""
-    plain, tagged = _tolerant_plan(schema)
-    values: dict[str, Any] = {}
-    for name, reader in plain:
-        values[name], size = reader(frame, offset)
-        offset += size
-    _read_tagged(frame, offset, tagged, values)
-    return schema(**values)
+def _tolerant_reader(schema: type[Any]) -> _ViewReader:
+    if (reader := _TOLERANT.get(schema)) is None:
+        reader = _TOLERANT[schema] = _ViewReader(schema, views=False)
+    return reader
 
 
 def _read_tagged(
