@@ -17,8 +17,9 @@ from pathlib import Path
 
 from sluice.broker.errors import KafkaError
 from sluice.broker.group.coordinator import OFFSETS_TOPIC, GroupCoordinator
+from sluice.broker.log.files import write_atomically
 from sluice.broker.producer_ids import ProducerIdManager
-from sluice.broker.topics import Topic, TopicManager, atomic_write
+from sluice.broker.topics import Topic, TopicManager
 from sluice.broker.txn.coordinator import TXN_TOPIC, TransactionCoordinator
 from sluice.config import BrokerConfig
 from sluice.errors import ConfigError, StorageError
@@ -183,5 +184,6 @@ class Broker:
                 )
             return values["cluster.id"]
         cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
-        atomic_write(path, f"version=1\ncluster.id={cluster_id}\nnode.id={self.node_id}\n".encode())
+        meta = f"version=1\ncluster.id={cluster_id}\nnode.id={self.node_id}\n"
+        write_atomically(path, meta.encode())
         return cluster_id

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sluice.broker.topics import atomic_write
+from sluice.broker.log.files import write_atomically
 
 BLOCK = 1000
 
@@ -33,7 +33,7 @@ class ProducerIdManager:
     def next(self) -> int:
         if self._next >= self._block_end:
             self._block_end = self._next + BLOCK
-            atomic_write(self._path, str(self._block_end).encode())
+            write_atomically(self._path, str(self._block_end).encode())
         pid = self._next
         self._next += 1
         return pid

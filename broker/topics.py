@@ -33,6 +33,7 @@ from kio.schema.errors import ErrorCode
 
 from sluice.broker.errors import KafkaError
 from sluice.broker.log import Log
+from sluice.broker.log.files import write_atomically
 from sluice.config import TOPIC_KEYS, BrokerConfig, parse_topic_value, render
 from sluice.errors import ConfigError
 
@@ -265,19 +266,4 @@ class TopicManager:
             "partitions": partitions,
             "configs": topic.overrides,
         }
-        atomic_write(self._meta / f"{topic.name}.json", json.dumps(meta, indent=1).encode())
-
-
-def atomic_write(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` so that after a crash it holds the old or the new content."""
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-    dir_fd = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
+        write_atomically(self._meta / f"{topic.name}.json", json.dumps(meta, indent=1).encode())
