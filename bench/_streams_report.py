@@ -52,8 +52,12 @@ def _targets(
             out.append((f"{pipeline}: ≥ {target:g}x {ref_name}", measured, ok))
     stateless = results.get(("sluice", "filter"))
     rate = stateless.events_per_second if stateless else 0.0
-    bare = results.get(("bare-loop", "filter"))
-    ceiling = f" (bare loop: {bare.events_per_second:,.0f}/s)" if bare and bare.timed_inputs else ""
+    loops = [
+        f"{name}: {loop.events_per_second:,.0f}/s"
+        for name in ("bare-loop", "native-loop")
+        if (loop := results.get((name, "filter"))) and loop.timed_inputs
+    ]
+    ceiling = f" ({', '.join(loops)})" if loops else ""
     out.append(
         (
             f"filter (stateless): ≥ {TARGET_STATELESS:,} events/s in one process",

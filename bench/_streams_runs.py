@@ -145,6 +145,7 @@ def _command(ctx: Context, framework: str, pipeline: str, out: str, group: str) 
     script = {
         "sluice": "_sluice_pipelines.py",
         "bare-loop": "_bare_pipelines.py",
+        "native-loop": "_native_pipelines.py",
         "quixstreams": "_quix_pipelines.py",
     }.get(framework, "_faust_pipelines.py")
     python = str(ctx.quix) if framework == "quixstreams" else sys.executable

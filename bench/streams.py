@@ -1,7 +1,7 @@
 """Streams: three pipelines in Sluice's DSL beside quixstreams and faust-streaming, and a restore.
 
     python bench/streams.py [--records N] [--faust-records M]
-                            [--only sluice,bare-loop,quixstreams,faust]
+                            [--only sluice,bare-loop,native-loop,quixstreams,faust]
                             [--pipelines filter,count,window] [--no-restore] [--restore-keys K]
                             [--json PATH]
 
@@ -35,6 +35,10 @@ confluent-kafka ``consume()``/``produce()`` loops with a dict for state and no c
 Sluice's client settings. It is the reference for "how fast can Python go per record with this
 client on this machine", which bounds Sluice and quixstreams alike.
 
+**native-loop** (``_native_pipelines.py``) does the same per-record work without a client
+library: blocking Fetch and Produce requests (``sluice.wire``) and aiokafka's Cython
+record-batch codec, no group, no commits. It shows what leaving librdkafka would be worth.
+
 faust-streaming is slow (an asyncio agent and an awaited send per record): by default it runs on
 the first ``--faust-records`` records (100,000) of the same topic, and its events/s is compared;
 the table says so.
@@ -67,7 +71,7 @@ from _streams_runs import INPUT, Context, Result, Watermark, quix_python, run_pi
 from broker_throughput import _machine
 from rich.console import Console
 
-FRAMEWORKS = ("sluice", "bare-loop", "quixstreams", "faust")
+FRAMEWORKS = ("sluice", "bare-loop", "native-loop", "quixstreams", "faust")
 
 
 def main() -> None:
