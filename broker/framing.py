@@ -26,7 +26,9 @@ buffer instead of allocating and zero-filling 1 MB per request; smaller frames g
 (cheap) buffer. A client cannot make the broker hold much more memory than it sent: a frame
 above :data:`GROW_FROM` bytes starts in a buffer of that size, and each time that is full the
 bytes move to one twice as large (up to the frame's size). Only such large frames pay for it:
-about one more copy of their bytes. (Kafka allocates the announced size at once.)
+about one more copy of their bytes. (Kafka allocates the announced size at once.) A spare that
+waits :data:`SPARE_IDLE_S` for the next frame is dropped: an idle producer's connection holds
+no megabyte.
 """
 
 from __future__ import annotations
@@ -38,13 +40,23 @@ from typing import Any, cast
 
 from sluice.broker.protocol.codec import MalformedRequestError
 
-__all__ = ["GROW_FROM", "REUSE_MIN", "ConnectionClosedError", "FrameProtocol", "unshared"]
+__all__ = [
+    "GROW_FROM",
+    "REUSE_MIN",
+    "SPARE_IDLE_S",
+    "ConnectionClosedError",
+    "FrameProtocol",
+    "unshared",
+]
 
 REUSE_MIN = 64 * 1024
 """Frames from this size on may reuse the connection's spare buffer."""
 
 GROW_FROM = 1 << 20
 """Frames above this size get their buffer in steps, as their bytes arrive."""
+
+SPARE_IDLE_S = 2.0
+"""A connection's spare buffer is dropped when no frame comes for this long."""
 
 _SIZE_BYTES = 4
 _MIN_FRAME = 8  # api_key, api_version, correlation_id: a request header's fixed part
@@ -163,18 +175,31 @@ class FrameProtocol(asyncio.BufferedProtocol):
         :class:`MalformedRequestError` for a size out of bounds. Reading resumes here: call it
         only when the previous request has been answered.
         """
-        while self._ready is None:
-            if self._failure is not None:
-                raise self._failure
-            assert self.transport is not None
-            self.transport.resume_reading()
-            self._waiter = asyncio.get_running_loop().create_future()
-            try:
-                await self._waiter
-            finally:
-                self._waiter = None
+        idle: asyncio.TimerHandle | None = None
+        try:
+            while self._ready is None:
+                if self._failure is not None:
+                    raise self._failure
+                assert self.transport is not None
+                self.transport.resume_reading()
+                loop = asyncio.get_running_loop()
+                if self._spare is not None and idle is None:
+                    idle = loop.call_later(SPARE_IDLE_S, self._drop_spare)
+                self._waiter = loop.create_future()
+                try:
+                    await self._waiter
+                finally:
+                    self._waiter = None
+        finally:
+            if idle is not None:
+                idle.cancel()
         frame, self._ready = self._ready, None
         return frame
+
+    @property
+    def spare_bytes(self) -> int:
+        """Size of the buffer kept for the connection's next big frame (0: none)."""
+        return 0 if self._spare is None else len(self._spare)
 
     def done_with(self, frame: memoryview) -> None:
         """The task is done with ``frame`` (its buffer may be reused once nothing else holds a
@@ -223,6 +248,9 @@ class FrameProtocol(asyncio.BufferedProtocol):
         ):
             return memoryview(spare)[:size]
         return memoryview(bytearray(min(size, GROW_FROM)))
+
+    def _drop_spare(self) -> None:
+        self._spare = None
 
     def _frame_complete(self) -> None:
         """Hand the frame to the task (its buffer becomes the spare) and stop reading."""

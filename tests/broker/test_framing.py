@@ -7,6 +7,7 @@ TCP may deliver them, against a real broker process, and check what the log hold
 
 from __future__ import annotations
 
+import asyncio
 import datetime
 import socket
 import struct
@@ -26,6 +27,7 @@ from kio.schema.metadata.v9 import request as metadata_v9
 from kio.schema.produce.v3 import request as produce_v3
 from kio.schema.produce.v9 import request as produce_v9
 
+from sluice.broker import framing
 from sluice.broker.framing import unshared
 from tests.broker.conftest import Wire, decode_response, encode_request, make_batch, read_partition
 
@@ -276,3 +278,37 @@ def test_unshared_sees_any_live_view_of_a_buffer() -> None:
     assert not unshared(buffer), "a slice outliving its frame must keep the buffer from reuse"
     records.release()
     assert unshared(buffer) and buffer == b"0123456789"
+
+
+def test_an_idle_connection_lets_its_spare_buffer_go(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The buffer kept for the next big frame is dropped when no frame comes for a while."""
+    monkeypatch.setattr(framing, "SPARE_IDLE_S", 0.2)
+    big, small = b"b" * (framing.REUSE_MIN + 10), b"s" * 20
+
+    async def scenario() -> tuple[int, int, int]:
+        loop = asyncio.get_running_loop()
+        ours, theirs = socket.socketpair()
+        theirs.setblocking(False)
+        _, proto = await loop.connect_accepted_socket(
+            lambda: framing.FrameProtocol(1 << 30, lambda _: None), ours
+        )
+        try:
+            for frame in (big, big):  # the second reuses the first's buffer
+                await loop.sock_sendall(theirs, struct.pack(">i", len(frame)) + frame)
+                proto.done_with(await proto.next_frame())
+            kept = proto.spare_bytes
+            waiting = asyncio.ensure_future(proto.next_frame())
+            await asyncio.sleep(0.05)
+            soon = proto.spare_bytes  # a producer's next request comes well within the idle time
+            await asyncio.sleep(0.4)
+            later = proto.spare_bytes
+            await loop.sock_sendall(theirs, struct.pack(">i", len(small)) + small)
+            assert bytes(await waiting) == small
+            return kept, soon, later
+        finally:
+            proto.close()
+            theirs.close()
+
+    kept, soon, later = asyncio.run(scenario())
+    assert kept == soon == len(big)
+    assert later == 0
