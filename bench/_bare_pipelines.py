@@ -20,9 +20,10 @@ Runs until SIGTERM.
 from __future__ import annotations
 
 import argparse
-import signal
 import time
 from typing import Any
+
+from _pipeline_cli import StopOnTerm, pipeline_parser
 
 WINDOW_MS = 60_000
 
@@ -91,29 +92,14 @@ def _step(pipeline: str, out: str, produce: Any) -> Any:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("pipeline", choices=("filter", "count", "window"))
-    parser.add_argument("--bootstrap", required=True)
-    parser.add_argument("--topic", required=True)
-    parser.add_argument("--out", required=True)
-    parser.add_argument("--group", required=True)
-    parser.add_argument("--state-dir", required=True)  # unused: the state is a dict
-    parser.add_argument("--commit-interval", type=float, default=5.0)
-    args = parser.parse_args()
-
-    stop = False
-
-    def on_term(_signum: int, _frame: Any) -> None:
-        nonlocal stop
-        stop = True
-
-    signal.signal(signal.SIGTERM, on_term)
+    args = pipeline_parser().parse_args()
+    stop = StopOnTerm()
     consumer, producer = _clients(args)
     step = _step(args.pipeline, args.out, producer.produce)
     consumer.subscribe([args.topic])
     last_commit = time.monotonic()
     read = False
-    while not stop:
+    while not stop.requested:
         messages = consumer.consume(1000, 0.1)
         if messages:
             step(messages)

@@ -18,21 +18,14 @@ table's changelog topic, as faust always does). The worker runs until SIGTERM.
 
 from __future__ import annotations
 
-import argparse
 from datetime import timedelta
 from typing import Any
 
+from _pipeline_cli import pipeline_parser
+
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("pipeline", choices=("filter", "count", "window"))
-    parser.add_argument("--bootstrap", required=True)
-    parser.add_argument("--topic", required=True)
-    parser.add_argument("--out", required=True)
-    parser.add_argument("--group", required=True)
-    parser.add_argument("--state-dir", required=True)
-    parser.add_argument("--commit-interval", type=float, default=5.0)
-    args = parser.parse_args()
+    args = pipeline_parser().parse_args()
 
     import faust
 

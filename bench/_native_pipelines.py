@@ -16,13 +16,12 @@ per-message objects are out of the way (see docs/benchmarks.md, "Streams"). Runs
 
 from __future__ import annotations
 
-import argparse
 import datetime
-import signal
 from collections.abc import Callable
 from typing import Any
 
 import orjson
+from _pipeline_cli import StopOnTerm, pipeline_parser
 from aiokafka.record.default_records import DefaultRecordBatchBuilder
 from aiokafka.record.memory_records import MemoryRecords
 from kio.schema.fetch.v11 import request as fetch
@@ -87,30 +86,15 @@ def _partitions(bootstrap: str, topic: str) -> list[int]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("pipeline", choices=("filter", "count", "window"))
-    parser.add_argument("--bootstrap", required=True)
-    parser.add_argument("--topic", required=True)
-    parser.add_argument("--out", required=True)
-    parser.add_argument("--group", required=True)  # unused: no group membership
-    parser.add_argument("--state-dir", required=True)  # unused: the state is a dict
-    parser.add_argument("--commit-interval", type=float, default=5.0)  # unused: no commits
-    args = parser.parse_args()
-
-    stop = False
-
-    def on_term(_signum: int, _frame: Any) -> None:
-        nonlocal stop
-        stop = True
-
-    signal.signal(signal.SIGTERM, on_term)
+    args = pipeline_parser().parse_args()
+    stop = StopOnTerm()
     reader = wire.connect(args.bootstrap, timeout=30)
     writer = wire.connect(args.bootstrap, timeout=30)
     if _partitions(args.bootstrap, args.out) != [0]:
         raise SystemExit(f"{args.out} must have one partition")
     positions = dict.fromkeys(_partitions(args.bootstrap, args.topic), 0)
     step = _append_step(args.pipeline)
-    while not stop:
+    while not stop.requested:
         answer = reader.call(
             FETCH,
             replica_id=-1,

@@ -26,7 +26,6 @@ for ``--last-key`` with the value the parent wrote; then the app is closed.
 
 from __future__ import annotations
 
-import argparse
 import json
 import logging
 import re
@@ -34,6 +33,8 @@ import sys
 import threading
 import time
 from typing import Any
+
+from _pipeline_cli import pipeline_parser
 
 RESTORE_DEADLINE_S = 300.0
 
@@ -104,15 +105,8 @@ def _restore(app: Any, last_key: str, keys: int) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("pipeline", choices=("filter", "count", "window", "restore"))
-    parser.add_argument("--bootstrap", required=True)
-    parser.add_argument("--topic", required=True)
-    parser.add_argument("--out", default="")
-    parser.add_argument("--group", required=True)
-    parser.add_argument("--state-dir", required=True)
+    parser = pipeline_parser(extra_pipelines=("restore",))
     parser.add_argument("--stores", choices=("rocksdb", "memory"), default="rocksdb")
-    parser.add_argument("--commit-interval", type=float, default=5.0)
     parser.add_argument("--last-key", default="")
     parser.add_argument("--keys", type=int, default=0)
     args = parser.parse_args()
