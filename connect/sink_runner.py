@@ -113,6 +113,10 @@ class SinkTaskRunner(TaskRunner):
                 # default) once queued.min.messages are waiting: a sink that drains the queue in
                 # a fraction of that would then sit idle. Check again soon instead.
                 "fetch.queue.backoff.ms": 20,
+                # A subscribed topic that does not exist yet (a source about to create it) is
+                # looked for again only at librdkafka's periodic metadata refresh, every 5 min by
+                # default; Kafka's Java consumer asks again at once. Look every few seconds.
+                "topic.metadata.refresh.interval.ms": 5_000,
                 **{k[9:]: v for k, v in worker_config.items() if k.startswith("consumer.")},
             },
         )

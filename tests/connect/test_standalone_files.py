@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import time
+import uuid
 from pathlib import Path
 
 from tests.conftest import BrokerProcess, create_topic
@@ -164,3 +165,27 @@ def test_a_bad_file_names_file_line_and_key_and_starts_nothing(
     )
     assert result.returncode == 2, result.stderr
     assert f"{config}:8: tasks_max:" in result.stderr, result.stderr
+
+
+def test_a_sink_reads_a_topic_created_after_it_subscribed(
+    shared_broker: BrokerProcess, tmp_path: Path
+) -> None:
+    """The sink subscribes to two topics, one of which appears only when the source writes its
+    first line. librdkafka would look for it again only every topic.metadata.refresh.interval.ms
+    (5 min by default); the sink's consumer looks every few seconds."""
+    existing = create_topic(shared_broker.bootstrap)
+    late = f"late-{uuid.uuid4().hex[:12]}"
+    config = _deploy(tmp_path, late)
+    config.write_text(config.read_text().replace(f"topics: {late}", f"topics: {existing},{late}"))
+    worker = _worker(config, shared_broker.bootstrap, tmp_path)
+    try:
+        deadline = time.monotonic() + TIMEOUT
+        while "Subscribed topic not available" not in (tmp_path / "worker.log").read_text():
+            assert time.monotonic() < deadline, (tmp_path / "worker.log").read_text()[-3000:]
+            assert worker.poll() is None, (tmp_path / "worker.log").read_text()[-3000:]
+            time.sleep(0.1)
+        lines = [f"late {i}" for i in range(20)]
+        _append(tmp_path / "input.log", lines)
+        _wait_for(tmp_path, lines, exact=True)
+    finally:
+        _stop(worker)
