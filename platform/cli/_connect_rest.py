@@ -9,6 +9,7 @@ deleted.
 from __future__ import annotations
 
 import json
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -21,7 +22,7 @@ from sluice.cli._common import EXIT_USAGE, CliError
 if TYPE_CHECKING:
     from sluice.connect.deploy import ConnectorSpec
 
-__all__ = ["ConnectRest", "RestError", "apply_specs"]
+__all__ = ["ConnectRest", "RestError", "apply_specs", "apply_when_ready"]
 
 _STATE_CALLS = {"running": "resume", "paused": "pause", "stopped": "stop"}
 
@@ -132,3 +133,34 @@ def apply_specs(
         for name in sorted(running - {spec.name for spec in specs}):
             rest.call("DELETE", f"/connectors/{name}")
             report(f"{name}: deleted")
+
+
+def apply_when_ready(
+    rest: ConnectRest,
+    specs: Sequence[ConnectorSpec],
+    *,
+    prune: bool,
+    report: Callable[[str], None],
+    wait: float,
+    unreachable_too: bool = False,
+    check: Callable[[], None] | None = None,
+) -> None:
+    """:func:`apply_specs`, tried again for up to ``wait`` seconds while the worker answers 409
+    (it has not joined its group yet, or the group is rebalancing: Kafka Connect's "try again
+    later") — and, with ``unreachable_too``, while it does not answer at all (a worker starting).
+    ``check`` is called before each try (to raise if the worker's process died)."""
+    deadline = time.monotonic() + wait
+    while True:
+        if check is not None:
+            check()
+        try:
+            apply_specs(rest, specs, prune=prune, report=report)
+            return
+        except RestError as error:
+            if error.status != HTTPStatus.CONFLICT or time.monotonic() > deadline:
+                raise
+        except CliError as error:
+            unreachable = unreachable_too and "cannot reach" in error.message
+            if not unreachable or time.monotonic() > deadline:
+                raise
+        time.sleep(0.5)

@@ -37,7 +37,7 @@ from sluice.cli._common import (
     parse_pairs,
     stderr,
 )
-from sluice.cli._connect_rest import ConnectRest, apply_specs
+from sluice.cli._connect_rest import ConnectRest, apply_when_ready
 from sluice.errors import ConfigError
 from sluice.metrics import LISTEN_OPTION, parse_listen, serve_metrics
 
@@ -365,4 +365,9 @@ def _apply_once(rest: ConnectRest, path: Path, prune: bool) -> None:
         specs = load(path, resolve=False)  # the worker resolves placeholders
     except (DeploymentError, OSError) as error:
         raise CliError(str(error), exit_code=EXIT_USAGE) from None
-    apply_specs(rest, specs, prune=prune, report=lambda line: stderr.print(line, markup=False))
+
+    def report(line: str) -> None:
+        stderr.print(line, markup=False)
+
+    # a worker that is (re)joining its group answers 409 for a moment: wait that out
+    apply_when_ready(rest, specs, prune=prune, report=report, wait=rest.timeout)

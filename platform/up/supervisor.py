@@ -25,7 +25,7 @@ from typing import Any
 from confluent_kafka import KafkaException
 
 from sluice.cli._common import EXIT_FAILED, EXIT_INTERRUPTED, CliError
-from sluice.cli._connect_rest import ConnectRest, RestError, apply_specs
+from sluice.cli._connect_rest import ConnectRest, apply_when_ready
 from sluice.connect.deploy import DeploymentError
 from sluice.errors import SluiceError
 from sluice.up.children import Child, Launch
@@ -201,22 +201,21 @@ class Supervisor:
 
     def _apply_connectors(self, connect: ConnectSpec, deployment: Deployment) -> None:
         """Apply the connectors once the worker has joined its group (it answers 409 before)."""
-        rest = ConnectRest(connect.url, timeout=60)
         child = self.children["connect"]
-        deadline = time.monotonic() + _READY_TIMEOUT
-        while True:
+
+        def alive() -> None:
             if not child.alive():
                 raise UpError(f"the Connect worker exited at start:\n{_tail(child.log)}")
-            try:
-                apply_specs(rest, deployment.connectors, prune=True, report=self.report)
-                return
-            except RestError as error:
-                if error.status != 409 or time.monotonic() > deadline:
-                    raise
-            except CliError as error:
-                if "cannot reach" not in error.message or time.monotonic() > deadline:
-                    raise
-            time.sleep(0.5)
+
+        apply_when_ready(
+            ConnectRest(connect.url, timeout=60),
+            deployment.connectors,
+            prune=True,
+            report=self.report,
+            wait=_READY_TIMEOUT,
+            unreachable_too=True,
+            check=alive,
+        )
 
     def _reload_from_request(self) -> None:
         request: dict[str, Any] = {}
