@@ -43,7 +43,7 @@ from sluice.broker.log.loader import RECOVERY_POINT
 from sluice.broker.log.segment import LogSegment
 from sluice.errors import StorageError
 
-__all__ = ["RECOVERY_POINT", "RollFlusher"]
+__all__ = ["RollFlusher"]
 
 log = logging.getLogger(__name__)
 
@@ -80,6 +80,8 @@ class RollFlusher:
     def wait(self) -> None:
         """Return when every submitted flush is done; flush the failed ones again here (raises
         :class:`~sluice.errors.StorageError` if one fails again)."""
+        if not self._pending and not self._failed:
+            return  # the usual case: Log.flush() runs this before every flush of its own
         for future in self._pending:
             future.result()
         self._pending.clear()
