@@ -8,6 +8,7 @@ process, so the two can use both cores.
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing as mp
 import socket
 import time
@@ -17,12 +18,14 @@ CHUNK = 1 << 20
 _SPAWN = mp.get_context("spawn")
 
 
-def _send(port: int, seconds: float) -> None:
+def send_for(port: int, seconds: float) -> None:
+    """Push 1 MiB chunks to 127.0.0.1:``port`` for ``seconds`` (or until the receiver closes)."""
     payload = memoryview(bytearray(CHUNK))
     with socket.create_connection(("127.0.0.1", port)) as sock:
         deadline = time.monotonic() + seconds
-        while time.monotonic() < deadline:
-            sock.sendall(payload)
+        with contextlib.suppress(ConnectionError):  # the receiver may stop first
+            while time.monotonic() < deadline:
+                sock.sendall(payload)
 
 
 def _receive(listener: socket.socket, seconds: float, out: Any) -> None:
@@ -46,7 +49,7 @@ def loopback_bytes_per_second(seconds: float = 2.0) -> float:
         listener.listen(1)
         port = listener.getsockname()[1]
         parent, child = _SPAWN.Pipe(duplex=False)
-        sender = _SPAWN.Process(target=_send, args=(port, seconds), daemon=True)
+        sender = _SPAWN.Process(target=send_for, args=(port, seconds), daemon=True)
         sender.start()
         try:
             _receive(listener, seconds, child)
