@@ -20,6 +20,11 @@ Every group of this broker is coordinated here (one node). The transitions follo
   generation -1) is appended to ``__consumer_offsets`` before it is acknowledged;
   ``offsets.retention.minutes`` after a group became empty its offsets expire.
 
+The :class:`GroupCoordinator` itself holds SyncGroup, Heartbeat, LeaveGroup and the admin
+calls; the rest is mixed in by concept: JoinGroup (:mod:`.join`), the rebalance and member expiry
+(:mod:`.rebalance`), committed offsets (:mod:`.offsets`), and the records that let groups survive
+a restart (:mod:`.persistence`).
+
 Time: timers run on the event loop's monotonic clock; commit and state timestamps come from the
 injected wall clock. Not thread-safe: the broker's event loop only.
 """
@@ -27,49 +32,27 @@ injected wall clock. Not thread-safe: the broker's event loop only.
 from __future__ import annotations
 
 import asyncio
-import logging
-import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from kio.schema.errors import ErrorCode
 
 from sluice.broker.errors import KafkaError
 from sluice.broker.group import records as rec
 from sluice.broker.group.group import Group, GroupState, Member
+from sluice.broker.group.join import GroupJoin
 from sluice.broker.group.offsets import GroupOffsets
 from sluice.broker.group.persistence import GroupPersistence
+from sluice.broker.group.rebalance import GroupRebalance, SyncResult
 from sluice.broker.internal_topic import InternalTopic
 from sluice.broker.topics import TopicManager
 from sluice.config import BrokerConfig
 from sluice.errors import StorageError
 
-log = logging.getLogger(__name__)
-
 S = GroupState
 OFFSETS_TOPIC = "__consumer_offsets"
 
 
-@dataclass(frozen=True, slots=True)
-class JoinResult:
-    error: ErrorCode
-    generation: int = -1
-    protocol_type: str | None = None
-    protocol: str | None = None
-    leader: str = ""
-    member_id: str = ""
-    members: tuple[tuple[str, str | None, bytes], ...] = ()
-
-
-@dataclass(frozen=True, slots=True)
-class SyncResult:
-    error: ErrorCode
-    protocol_type: str | None = None
-    protocol: str | None = None
-    assignment: bytes = b""
-
-
-class GroupCoordinator(GroupOffsets, GroupPersistence):
+class GroupCoordinator(GroupJoin, GroupRebalance, GroupOffsets, GroupPersistence):
     """All groups of the broker; the handlers of the group APIs call into it."""
 
     def __init__(
@@ -100,328 +83,6 @@ class GroupCoordinator(GroupOffsets, GroupPersistence):
         for group in self.groups.values():
             for member in group.members.values():
                 self._schedule_expiry(group, member)
-
-    # -- JoinGroup ------------------------------------------------------------------------
-
-    async def join(
-        self,
-        *,
-        group_id: str,
-        member_id: str,
-        instance_id: str | None,
-        session_timeout: int,
-        rebalance_timeout: int,
-        protocol_type: str,
-        protocols: list[tuple[str, bytes]],
-        client_id: str,
-        client_host: str,
-        require_known_member: bool,
-    ) -> JoinResult:
-        if not group_id:
-            return JoinResult(ErrorCode.invalid_group_id, member_id=member_id)
-        if not self.min_session <= session_timeout <= self.max_session:
-            return JoinResult(ErrorCode.invalid_session_timeout, member_id=member_id)
-        group = self.groups.get(group_id)
-        if group is None:
-            if member_id:
-                return JoinResult(ErrorCode.unknown_member_id, member_id=member_id)
-            group = self.groups[group_id] = Group(group_id, state_timestamp=self.clock())
-        if group.state is S.DEAD:
-            return JoinResult(ErrorCode.coordinator_not_available, member_id=member_id)
-        if not group.supports(protocol_type, protocols):
-            return JoinResult(ErrorCode.inconsistent_group_protocol, member_id=member_id)
-        rebalance_timeout = rebalance_timeout if rebalance_timeout > 0 else session_timeout
-        known_static = instance_id is not None and instance_id in group.static_members
-
-        if not member_id or (known_static and member_id not in group.members):
-            if len(group.members) >= self.max_size and not known_static:
-                return JoinResult(ErrorCode.group_max_size_reached)
-            new_id = f"{client_id or 'member'}-{uuid.uuid4()}"
-            if instance_id is not None:
-                if known_static:
-                    return await self._rejoin_static(
-                        group,
-                        instance_id,
-                        new_id,
-                        protocols=protocols,
-                        session_timeout=session_timeout,
-                        rebalance_timeout=rebalance_timeout,
-                    )
-            elif require_known_member:
-                self._add_pending(group, new_id, session_timeout)
-                return JoinResult(ErrorCode.member_id_required, member_id=new_id)
-            member = Member(
-                new_id,
-                instance_id,
-                client_id,
-                client_host,
-                rebalance_timeout,
-                session_timeout,
-                protocol_type,
-                protocols,
-            )
-            return await self._join_new(group, member)
-
-        if member_id in group.pending_members:
-            group.pending_members.pop(member_id).cancel()
-            member = Member(
-                member_id,
-                instance_id,
-                client_id,
-                client_host,
-                rebalance_timeout,
-                session_timeout,
-                protocol_type,
-                protocols,
-            )
-            return await self._join_new(group, member)
-        existing = group.members.get(member_id)
-        if existing is None:
-            return JoinResult(ErrorCode.unknown_member_id, member_id=member_id)
-        if instance_id is not None and group.static_members.get(instance_id) != member_id:
-            return JoinResult(ErrorCode.fenced_instance_id, member_id=member_id)
-        return await self._join_existing(
-            group, existing, protocols, session_timeout, rebalance_timeout
-        )
-
-    def _add_pending(self, group: Group, member_id: str, session_timeout: int) -> None:
-        loop = asyncio.get_running_loop()
-
-        def expire() -> None:
-            if group.pending_members.pop(member_id, None) is not None:
-                self._maybe_complete_join(group)
-
-        group.pending_members[member_id] = loop.call_later(session_timeout / 1000, expire)
-
-    async def _join_new(self, group: Group, member: Member) -> JoinResult:
-        loop = asyncio.get_running_loop()
-        waiter: asyncio.Future[JoinResult] = loop.create_future()
-        member.join_waiter = waiter
-        group.add(member)
-        self._prepare_rebalance(group, f"{member.member_id} joined")
-        self._maybe_complete_join(group)
-        return await waiter
-
-    async def _join_existing(
-        self,
-        group: Group,
-        member: Member,
-        protocols: list[tuple[str, bytes]],
-        session_timeout: int,
-        rebalance_timeout: int,
-    ) -> JoinResult:
-        loop = asyncio.get_running_loop()
-        if group.state is S.COMPLETING_REBALANCE and member.same_protocols(protocols):
-            return self._join_response(group, member)  # a resend of the join just answered
-        if (
-            group.state is S.STABLE
-            and member.member_id != group.leader
-            and (member.same_protocols(protocols))
-        ):
-            self._schedule_expiry(group, member)
-            return self._join_response(group, member)
-        member.protocols = protocols
-        member.session_timeout_ms = session_timeout
-        member.rebalance_timeout_ms = rebalance_timeout
-        if member.join_waiter is not None and not member.join_waiter.done():
-            member.join_waiter.set_result(JoinResult(ErrorCode.rebalance_in_progress))
-        waiter: asyncio.Future[JoinResult] = loop.create_future()
-        member.join_waiter = waiter
-        member.cancel_expiry()
-        self._prepare_rebalance(group, f"{member.member_id} rejoined")
-        self._maybe_complete_join(group)
-        return await waiter
-
-    async def _rejoin_static(
-        self,
-        group: Group,
-        instance_id: str,
-        new_id: str,
-        *,
-        protocols: list[tuple[str, bytes]],
-        session_timeout: int,
-        rebalance_timeout: int,
-    ) -> JoinResult:
-        """A static member back under a new member id: it takes its old place (KIP-345)."""
-        old_id = group.static_members[instance_id]
-        old = group.members.pop(old_id)
-        old.cancel_expiry()
-        if old.join_waiter is not None and not old.join_waiter.done():
-            old.join_waiter.set_result(JoinResult(ErrorCode.fenced_instance_id))
-        if old.sync_waiter is not None and not old.sync_waiter.done():
-            old.sync_waiter.set_result(SyncResult(ErrorCode.fenced_instance_id))
-        old.member_id, old.join_waiter, old.sync_waiter = new_id, None, None
-        old.session_timeout_ms, old.rebalance_timeout_ms = session_timeout, rebalance_timeout
-        group.members[new_id] = old
-        group.static_members[instance_id] = new_id
-        was_leader = group.leader == old_id
-        if was_leader:
-            group.leader = new_id
-        if group.state is S.STABLE and old.same_protocols(protocols):
-            # Kafka answers without a rebalance; a returning leader is told the old leader id
-            # and no members, so it does not assign again (JoinGroup < v9 has no skip flag).
-            try:
-                self._persist_group(group)  # the new member id must survive a restart
-            except StorageError:
-                return JoinResult(ErrorCode.coordinator_not_available, member_id=new_id)
-            self._schedule_expiry(group, old)
-            response = self._join_response(group, old)
-            if was_leader:
-                response = JoinResult(
-                    response.error,
-                    response.generation,
-                    response.protocol_type,
-                    response.protocol,
-                    old_id,
-                    new_id,
-                    (),
-                )
-            return response
-        old.protocols = protocols
-        waiter: asyncio.Future[JoinResult] = asyncio.get_running_loop().create_future()
-        old.join_waiter = waiter
-        self._prepare_rebalance(group, f"static member {instance_id} rejoined")
-        self._maybe_complete_join(group)
-        return await waiter
-
-    def _join_response(self, group: Group, member: Member) -> JoinResult:
-        assert group.protocol is not None
-        members: tuple[tuple[str, str | None, bytes], ...] = ()
-        if member.member_id == group.leader:
-            members = tuple(
-                (m.member_id, m.group_instance_id, m.metadata(group.protocol))
-                for m in group.members.values()
-            )
-        return JoinResult(
-            ErrorCode.none,
-            group.generation,
-            group.protocol_type,
-            group.protocol,
-            group.leader or "",
-            member.member_id,
-            members,
-        )
-
-    # -- the rebalance --------------------------------------------------------------------
-
-    def _prepare_rebalance(self, group: Group, reason: str) -> None:
-        loop = asyncio.get_running_loop()
-        if group.state is S.COMPLETING_REBALANCE:
-            for member in group.members.values():
-                member.assignment = b""
-                if member.sync_waiter is not None and not member.sync_waiter.done():
-                    member.sync_waiter.set_result(SyncResult(ErrorCode.rebalance_in_progress))
-                    member.sync_waiter = None
-        timeout = max((m.rebalance_timeout_ms for m in group.members.values()), default=0)
-        if group.state is S.PREPARING_REBALANCE:
-            if group.initial_delay_ms and group.rebalance_timer is not None:
-                # Kafka's InitialDelayedJoin: each arrival extends the wait, up to the timeout.
-                remaining = group.rebalance_deadline - loop.time()
-                delay = min(group.initial_delay_ms / 1000, max(remaining, 0))
-                group.rebalance_timer.cancel()
-                group.rebalance_timer = loop.call_later(delay, self._complete_join, group, True)
-            return
-        log.info(
-            "group %s rebalancing (generation %d): %s", group.group_id, group.generation, reason
-        )
-        was_empty = group.state is S.EMPTY
-        self._transition(group, S.PREPARING_REBALANCE)
-        group.rebalance_deadline = loop.time() + timeout / 1000
-        if was_empty and self.initial_delay > 0:
-            group.initial_delay_ms = self.initial_delay
-            group.rebalance_timer = loop.call_later(
-                min(self.initial_delay, timeout) / 1000, self._complete_join, group, True
-            )
-        else:
-            group.initial_delay_ms = 0
-            group.rebalance_timer = loop.call_later(
-                timeout / 1000, self._complete_join, group, True
-            )
-
-    def _maybe_complete_join(self, group: Group) -> None:
-        if (
-            group.state is S.PREPARING_REBALANCE
-            and group.all_joined()
-            and not group.initial_delay_ms
-        ):
-            self._complete_join(group, False)
-
-    def _complete_join(self, group: Group, timed_out: bool) -> None:
-        if group.state is not S.PREPARING_REBALANCE:
-            return
-        if timed_out and group.initial_delay_ms:
-            group.initial_delay_ms = 0
-            if not group.all_joined():
-                loop = asyncio.get_running_loop()
-                remaining = max(group.rebalance_deadline - loop.time(), 0)
-                group.rebalance_timer = loop.call_later(remaining, self._complete_join, group, True)
-                return
-        if group.rebalance_timer is not None:
-            group.rebalance_timer.cancel()
-            group.rebalance_timer = None
-        for member in [m for m in group.members.values() if m.join_waiter is None]:
-            log.info("group %s: member %s did not rejoin in time", group.group_id, member.member_id)
-            group.remove(member.member_id)
-        for handle in group.pending_members.values():
-            handle.cancel()
-        group.pending_members.clear()
-        group.generation += 1
-        if not group.members:
-            group.protocol = None
-            self._transition(group, S.EMPTY)
-            self._persist_group(group)
-            return
-        group.protocol = group.select_protocol()
-        self._transition(group, S.COMPLETING_REBALANCE)
-        log.info(
-            "group %s generation %d with %d members, protocol %s",
-            group.group_id,
-            group.generation,
-            len(group.members),
-            group.protocol,
-        )
-        for member in group.members.values():
-            waiter, member.join_waiter = member.join_waiter, None
-            member.is_new = False
-            self._schedule_expiry(group, member)
-            if waiter is not None and not waiter.done():
-                waiter.set_result(self._join_response(group, member))
-
-    def _schedule_expiry(self, group: Group, member: Member) -> None:
-        member.cancel_expiry()
-        loop = asyncio.get_running_loop()
-        member.expiry = loop.call_later(
-            member.session_timeout_ms / 1000, self._expire, group, member
-        )
-
-    def _expire(self, group: Group, member: Member) -> None:
-        if group.members.get(member.member_id) is not member or member.join_waiter is not None:
-            return
-        log.info(
-            "group %s: member %s expired (no heartbeat for %d ms)",
-            group.group_id,
-            member.member_id,
-            member.session_timeout_ms,
-        )
-        self._remove_member(group, member.member_id, "session timeout")
-
-    def _remove_member(self, group: Group, member_id: str, reason: str) -> None:
-        member = group.remove(member_id)
-        if member is None:
-            return
-        for waiter, result in (
-            (member.join_waiter, JoinResult(ErrorCode.unknown_member_id)),
-            (member.sync_waiter, SyncResult(ErrorCode.unknown_member_id)),
-        ):
-            if waiter is not None and not waiter.done():
-                waiter.set_result(result)
-        if group.is_in(S.STABLE, S.COMPLETING_REBALANCE):
-            self._prepare_rebalance(group, f"{member_id} left ({reason})")
-        self._maybe_complete_join(group)
-
-    def _transition(self, group: Group, state: GroupState) -> None:
-        group.state = state
-        group.state_timestamp = self.clock()
 
     # -- SyncGroup, Heartbeat, LeaveGroup -------------------------------------------------
 

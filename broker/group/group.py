@@ -9,7 +9,8 @@ States, as Kafka's ``GroupMetadata``::
     any ──delete / offsets expired with no members──▶ Dead
 
 This module holds the data and the small decisions (protocol choice, who is leader); the
-transitions with their timers live in :mod:`sluice.broker.group.coordinator`.
+transitions with their timers live in :mod:`sluice.broker.group.rebalance` (methods of
+:class:`~sluice.broker.group.coordinator.GroupCoordinator`).
 Not thread-safe: the broker's event loop only.
 """
 

@@ -7,9 +7,14 @@ module states its own on-disk format and crash behaviour:
 ==================  ==========================================================================
 module              concept
 ==================  ==========================================================================
-``log``             :class:`Log`: append, read, offsets by time, DeleteRecords, flush, close,
-                    transaction markers, last stable offset, aborted transactions
+``log``             :class:`Log`: append, read, roll, DeleteRecords, retention, flush, close
+``transactions``    transaction markers, last stable offset, aborted transactions, producer
+                    state at open (mixed into :class:`Log`)
+``timestamps``      offsets by time (ListOffsets)
+``flusher``         rolled segments flushed off the event loop; the recovery point
 ``segment``         one ``.log`` file with its indexes; recovery of a torn or corrupt tail
+``scan``            reading a segment file's batches in blocks (headers, or whole batches)
+``index``           what both sparse indexes share
 ``offset_index``    sparse offset → position entries
 ``time_index``      sparse timestamp → offset entries
 ``txn_index``       aborted transactions whose markers a segment holds

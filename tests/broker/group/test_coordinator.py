@@ -10,8 +10,9 @@ from typing import Any
 import pytest
 from kio.schema.errors import ErrorCode
 
-from sluice.broker.group.coordinator import GroupCoordinator, JoinResult
+from sluice.broker.group.coordinator import GroupCoordinator
 from sluice.broker.group.group import GroupState
+from sluice.broker.group.rebalance import JoinResult
 from sluice.broker.topics import TopicManager
 from sluice.config import BrokerConfig
 
