@@ -282,22 +282,7 @@ class SinkTaskRunner(TaskRunner):
             key_schema, key = self.key_converter.to_connect(topic, message.key())
             stage = "VALUE_CONVERTER"
             value_schema, value = self.value_converter.to_connect(topic, message.value())
-            kind, timestamp = message.timestamp()
-            record = SinkRecord(
-                topic,
-                partition,
-                key_schema,
-                key,
-                value_schema,
-                value,
-                timestamp if timestamp >= 0 else None,
-                list(message.headers() or []),
-                kafka_offset=offset,
-                timestamp_type="LogAppendTime" if kind == 2 else "CreateTime",
-                original_topic=topic,
-                original_partition=partition,
-                original_offset=offset,
-            )
+            record = _sink_record(message, key_schema, key, value_schema, value)
             stage = "TRANSFORMATION"
             transformed: SinkRecord | None = self.transforms.apply(record)
             return transformed
@@ -374,26 +359,31 @@ def _records(
     value_schema: Schema | None,
     values: list[Any],
 ) -> list[SinkRecord]:
-    """The records of a fast-path batch, built as :meth:`SinkTaskRunner._record` builds them."""
-    records = []
-    for message, key, value in zip(messages, keys, values, strict=True):
-        topic, partition, offset = message.topic(), message.partition(), message.offset()
-        kind, timestamp = message.timestamp()
-        records.append(
-            SinkRecord(
-                topic,
-                partition,
-                key_schema,
-                key,
-                value_schema,
-                value,
-                timestamp if timestamp >= 0 else None,
-                list(message.headers() or []),
-                kafka_offset=offset,
-                timestamp_type="LogAppendTime" if kind == 2 else "CreateTime",
-                original_topic=topic,
-                original_partition=partition,
-                original_offset=offset,
-            )
-        )
-    return records
+    """The records of a fast-path batch (converted in bulk)."""
+    return [
+        _sink_record(message, key_schema, key, value_schema, value)
+        for message, key, value in zip(messages, keys, values, strict=True)
+    ]
+
+
+def _sink_record(
+    message: Any, key_schema: Schema | None, key: Any, value_schema: Schema | None, value: Any
+) -> SinkRecord:
+    """The record a sink task gets for a consumer ``message`` with its converted key and value."""
+    topic, partition, offset = message.topic(), message.partition(), message.offset()
+    kind, timestamp = message.timestamp()
+    return SinkRecord(
+        topic,
+        partition,
+        key_schema,
+        key,
+        value_schema,
+        value,
+        timestamp if timestamp >= 0 else None,
+        list(message.headers() or []),
+        kafka_offset=offset,
+        timestamp_type="LogAppendTime" if kind == 2 else "CreateTime",
+        original_topic=topic,
+        original_partition=partition,
+        original_offset=offset,
+    )

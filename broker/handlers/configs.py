@@ -13,6 +13,7 @@ answered with INVALID_REQUEST.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -134,15 +135,22 @@ def _apply(broker: Broker, resource: Any, change: Any, validate_only: bool) -> t
     return ErrorCode.none, None
 
 
-async def alter_configs(broker: Broker, request: Any, _client: Connection) -> Any:
-    schema = response_schema(ALTER_CONFIGS, request.__version__)
+def _alter(
+    broker: Broker,
+    request: Any,
+    api: Any,
+    overrides_of: Callable[[Topic, Any], Mapping[str, str | None]],
+) -> Any:
+    """AlterConfigs and IncrementalAlterConfigs: ``overrides_of(topic, resource.configs)`` is
+    the topic's new set of overrides, applied per resource unless ``validate_only``."""
+    schema = response_schema(api, request.__version__)
     result_cls = nested(schema, "responses")
     results = []
     for resource in request.resources:
         code, message = _apply(
             broker,
             resource,
-            lambda _topic, r=resource: {c.name: c.value for c in r.configs},
+            lambda topic, r=resource: overrides_of(topic, r.configs),
             request.validate_only,
         )
         results.append(
@@ -155,6 +163,12 @@ async def alter_configs(broker: Broker, request: Any, _client: Connection) -> An
             )
         )
     return make(schema, throttle_time=0, responses=tuple(results))
+
+
+async def alter_configs(broker: Broker, request: Any, _client: Connection) -> Any:
+    return _alter(
+        broker, request, ALTER_CONFIGS, lambda _topic, configs: {c.name: c.value for c in configs}
+    )
 
 
 def _incremental(topic: Topic, configs: Any) -> dict[str, str | None]:
@@ -189,23 +203,4 @@ def _incremental(topic: Topic, configs: Any) -> dict[str, str | None]:
 
 
 async def incremental_alter_configs(broker: Broker, request: Any, _client: Connection) -> Any:
-    schema = response_schema(INCREMENTAL_ALTER_CONFIGS, request.__version__)
-    result_cls = nested(schema, "responses")
-    results = []
-    for resource in request.resources:
-        code, message = _apply(
-            broker,
-            resource,
-            lambda topic, r=resource: _incremental(topic, r.configs),
-            request.validate_only,
-        )
-        results.append(
-            make(
-                result_cls,
-                error_code=code,
-                error_message=message,
-                resource_type=resource.resource_type,
-                resource_name=resource.resource_name,
-            )
-        )
-    return make(schema, throttle_time=0, responses=tuple(results))
+    return _alter(broker, request, INCREMENTAL_ALTER_CONFIGS, _incremental)

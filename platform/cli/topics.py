@@ -105,6 +105,32 @@ def _topic_error(name: str, exc: Exception, doing: str) -> str:
     return f"cannot {doing} topic {name!r}: {describe_error(error)}"
 
 
+def _report_each(
+    admin: _Admin,
+    futures: dict[str, Any],
+    action: str,
+    done: str,
+    tolerated: int | None,
+    when_tolerated: str,
+) -> None:
+    """Wait for each topic's future; print ``done`` or the error (``tolerated``: an error code
+    that only prints ``when_tolerated``, as ``--if-exists`` asks); exit 1 if any failed."""
+    failed = False
+    for name, future in futures.items():
+        try:
+            admin.wait(future)
+            typer.echo(done.format(name))
+        except KafkaException as exc:
+            error = error_of(exc)
+            if tolerated is not None and error and error.code() == tolerated:
+                typer.echo(when_tolerated.format(name))
+                continue
+            typer.echo(f"error: {_topic_error(name, exc, action)}", err=True)
+            failed = True
+    if failed:
+        raise typer.Exit(EXIT_FAILED)
+
+
 @app.command()
 def create(
     names: Annotated[list[str], typer.Argument(metavar="NAME...", help="Topics to create.")],
@@ -147,20 +173,10 @@ def create(
         operation_timeout=timeout,
         **admin.options,
     )
-    failed = False
-    for name, future in futures.items():
-        try:
-            admin.wait(future)
-            typer.echo(f"Created topic {name}.")
-        except KafkaException as exc:
-            error = error_of(exc)
-            if if_not_exists and error and error.code() == KafkaError.TOPIC_ALREADY_EXISTS:
-                typer.echo(f"Topic {name} already exists.")
-                continue
-            typer.echo(f"error: {_topic_error(name, exc, 'create')}", err=True)
-            failed = True
-    if failed:
-        raise typer.Exit(EXIT_FAILED)
+    tolerated = KafkaError.TOPIC_ALREADY_EXISTS if if_not_exists else None
+    _report_each(
+        admin, futures, "create", "Created topic {}.", tolerated, "Topic {} already exists."
+    )
 
 
 @app.command("list")
@@ -375,17 +391,7 @@ def delete(
     admin = _Admin(bootstrap, client_config, timeout)
     admin.metadata()
     futures = admin.client.delete_topics(names, operation_timeout=timeout, **admin.options)
-    failed = False
-    for name, future in futures.items():
-        try:
-            admin.wait(future)
-            typer.echo(f"Deleted topic {name}.")
-        except KafkaException as exc:
-            error = error_of(exc)
-            if if_exists and error and error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART:
-                typer.echo(f"Topic {name} does not exist.")
-                continue
-            typer.echo(f"error: {_topic_error(name, exc, 'delete')}", err=True)
-            failed = True
-    if failed:
-        raise typer.Exit(EXIT_FAILED)
+    tolerated = KafkaError.UNKNOWN_TOPIC_OR_PART if if_exists else None
+    _report_each(
+        admin, futures, "delete", "Deleted topic {}.", tolerated, "Topic {} does not exist."
+    )
