@@ -40,6 +40,18 @@ def wait_for_port(port: int, proc: subprocess.Popen[bytes], timeout: float = 30.
     raise TimeoutError(f"nothing listened on port {port} within {timeout}s")
 
 
+def stop_process(proc: subprocess.Popen[bytes], timeout: float = 30.0) -> None:
+    """SIGTERM (a clean shutdown) and wait up to ``timeout`` s; then SIGKILL. Nothing if it has
+    exited already."""
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(10)
+
+
 class BrokerProcess:
     """A `sluice broker start` process on a free loopback port, restartable on the same data."""
 

@@ -4,17 +4,13 @@ tolerance the task fails and says why."""
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
-from typing import Any
 
 from confluent_kafka import Producer
 
-from sluice import clients
-from sluice.connect.offsets import FileOffsetStore
-from sluice.connect.worker import Worker
 from tests.conftest import BrokerProcess, create_topic
 from tests.connect.plugins_for_tests import RECEIVED
+from tests.connect.worker_helpers import in_process_worker, read, wait
 
 
 def _send(bootstrap: str, topic: str, values: list[bytes]) -> None:
@@ -24,27 +20,13 @@ def _send(bootstrap: str, topic: str, values: list[bytes]) -> None:
     assert producer.flush(30) == 0
 
 
-def _worker(bootstrap: str, tmp_path: Path) -> Worker:
-    settings = {"bootstrap.servers": bootstrap, "offset.flush.interval.ms": 200}
-    return Worker(settings, FileOffsetStore(tmp_path / "offsets.json"))
-
-
-def _wait(condition: Any, what: str, timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
 def test_bad_records_go_to_the_dead_letter_topic_with_context(
     shared_broker: BrokerProcess, tmp_path: Path
 ) -> None:
     bootstrap = shared_broker.bootstrap
     topic, dead = create_topic(bootstrap), create_topic(bootstrap)
     _send(bootstrap, topic, [b'{"n": 1}', b"{not json", b'{"n": 2}'])
-    worker = _worker(bootstrap, tmp_path)
+    worker = in_process_worker(bootstrap, tmp_path)
     output = tmp_path / "out.txt"
     worker.start_connector(
         "sink",
@@ -61,15 +43,9 @@ def test_bad_records_go_to_the_dead_letter_topic_with_context(
         },
     )
     try:
-        _wait(lambda: output.exists() and len(output.read_text().splitlines()) == 2, "2 lines")
+        wait(lambda: output.exists() and len(output.read_text().splitlines()) == 2, "2 lines")
         assert output.read_text().splitlines() == ['{"n":1}', '{"n":2}']
-        consumer = clients.consumer(bootstrap, **{"auto.offset.reset": "earliest"})
-        consumer.subscribe([dead])
-        found: list[Any] = []
-        deadline = time.monotonic() + 30
-        while not found and time.monotonic() < deadline:
-            found = [m for m in consumer.consume(10, 0.5) if m.error() is None]
-        consumer.close()
+        found = read(bootstrap, dead, 1)
         assert len(found) == 1
         assert found[0].value() == b"{not json"
         headers = dict(found[0].headers())
@@ -88,7 +64,7 @@ def test_without_tolerance_the_task_fails_with_its_trace(
     bootstrap = shared_broker.bootstrap
     topic = create_topic(bootstrap)
     _send(bootstrap, topic, [b"{not json"])
-    worker = _worker(bootstrap, tmp_path)
+    worker = in_process_worker(bootstrap, tmp_path)
     worker.start_connector(
         "strict",
         {
@@ -99,7 +75,7 @@ def test_without_tolerance_the_task_fails_with_its_trace(
         },
     )
     try:
-        _wait(lambda: worker.status("strict")["tasks"][0]["state"] == "FAILED", "FAILED")
+        wait(lambda: worker.status("strict")["tasks"][0]["state"] == "FAILED", "FAILED")
         assert "ConverterError" in worker.status("strict")["tasks"][0]["trace"]
     finally:
         worker.stop()
@@ -112,7 +88,7 @@ def test_records_a_task_reports_go_to_the_dead_letter_topic(
     bootstrap = shared_broker.bootstrap
     topic, dead = create_topic(bootstrap), create_topic(bootstrap)
     _send(bootstrap, topic, [b"good", b"bad", b"fine"])
-    worker = _worker(bootstrap, tmp_path)
+    worker = in_process_worker(bootstrap, tmp_path)
     name = f"picky-{topic}"
     worker.start_connector(
         name,
@@ -127,14 +103,8 @@ def test_records_a_task_reports_go_to_the_dead_letter_topic(
         },
     )
     try:
-        _wait(lambda: RECEIVED[name] == ["good", "fine"], "the good records")
-        consumer = clients.consumer(bootstrap, **{"auto.offset.reset": "earliest"})
-        consumer.subscribe([dead])
-        found: list[Any] = []
-        deadline = time.monotonic() + 30
-        while not found and time.monotonic() < deadline:
-            found = [m for m in consumer.consume(10, 0.5) if m.error() is None]
-        consumer.close()
+        wait(lambda: RECEIVED[name] == ["good", "fine"], "the good records")
+        found = read(bootstrap, dead, 1)
         assert [m.value() for m in found] == [b"bad"]
         headers = dict(found[0].headers())
         assert headers["__connect.errors.stage"] == b"TASK_PUT"
@@ -150,7 +120,7 @@ def test_reporting_without_tolerance_fails_the_task(
     bootstrap = shared_broker.bootstrap
     topic = create_topic(bootstrap)
     _send(bootstrap, topic, [b"good", b"bad"])
-    worker = _worker(bootstrap, tmp_path)
+    worker = in_process_worker(bootstrap, tmp_path)
     name = f"picky-{topic}"
     config = {
         "connector.class": "tests.connect.plugins_for_tests.PickySink",
@@ -161,7 +131,7 @@ def test_reporting_without_tolerance_fails_the_task(
     }
     worker.start_connector(name, config)
     try:
-        _wait(lambda: worker.status(name)["tasks"][0]["state"] == "FAILED", "the task to fail")
+        wait(lambda: worker.status(name)["tasks"][0]["state"] == "FAILED", "the task to fail")
         trace = worker.status(name)["tasks"][0]["trace"]
         assert "tolerance exceeded" in trace and "@1" in trace
     finally:

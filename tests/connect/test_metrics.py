@@ -4,8 +4,6 @@ moved by a file-source → topic → file-sink pipeline, errors skipped to a dea
 from __future__ import annotations
 
 import json
-import os
-import signal
 import socket
 import subprocess
 import time
@@ -14,28 +12,14 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import SLUICE, BrokerProcess, create_topic, free_port
+from tests.conftest import SLUICE, BrokerProcess, create_topic, free_port, stop_process
+from tests.connect.worker_helpers import standalone_worker, worker_log
 from tests.platform.scrape import Scraped, scrape_until
 
 SOURCE = "kafka_connect_source_task_metrics_"
 SINK = "kafka_connect_sink_task_metrics_"
 ERRORS = "kafka_connect_task_error_metrics_"
 WORKER = "kafka_connect_connect_worker_metrics_"
-
-
-def _stop(worker: subprocess.Popen[bytes]) -> None:
-    if worker.poll() is None:
-        worker.send_signal(signal.SIGTERM)
-        try:
-            worker.wait(30)
-        except subprocess.TimeoutExpired:
-            worker.kill()
-            worker.wait(10)
-
-
-def _log(tmp_path: Path) -> str:
-    path = tmp_path / "worker.log"
-    return path.read_text(errors="replace")[-3000:] if path.exists() else ""
 
 
 def test_standalone_counts_records_errors_and_dead_letters(
@@ -67,32 +51,8 @@ def test_standalone_counts_records_errors_and_dead_letters(
 """
     )
     port = free_port()
-    with open(tmp_path / "worker.log", "ab") as log:
-        worker = subprocess.Popen(
-            [
-                str(SLUICE),
-                "connect",
-                "standalone",
-                str(config),
-                "-b",
-                shared_broker.bootstrap,
-                "--offsets",
-                str(tmp_path / "offsets.json"),
-                "--rest",
-                "",
-                "--metrics-listen",
-                f"127.0.0.1:{port}",
-                "-X",
-                "offset.flush.interval.ms=200",
-                "-X",
-                "value.converter=string",
-                "-X",
-                "key.converter=string",
-            ],
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            env={**os.environ, "SLUICE_LOG_LEVEL": "INFO"},
-        )
+    no_rest_but_metrics = ["--rest", "", "--metrics-listen", f"127.0.0.1:{port}"]
+    worker = standalone_worker(config, shared_broker.bootstrap, tmp_path, *no_rest_but_metrics)
     try:
         source = {"connector": "tail-input", "task": "0"}
         sink = {"connector": "write-output", "task": "0"}
@@ -105,7 +65,7 @@ def test_standalone_counts_records_errors_and_dead_letters(
         try:
             m = scrape_until(port, moved, timeout=60, what="35 records read by the sink")
         except (AssertionError, OSError) as error:
-            raise AssertionError(f"{error}\nworker log:\n{_log(tmp_path)}") from None
+            raise AssertionError(f"{error}\nworker log:\n{worker_log(tmp_path)}") from None
         assert m.get(SOURCE + "source_record_poll_total", **source) == 35
         assert m.get(SOURCE + "source_record_write_total", **source) == 35
         assert m.get(SINK + "sink_record_send_total", **sink) == 30
@@ -123,8 +83,8 @@ def test_standalone_counts_records_errors_and_dead_letters(
         written = (tmp_path / "output.txt").read_text().splitlines()
         assert sorted(written, key=int) == good
     finally:
-        _stop(worker)
-    assert worker.returncode == 0, _log(tmp_path)
+        stop_process(worker)
+    assert worker.returncode == 0, worker_log(tmp_path)
 
 
 def test_distributed_worker_serves_its_metrics(
@@ -164,7 +124,7 @@ def test_distributed_worker_serves_its_metrics(
         try:
             scrape_until(port, lambda m: m.get(WORKER + "connector_count") == 0, timeout=30)
         except (AssertionError, OSError) as error:
-            raise AssertionError(f"{error}\nworker log:\n{_log(tmp_path)}") from None
+            raise AssertionError(f"{error}\nworker log:\n{worker_log(tmp_path)}") from None
         body = {
             "name": "tail",
             "config": {
@@ -189,7 +149,7 @@ def test_distributed_worker_serves_its_metrics(
             except OSError as error:
                 deadline_error = error
                 time.sleep(0.5)
-        assert deadline_error is None, f"{deadline_error}\n{_log(tmp_path)}"
+        assert deadline_error is None, f"{deadline_error}\n{worker_log(tmp_path)}"
         m = scrape_until(
             port,
             lambda s: (
@@ -201,7 +161,7 @@ def test_distributed_worker_serves_its_metrics(
         assert m.get(WORKER + "connector_count") == 1
         assert m.get(WORKER + "task_count") == 1
     finally:
-        _stop(worker)
+        stop_process(worker)
 
 
 @pytest.mark.parametrize("mode", ["standalone", "start"])

@@ -5,46 +5,18 @@ through the error policy."""
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
-from typing import Any
 
 from confluent_kafka import Producer
 
-from sluice import clients
 from sluice.connect.offsets import FileOffsetStore
-from sluice.connect.worker import Worker
 from tests.conftest import BrokerProcess, create_topic
 from tests.connect.batch_plugins import ACKED, RECORDED
+from tests.connect.worker_helpers import in_process_worker, read, wait
 
 SOURCE = "tests.connect.batch_plugins.BatchSource"
 SINK = "tests.connect.batch_plugins.RecordingSink"
 STRINGS = {"key.converter": "string", "value.converter": "string"}
-
-
-def _worker(bootstrap: str, tmp_path: Path) -> Worker:
-    settings = {"bootstrap.servers": bootstrap, "offset.flush.interval.ms": 200}
-    return Worker(settings, FileOffsetStore(tmp_path / "offsets.json"))
-
-
-def _wait(condition: Any, what: str, timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
-def _read(bootstrap: str, topic: str, count: int) -> list[Any]:
-    consumer = clients.consumer(bootstrap, **{"auto.offset.reset": "earliest"})
-    consumer.subscribe([topic])
-    found: list[Any] = []
-    deadline = time.monotonic() + 30
-    while len(found) < count and time.monotonic() < deadline:
-        found += [m for m in consumer.consume(100, 0.5) if m.error() is None]
-    consumer.close()
-    return found
 
 
 def test_a_sink_without_put_batch_gets_the_records_the_record_path_builds(
@@ -67,12 +39,12 @@ def test_a_sink_without_put_batch_gets_the_records_the_record_path_builds(
         "predicates.never.type": "TopicNameMatches",
         "predicates.never.pattern": "no-such-topic",
     }
-    worker = _worker(bootstrap, tmp_path)
+    worker = in_process_worker(bootstrap, tmp_path)
     fast, slow = f"fast-{topic}", f"slow-{topic}"
     worker.start_connector(fast, {"connector.class": SINK, "topics": topic, **STRINGS})
     worker.start_connector(slow, {"connector.class": SINK, "topics": topic, **STRINGS, **never})
     try:
-        _wait(lambda: len(RECORDED[fast]) >= 4 and len(RECORDED[slow]) >= 4, "4 records each")
+        wait(lambda: len(RECORDED[fast]) >= 4 and len(RECORDED[slow]) >= 4, "4 records each")
         assert RECORDED[fast] == RECORDED[slow]
         assert [row[6] for row in RECORDED[fast]] == ["one", "two\nlines", None, "été"]
         assert RECORDED[fast][0][7:10] == (1_700_000_000_000, "CreateTime", [("h", b"x")])
@@ -90,7 +62,7 @@ def test_bytes_that_are_not_text_go_to_the_dead_letter_topic_and_the_rest_to_the
         producer.produce(topic, value)
     assert producer.flush(30) == 0
     output = tmp_path / "out.txt"
-    worker = _worker(bootstrap, tmp_path)
+    worker = in_process_worker(bootstrap, tmp_path)
     worker.start_connector(
         "sink",
         {
@@ -104,9 +76,9 @@ def test_bytes_that_are_not_text_go_to_the_dead_letter_topic_and_the_rest_to_the
         },
     )
     try:
-        _wait(lambda: output.exists() and len(output.read_text().splitlines()) == 2, "2 lines")
+        wait(lambda: output.exists() and len(output.read_text().splitlines()) == 2, "2 lines")
         assert output.read_text() == "good 1\ngood 2\n"
-        found = _read(bootstrap, dead, 1)
+        found = read(bootstrap, dead, 1)
         assert [m.value() for m in found] == [b"\xff\xfe bad"]
         assert dict(found[0].headers())["__connect.errors.stage"] == b"VALUE_CONVERTER"
     finally:
@@ -118,19 +90,19 @@ def test_source_batches_are_acknowledged_record_by_record_and_their_offsets_comm
 ) -> None:
     bootstrap = shared_broker.bootstrap
     topic = create_topic(bootstrap)
-    worker = _worker(bootstrap, tmp_path)
+    worker = in_process_worker(bootstrap, tmp_path)
     name = f"batches-{topic}"
     worker.start_connector(
         name, {"connector.class": SOURCE, "topic": topic, "count": 10, **STRINGS}
     )
     try:
-        _wait(lambda: len(ACKED[name]) == 10, "10 acknowledged records")
+        wait(lambda: len(ACKED[name]) == 10, "10 acknowledged records")
         assert ACKED[name] == [(f"v{n}", {"n": n + 1}) for n in range(10)]
-        assert [m.value() for m in _read(bootstrap, topic, 10)] == [
+        assert [m.value() for m in read(bootstrap, topic, 10)] == [
             f"v{n}".encode() for n in range(10)
         ]
         store = FileOffsetStore(tmp_path / "offsets.json")
-        _wait(
+        wait(
             lambda: FileOffsetStore(store.path).get(name, {"batch-source": name}) == {"n": 10},
             "the last offset committed",
         )
@@ -144,7 +116,7 @@ def test_source_batches_go_through_transforms_record_by_record(
     bootstrap = shared_broker.bootstrap
     topic = create_topic(bootstrap)
     routed = create_topic(bootstrap)
-    worker = _worker(bootstrap, tmp_path)
+    worker = in_process_worker(bootstrap, tmp_path)
     name = f"routed-{topic}"
     worker.start_connector(
         name,
@@ -160,9 +132,9 @@ def test_source_batches_go_through_transforms_record_by_record(
         },
     )
     try:
-        found = _read(bootstrap, routed, 6)
+        found = read(bootstrap, routed, 6)
         assert [m.value() for m in found] == [f"v{n}".encode() for n in range(6)]
-        _wait(
+        wait(
             lambda: (
                 FileOffsetStore(tmp_path / "offsets.json").get(name, {"batch-source": name})
                 == {"n": 6}

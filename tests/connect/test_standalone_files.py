@@ -4,17 +4,15 @@ truncation and a ``kill -9`` of the worker (at-least-once: nothing lost)."""
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
-import sys
 import time
 import uuid
 from pathlib import Path
 
-from tests.conftest import BrokerProcess, create_topic
+from tests.conftest import SLUICE, BrokerProcess, create_topic, stop_process
+from tests.connect.worker_helpers import standalone_worker, worker_log
 
-SLUICE = Path(sys.executable).with_name("sluice")
 TIMEOUT = 60.0
 
 
@@ -39,35 +37,6 @@ def _deploy(tmp_path: Path, topic: str) -> Path:
     return config
 
 
-def _worker(config: Path, bootstrap: str, tmp_path: Path) -> subprocess.Popen[bytes]:
-    with open(tmp_path / "worker.log", "ab") as log:  # the child keeps its own descriptor
-        return _popen(config, bootstrap, tmp_path, log)
-
-
-def _popen(config: Path, bootstrap: str, tmp_path: Path, log: object) -> subprocess.Popen[bytes]:
-    return subprocess.Popen(
-        [
-            str(SLUICE),
-            "connect",
-            "standalone",
-            str(config),
-            "-b",
-            bootstrap,
-            "--offsets",
-            str(tmp_path / "offsets.json"),
-            "-X",
-            "offset.flush.interval.ms=200",
-            "-X",
-            "value.converter=string",
-            "-X",
-            "key.converter=string",
-        ],
-        stdout=log,  # type: ignore[arg-type]
-        stderr=subprocess.STDOUT,
-        env={**os.environ, "SLUICE_LOG_LEVEL": "INFO"},
-    )
-
-
 def _append(path: Path, lines: list[str]) -> None:
     with open(path, "a") as handle:
         handle.write("".join(f"{line}\n" for line in lines))
@@ -86,19 +55,9 @@ def _wait_for(tmp_path: Path, expected: list[str], exact: bool) -> None:
         if (got == expected) if exact else set(expected) <= set(got):
             return
         time.sleep(0.1)
-    log = (tmp_path / "worker.log").read_text()[-3000:]
+    log = worker_log(tmp_path)
     missing = [line for line in expected if line not in set(got)]
     raise AssertionError(f"output: {len(got)} lines, missing {missing[:5]}…\nworker log:\n{log}")
-
-
-def _stop(worker: subprocess.Popen[bytes]) -> None:
-    if worker.poll() is None:
-        worker.send_signal(signal.SIGTERM)
-        try:
-            worker.wait(30)
-        except subprocess.TimeoutExpired:
-            worker.kill()
-            worker.wait(10)
 
 
 def test_file_to_topic_to_file_across_rotation_truncation_and_kill_9(
@@ -107,7 +66,7 @@ def test_file_to_topic_to_file_across_rotation_truncation_and_kill_9(
     topic = create_topic(shared_broker.bootstrap)
     config = _deploy(tmp_path, topic)
     source = tmp_path / "input.log"
-    worker = _worker(config, shared_broker.bootstrap, tmp_path)
+    worker = standalone_worker(config, shared_broker.bootstrap, tmp_path)
     try:
         expected = [f"first {i}" for i in range(100)]
         _append(source, expected)
@@ -130,10 +89,10 @@ def test_file_to_topic_to_file_across_rotation_truncation_and_kill_9(
         worker.send_signal(signal.SIGKILL)
         worker.wait(10)
         _append(source, burst[2500:])
-        worker = _worker(config, shared_broker.bootstrap, tmp_path)
+        worker = standalone_worker(config, shared_broker.bootstrap, tmp_path)
         _wait_for(tmp_path, expected + burst, exact=False)
     finally:
-        _stop(worker)
+        stop_process(worker)
     got = _output(tmp_path)
     assert got[: len(expected)] == expected, "lines before the kill were reordered or lost"
 
@@ -177,15 +136,15 @@ def test_a_sink_reads_a_topic_created_after_it_subscribed(
     late = f"late-{uuid.uuid4().hex[:12]}"
     config = _deploy(tmp_path, late)
     config.write_text(config.read_text().replace(f"topics: {late}", f"topics: {existing},{late}"))
-    worker = _worker(config, shared_broker.bootstrap, tmp_path)
+    worker = standalone_worker(config, shared_broker.bootstrap, tmp_path)
     try:
         deadline = time.monotonic() + TIMEOUT
         while "Subscribed topic not available" not in (tmp_path / "worker.log").read_text():
-            assert time.monotonic() < deadline, (tmp_path / "worker.log").read_text()[-3000:]
-            assert worker.poll() is None, (tmp_path / "worker.log").read_text()[-3000:]
+            assert time.monotonic() < deadline, worker_log(tmp_path)
+            assert worker.poll() is None, worker_log(tmp_path)
             time.sleep(0.1)
         lines = [f"late {i}" for i in range(20)]
         _append(tmp_path / "input.log", lines)
         _wait_for(tmp_path, lines, exact=True)
     finally:
-        _stop(worker)
+        stop_process(worker)

@@ -22,17 +22,16 @@ import time
 import uuid
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
 
+from tests.compat.harness import TIMEOUT, Event, LoggedProcess, committed_offsets, wait_until
 from tests.conftest import SHARED_CONFIG, create_topic
 
-TIMEOUT = 15.0  # seconds: the bound on a single client call
 SESSION_MS = 6000  # session.timeout.ms of the members (Kafka's group.min.session.timeout.ms)
 HEARTBEAT_MS = 500
 # The broker of the group tests: no initial rebalance delay (Kafka's 3 s would slow every test).
@@ -67,18 +66,6 @@ def produce(bootstrap: str, topic: str, per_partition: dict[int, int]) -> set[tu
     return acked
 
 
-def committed(bootstrap: str, group: str, topic: str, partitions: int) -> dict[int, int]:
-    """The group's committed offset per partition (OffsetFetch; -1001 = none)."""
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group})
-    try:
-        tps = consumer.committed(
-            [TopicPartition(topic, p) for p in range(partitions)], timeout=TIMEOUT
-        )
-        return {tp.partition: tp.offset for tp in tps}
-    finally:
-        consumer.close()
-
-
 def ends_of(produced: Iterable[tuple[int, int]]) -> dict[int, int]:
     """The end offset (last + 1) of every partition in a set of ``(partition, offset)``."""
     ends: dict[int, int] = {}
@@ -87,26 +74,7 @@ def ends_of(produced: Iterable[tuple[int, int]]) -> dict[int, int]:
     return ends
 
 
-def wait_until(condition: Callable[[], Any], timeout: float, what: Callable[[], str]) -> Any:
-    """Poll ``condition`` until it returns something truthy; else fail with ``what()``."""
-    deadline = time.monotonic() + timeout
-    while True:
-        result = condition()
-        if result:
-            return result
-        if time.monotonic() > deadline:
-            raise AssertionError(f"not within {timeout:.0f}s: {what()}")
-        time.sleep(0.1)
-
-
-@dataclass(frozen=True)
-class Event:
-    t: int
-    ev: str
-    fields: dict[str, Any]
-
-
-class Member:
+class Member(LoggedProcess):
     """A ``member.py`` process: one consumer of a group, its log read back as :class:`Event` s."""
 
     def __init__(
@@ -125,9 +93,7 @@ class Member:
         heartbeat_ms: int = HEARTBEAT_MS,
         delay_ms: int = 0,
     ) -> None:
-        self.name = name
-        self.out = workdir / f"{name}.jsonl"
-        self.stderr_path = workdir / f"{name}.stderr"
+        super().__init__(name, workdir)
         self.cmd = [
             sys.executable,
             str(MEMBER_SCRIPT),
@@ -144,20 +110,6 @@ class Member:
             f"--max-poll-ms={max(10_000, session_ms)}",
             f"--delay-ms={delay_ms}",
         ]
-        self.proc: subprocess.Popen[bytes] | None = None
-        self.runs = 0
-
-    def start(self) -> Member:
-        """Start (or restart) the process; a restart appends to the same log."""
-        assert self.proc is None or self.proc.poll() is not None, f"{self.name} is running"
-        with self.stderr_path.open("ab") as err:
-            self.proc = subprocess.Popen(self.cmd, stdout=subprocess.DEVNULL, stderr=err)
-        self.runs += 1
-        return self
-
-    @property
-    def running(self) -> bool:
-        return self.proc is not None and self.proc.poll() is None
 
     def kill(self) -> None:
         """kill -9: no LeaveGroup, no commit, nothing."""
@@ -177,17 +129,6 @@ class Member:
             ) from None
         assert code == 0, f"{self.name} exited with {code}\n{self.tail()}"
         assert self.events()[-1].ev == "closed", f"{self.name} did not close\n{self.tail()}"
-
-    def stop(self) -> None:
-        """Teardown: whatever state it is in, the process is gone afterwards."""
-        if self.running:
-            assert self.proc is not None
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
 
     def events(self) -> list[Event]:
         if not self.out.exists():
@@ -227,11 +168,7 @@ class Member:
         log = (
             self.out.read_text(encoding="utf-8").splitlines()[-lines:] if self.out.exists() else []
         )
-        err = (
-            self.stderr_path.read_text(errors="replace")[-2000:]
-            if self.stderr_path.exists()
-            else ""
-        )
+        err = self.stderr_tail(2000)
         return f"--- {self.name} log tail:\n" + "\n".join(log) + f"\n--- {self.name} stderr:\n{err}"
 
 
@@ -470,7 +407,7 @@ def run_group_scenario(
 
     # 4. the last member leaves; everything is committed
     a.leave()
-    assert committed(bootstrap, group, topic, partitions) == ends, (
-        f"committed offsets {committed(bootstrap, group, topic, partitions)}, "
+    assert committed_offsets(bootstrap, group, topic, partitions) == ends, (
+        f"committed offsets {committed_offsets(bootstrap, group, topic, partitions)}, "
         f"expected the end offsets {ends}"
     )

@@ -17,11 +17,11 @@ import pytest
 
 from tests.compat.groups.conftest import (
     SESSION_MS,
-    committed,
     ends_of,
     produce,
     wait_until,
 )
+from tests.compat.harness import committed_offsets
 from tests.conftest import create_topic
 
 KCAT = "/usr/bin/kcat"
@@ -140,6 +140,6 @@ def test_two_kcat_share_a_topic(
     for k in kcats:
         code = k.stop()
         assert code == 0, f"{k.name} exited with {code}\n{k.describe()}"
-    assert committed(bootstrap, group_id, topic, PARTITIONS) == ends_of(produced), (
+    assert committed_offsets(bootstrap, group_id, topic, PARTITIONS) == ends_of(produced), (
         "after both kcat closed, the committed offsets are not the end offsets"
     )

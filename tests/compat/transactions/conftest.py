@@ -39,9 +39,9 @@ from confluent_kafka import (
 )
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
+from tests.compat.harness import TIMEOUT, Event, LoggedProcess, wait_until
 from tests.conftest import SHARED_CONFIG
 
-TIMEOUT = 15.0  # seconds: the bound on a single client call
 # No initial rebalance delay (Kafka's 3 s would slow every group join); timed-out transactions
 # looked for every second (Kafka's default is 10 s).
 TXN_CONFIG = SHARED_CONFIG
@@ -98,18 +98,6 @@ def offsets(bootstrap: str, topic: str, partitions: int, *, committed: bool) -> 
         request_timeout=TIMEOUT,
     )
     return {tp.partition: f.result(timeout=TIMEOUT).offset for tp, f in futures.items()}
-
-
-def wait_until(condition: Callable[[], Any], timeout: float, what: Callable[[], str]) -> Any:
-    """Poll ``condition`` until it returns something truthy; else fail with ``what()``."""
-    deadline = time.monotonic() + timeout
-    while True:
-        result = condition()
-        if result:
-            return result
-        if time.monotonic() > deadline:
-            raise AssertionError(f"not within {timeout:.0f}s: {what()}")
-        time.sleep(0.1)
 
 
 def settle(bootstrap: str, topic: str, partitions: int, timeout: float = 20.0) -> dict[int, int]:
@@ -191,49 +179,15 @@ def values(records: dict[int, list[Rec]]) -> dict[int, list[bytes | None]]:
     return {p: [r.value for r in recs] for p, recs in records.items()}
 
 
-def committed_offsets(bootstrap: str, group: str, topic: str, partitions: int) -> dict[int, int]:
-    """The group's committed offset of every partition (OffsetFetch; -1001 = none)."""
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group})
-    try:
-        tps = consumer.committed(
-            [TopicPartition(topic, p) for p in range(partitions)], timeout=TIMEOUT
-        )
-        return {tp.partition: tp.offset for tp in tps}
-    finally:
-        consumer.close()
-
-
-@dataclass(frozen=True)
-class Event:
-    t: int
-    ev: str
-    fields: dict[str, Any]
-
-
-class Worker:
+class Worker(LoggedProcess):
     """A ``txn_worker.py`` process; a restart appends to the same log. ``args`` are its
     command-line options after the script name."""
 
     def __init__(self, name: str, workdir: Path, args: list[str]) -> None:
-        self.name = name
-        self.out = workdir / f"{name}.jsonl"
-        self.stderr_path = workdir / f"{name}.stderr"
+        super().__init__(name, workdir)
         self.cmd = [sys.executable, str(WORKER_SCRIPT), *args, f"--out={self.out}"]
-        self.proc: subprocess.Popen[bytes] | None = None
-        self.runs = 0
         self._events: list[Event] = []
         self._read_to = 0
-
-    def start(self) -> Worker:
-        assert self.proc is None or self.proc.poll() is not None, f"{self.name} is running"
-        with self.stderr_path.open("ab") as err:
-            self.proc = subprocess.Popen(self.cmd, stdout=subprocess.DEVNULL, stderr=err)
-        self.runs += 1
-        return self
-
-    @property
-    def running(self) -> bool:
-        return self.proc is not None and self.proc.poll() is None
 
     @property
     def returncode(self) -> int | None:
@@ -257,17 +211,6 @@ class Worker:
             raise AssertionError(
                 f"{self.name} did not exit within {timeout}s of SIGTERM\n{self.tail()}"
             ) from None
-
-    def stop(self) -> None:
-        """Teardown: whatever state it is in, the process is gone afterwards."""
-        if self.running:
-            assert self.proc is not None
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
 
     def events(self) -> list[Event]:
         """Every event logged so far (read incrementally; a line cut by kill -9 is skipped)."""
@@ -299,11 +242,7 @@ class Worker:
         log = "\n".join(
             json.dumps({"t": e.t, "ev": e.ev, **e.fields}) for e in self.events()[-lines:]
         )
-        err = (
-            self.stderr_path.read_text(errors="replace")[-3000:]
-            if self.stderr_path.exists()
-            else ""
-        )
+        err = self.stderr_tail(3000)
         return f"--- {self.name} log tail:\n{log}\n--- {self.name} stderr:\n{err}"
 
 

@@ -14,9 +14,9 @@ import time
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 
+from tests.compat.harness import committed_offsets
 from tests.compat.transactions.conftest import (
     TIMEOUT,
-    committed_offsets,
     read_topic,
     settle,
     unique,

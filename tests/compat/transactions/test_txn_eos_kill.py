@@ -25,11 +25,11 @@ from collections.abc import Callable
 import pytest
 from confluent_kafka import Consumer, KafkaException, Message, TopicPartition
 
+from tests.compat.harness import committed_offsets
 from tests.compat.transactions.conftest import (
     TIMEOUT,
     TXN_CONFIG,
     Worker,
-    committed_offsets,
     produce_plain,
     read_topic,
     settle,

@@ -8,7 +8,7 @@ Helpers reach the tests as fixtures (``--import-mode=importlib``).
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -16,35 +16,7 @@ import pytest
 from sluice.connect.api import SourceTask
 from sluice.connect.data import SourceRecord
 from sluice.connectors.file import FileSourceTask, SpoolDirSourceTask
-
-
-def _key(partition: Mapping[str, Any]) -> tuple[tuple[str, Any], ...]:
-    return tuple(sorted(partition.items()))
-
-
-class FakeOffsets:
-    """Committed source offsets, as the runtime would store them after the broker's acks."""
-
-    def __init__(self) -> None:
-        self.committed: dict[tuple[tuple[str, Any], ...], dict[str, Any]] = {}
-
-    def offset(self, partition: Mapping[str, Any]) -> dict[str, Any] | None:
-        return self.committed.get(_key(partition))
-
-    def offsets(
-        self, partitions: list[Mapping[str, Any]]
-    ) -> dict[tuple[tuple[str, Any], ...], dict[str, Any]]:
-        return {_key(p): self.committed[_key(p)] for p in partitions if _key(p) in self.committed}
-
-    def commit(self, records: list[SourceRecord]) -> None:
-        """Store the latest offset per source partition of ``records`` (acknowledged in order)."""
-        for record in records:
-            self.committed[_key(record.source_partition)] = dict(record.source_offset)
-
-
-class FakeContext:
-    def __init__(self, offsets: FakeOffsets) -> None:
-        self.offset_storage_reader = offsets
+from tests.connectors.source_offsets import FakeContext, FakeOffsets
 
 
 @pytest.fixture

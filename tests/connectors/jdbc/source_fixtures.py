@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,36 +20,8 @@ import sqlalchemy as sa
 
 from sluice.connect.data import SourceRecord
 from sluice.connectors.jdbc.source import JdbcSourceTask
+from tests.connectors.source_offsets import FakeContext, FakeOffsets
 from tests.pg import PostgresServer
-
-
-def _key(partition: Mapping[str, Any]) -> tuple[tuple[str, Any], ...]:
-    return tuple(sorted(partition.items()))
-
-
-class SourceOffsets:
-    """Committed source offsets, as the runtime stores them after the broker's acks."""
-
-    def __init__(self) -> None:
-        self.committed: dict[tuple[tuple[str, Any], ...], dict[str, Any]] = {}
-
-    def offset(self, partition: Mapping[str, Any]) -> dict[str, Any] | None:
-        return self.committed.get(_key(partition))
-
-    def offsets(
-        self, partitions: list[Mapping[str, Any]]
-    ) -> dict[tuple[tuple[str, Any], ...], dict[str, Any]]:
-        return {_key(p): self.committed[_key(p)] for p in partitions if _key(p) in self.committed}
-
-    def commit(self, records: list[SourceRecord]) -> None:
-        """Store the latest offset per source partition of ``records`` (acknowledged in order)."""
-        for record in records:
-            self.committed[_key(record.source_partition)] = dict(record.source_offset)
-
-
-class SourceContext:
-    def __init__(self, offsets: SourceOffsets) -> None:
-        self.offset_storage_reader = offsets
 
 
 @dataclass
@@ -121,16 +93,16 @@ def source_pg(shared_postgres: PostgresServer) -> Database:
 
 
 @pytest.fixture
-def source_offsets() -> SourceOffsets:
+def source_offsets() -> FakeOffsets:
     """The committed offsets every task of one test shares."""
-    return SourceOffsets()
+    return FakeOffsets()
 
 
 SourceFactory = Callable[..., JdbcSourceTask]
 
 
 @pytest.fixture
-def jdbc_source(source_offsets: SourceOffsets) -> Iterator[SourceFactory]:
+def jdbc_source(source_offsets: FakeOffsets) -> Iterator[SourceFactory]:
     """``jdbc_source(db, mode="incrementing", table_whitelist="t", ...)``: a started
     JdbcSourceTask reading ``db`` with the shared offsets (underscores in keywords become dots;
     topic prefix ``db-``, poll interval 20 ms, one connection attempt unless given)."""
@@ -145,7 +117,7 @@ def jdbc_source(source_offsets: SourceOffsets) -> Iterator[SourceFactory]:
             **config,
         }
         task = JdbcSourceTask()
-        task.initialize(SourceContext(source_offsets))
+        task.initialize(FakeContext(source_offsets))
         task.start({key.replace("_", "."): value for key, value in settings.items()})
         started.append(task)
         return task

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import base64
 import json
-import time
 from pathlib import Path
 from typing import Any
 
@@ -14,9 +13,8 @@ from confluent_kafka import TopicPartition as KafkaPartition
 
 from sluice import clients
 from sluice.connect.logical import decimal_schema, logical_to_raw
-from sluice.connect.offsets import FileOffsetStore
-from sluice.connect.worker import Worker
 from tests.conftest import BrokerProcess, create_topic
+from tests.connect.worker_helpers import in_process_worker, wait
 from tests.connectors.jdbc.sink_fixtures import rows
 
 KEY_SCHEMA = {"type": "struct", "fields": [{"field": "id", "type": "int64"}], "optional": False}
@@ -61,17 +59,6 @@ def _value(id: int, name: str, balance: str) -> bytes:
     return json.dumps({"schema": VALUE_SCHEMA, "payload": payload}).encode()
 
 
-def _wait(condition: Any, what: str, timeout: float = 60.0) -> Any:
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        last = condition()
-        if last:
-            return last
-        time.sleep(0.2)
-    raise AssertionError(f"timed out waiting for {what}; last: {last!r}")
-
-
 def _table(url: str) -> list[tuple[Any, ...]] | None:
     try:
         return rows(url, "SELECT id, name, balance::text FROM customers ORDER BY id")
@@ -96,10 +83,7 @@ def test_records_of_a_topic_become_rows_through_a_worker(
         producer.produce(topic, value, key)
     assert producer.flush(30) == 0
 
-    worker = Worker(
-        {"bootstrap.servers": bootstrap, "offset.flush.interval.ms": 200},
-        FileOffsetStore(tmp_path / "offsets.json"),
-    )
+    worker = in_process_worker(bootstrap, tmp_path)
     try:
         worker.start_connector(
             "pg-sink",
@@ -120,7 +104,7 @@ def test_records_of_a_topic_become_rows_through_a_worker(
         )
         expected = [(1, "Ada L.", "11.25"), (3, "Grace", "-0.01")]
         try:
-            _wait(lambda: _table(url) == expected, "the rows")
+            wait(lambda: _table(url) == expected, "the rows")
         finally:
             status = worker.status("pg-sink")
         assert [t["state"] for t in status["tasks"]] == ["RUNNING"], status
@@ -135,7 +119,7 @@ def test_records_of_a_topic_become_rows_through_a_worker(
                 (position,) = group.committed([KafkaPartition(topic, 0)], timeout=10)
                 return int(position.offset)
 
-            _wait(lambda: committed() == 5, "the consumer offsets to be committed")
+            wait(lambda: committed() == 5, "the consumer offsets to be committed")
         finally:
             group.close()
     finally:

@@ -5,10 +5,10 @@ from __future__ import annotations
 from tests.connectors.jdbc.source_fixtures import (
     Database,
     SourceFactory,
-    SourceOffsets,
     drain,
     values,
 )
+from tests.connectors.source_offsets import FakeOffsets
 
 
 def _items(db: Database) -> None:
@@ -48,7 +48,7 @@ def test_incrementing_column_defaults_to_the_autoincrement_one_and_respects_batc
 
 
 def test_restart_resumes_after_the_committed_offset(
-    source_db: Database, jdbc_source: SourceFactory, source_offsets: SourceOffsets
+    source_db: Database, jdbc_source: SourceFactory, source_offsets: FakeOffsets
 ) -> None:
     _items(source_db)
     source_db.execute("INSERT INTO items (name) VALUES ('a'), ('b'), ('c')")
@@ -119,7 +119,7 @@ def test_timestamp_skips_rows_newer_than_the_clock_minus_the_delay(
 
 
 def test_timestamp_incrementing_keeps_rows_that_share_a_timestamp(
-    source_db: Database, jdbc_source: SourceFactory, source_offsets: SourceOffsets
+    source_db: Database, jdbc_source: SourceFactory, source_offsets: FakeOffsets
 ) -> None:
     _events(source_db)
     source_db.execute(

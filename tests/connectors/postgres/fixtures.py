@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,37 +20,10 @@ import pytest
 
 from sluice.connect.data import SourceRecord, Struct
 from sluice.connectors.postgres import PostgresCdcTask
+from tests.connectors.source_offsets import FakeContext, FakeOffsets
 from tests.pg import PASSWORD, USER, PostgresServer
 
 TIMEOUT = 20.0
-
-
-def _key(partition: Mapping[str, Any]) -> tuple[tuple[str, Any], ...]:
-    return tuple(sorted(partition.items()))
-
-
-class FakeOffsets:
-    """Committed source offsets, as the runtime stores them after the broker's acks."""
-
-    def __init__(self) -> None:
-        self.committed: dict[tuple[tuple[str, Any], ...], dict[str, Any]] = {}
-
-    def offset(self, partition: Mapping[str, Any]) -> dict[str, Any] | None:
-        return self.committed.get(_key(partition))
-
-    def offsets(
-        self, partitions: list[Mapping[str, Any]]
-    ) -> dict[tuple[tuple[str, Any], ...], dict[str, Any]]:
-        return {_key(p): self.committed[_key(p)] for p in partitions if _key(p) in self.committed}
-
-    def commit(self, records: list[SourceRecord]) -> None:
-        for record in records:
-            self.committed[_key(record.source_partition)] = dict(record.source_offset)
-
-
-class FakeContext:
-    def __init__(self, offsets: FakeOffsets) -> None:
-        self.offset_storage_reader = offsets
 
 
 @dataclass

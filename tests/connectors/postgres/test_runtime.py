@@ -15,18 +15,8 @@ from sluice import clients
 from sluice.connect.offsets import FileOffsetStore
 from sluice.connect.worker import Worker
 from tests.conftest import BrokerProcess, create_topic
+from tests.connect.worker_helpers import wait
 from tests.connectors.postgres.fixtures import Database
-
-
-def _wait(condition: Any, what: str, timeout: float = 60.0) -> Any:
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        last = condition()
-        if last:
-            return last
-        time.sleep(0.2)
-    raise AssertionError(f"timed out waiting for {what}; last: {last!r}")
 
 
 def _slot_exists(db: Database) -> bool:
@@ -80,7 +70,7 @@ def test_a_worker_captures_a_table_into_topics(
         worker.start_connector("pg", {**config, **db.config(**{"topic.prefix": prefix})})
         assert worker.connectors["pg"].state == "RUNNING", worker.connectors["pg"].trace
         # once the task's slot exists, its snapshot is fixed: later changes are streamed
-        _wait(lambda: _slot_exists(db), "the replication slot")
+        wait(lambda: _slot_exists(db), "the replication slot")
         db.execute(
             "INSERT INTO items VALUES (3, 'cap')",
             "UPDATE items SET name = 'pencil' WHERE id = 1",
@@ -110,9 +100,9 @@ def test_a_worker_captures_a_table_into_topics(
         def stored() -> dict[str, Any] | None:
             return FileOffsetStore(tmp_path / "offsets.json").get("pg", {"server": prefix})
 
-        offset = _wait(lambda: (o := stored()) and "snapshot" not in o and o, "stored offsets")
+        offset = wait(lambda: (o := stored()) and "snapshot" not in o and o, "stored offsets")
         assert offset["lsn"] == messages[4][1]["source"]["lsn"]
-        _wait(lambda: db.confirmed_flush() >= last_change, "the slot confirmed after the commit")
+        wait(lambda: db.confirmed_flush() >= last_change, "the slot confirmed after the commit")
         task = worker.connectors["pg"].tasks[0]
         assert task.state == "RUNNING", task.trace
     finally:

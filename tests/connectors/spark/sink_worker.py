@@ -4,10 +4,8 @@
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -16,9 +14,9 @@ from typing import Any
 import pytest
 from confluent_kafka import Producer
 
+from tests.conftest import stop_process
+from tests.connect.worker_helpers import standalone_worker
 from tests.connectors.spark.sink_fixtures import table_rows
-
-SLUICE = Path(sys.executable).with_name("sluice")
 
 WorkerFactory = Callable[..., subprocess.Popen[bytes]]
 
@@ -46,48 +44,27 @@ def sink_worker(tmp_path: Path) -> Iterator[WorkerFactory]:
     started: list[subprocess.Popen[bytes]] = []
 
     def start(config: Path, bootstrap: str, **env: str) -> subprocess.Popen[bytes]:
-        with open(tmp_path / "worker.log", "ab") as log:  # the child keeps its own descriptor
-            process = subprocess.Popen(
-                [
-                    str(SLUICE),
-                    "connect",
-                    "standalone",
-                    str(config),
-                    "-b",
-                    bootstrap,
-                    "--offsets",
-                    str(tmp_path / "offsets.json"),
-                    "--rest",
-                    "",
-                    "-X",
-                    "offset.flush.interval.ms=200",
-                    "-X",
-                    "value.converter=json",
-                    "-X",
-                    "value.converter.schemas.enable=false",
-                    "-X",
-                    "key.converter=string",
-                    # a static member: a restarted worker takes the killed one's place at once
-                    # (instead of waiting for its session to time out)
-                    "-X",
-                    "consumer.group.instance.id=spark-sink-test-worker",
-                ],
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                env={**os.environ, "SLUICE_LOG_LEVEL": "INFO", **env},
-            )
+        process = standalone_worker(
+            config,
+            bootstrap,
+            tmp_path,
+            "--rest",
+            "",
+            settings={
+                "value.converter": "json",
+                "value.converter.schemas.enable": "false",
+                # a static member: a restarted worker takes the killed one's place at once
+                # (instead of waiting for its session to time out)
+                "consumer.group.instance.id": "spark-sink-test-worker",
+            },
+            env=env,
+        )
         started.append(process)
         return process
 
     yield start
     for process in started:
-        if process.poll() is None:
-            process.send_signal(signal.SIGTERM)
-            try:
-                process.wait(30)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait(10)
+        stop_process(process)
 
 
 def stop(process: subprocess.Popen[bytes]) -> int:
