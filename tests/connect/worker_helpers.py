@@ -60,9 +60,12 @@ def standalone_worker(
     """``sluice connect standalone config`` with its offsets in ``tmp_path/offsets.json``
     (flushed every 200 ms), string keys and values unless ``settings`` (``-X`` worker settings)
     say otherwise, INFO logs appended to ``tmp_path/worker.log``; ``options`` go after
-    ``--offsets``, ``env`` adds to the environment."""
+    ``--offsets`` (no REST API unless they give ``--rest``: the default port, 8083, is one for
+    every test running at the same time), ``env`` adds to the environment."""
     command = [str(SLUICE), "connect", "standalone", str(config), "-b", bootstrap]
     command += ["--offsets", str(tmp_path / "offsets.json"), *options]
+    if "--rest" not in options:
+        command += ["--rest", ""]
     defaults = {
         "offset.flush.interval.ms": "200",
         "value.converter": "string",
