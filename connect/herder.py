@@ -27,6 +27,7 @@ from sluice.connect.herder_base import (
     HerderError,
     NotFoundError,
     RebalanceNeededError,
+    check_initial_state,
     trace_of,
 )
 from sluice.connect.plugins import connector_class
@@ -135,10 +136,7 @@ class Herder(HerderBase):
         initial_state: str = "RUNNING",
         secrets: Iterable[str] = (),
     ) -> dict[str, Any]:
-        if initial_state not in TARGET_STATES:
-            raise BadRequestError(
-                f"Invalid initial state {initial_state}: must be RUNNING, PAUSED or STOPPED"
-            )
+        check_initial_state(initial_state)
         with self._change():
             if name in self.worker.connectors:
                 raise AlreadyExistsError(f"Connector {name} already exists")

@@ -44,6 +44,7 @@ __all__ = [
     "HerderError",
     "NotFoundError",
     "RebalanceNeededError",
+    "check_initial_state",
 ]
 
 log = logging.getLogger("sluice.connect")
@@ -59,6 +60,12 @@ class HerderError(ConnectError):
 
 class BadRequestError(HerderError):
     status = 400
+
+
+def check_initial_state(state: str) -> None:
+    """Raise :class:`BadRequestError` unless a connector can be created in ``state``."""
+    if state not in TARGET_STATES:
+        raise BadRequestError(f"Invalid initial state {state}: must be RUNNING, PAUSED or STOPPED")
 
 
 class NotFoundError(HerderError):

@@ -22,11 +22,10 @@ from typing import Any
 from sluice.connect.api import Connector
 from sluice.connect.cluster.runtime import ClusterWorker
 from sluice.connect.herder_base import (
-    TARGET_STATES,
     AlreadyExistsError,
-    BadRequestError,
     HerderBase,
     NotFoundError,
+    check_initial_state,
 )
 from sluice.connect.plugins import connector_class, plugin_type
 from sluice.connect.validation import masked, secret_keys
@@ -123,10 +122,7 @@ class DistributedHerder(HerderBase):
         initial_state: str = "RUNNING",
         secrets: Iterable[str] = (),
     ) -> dict[str, Any]:
-        if initial_state not in TARGET_STATES:
-            raise BadRequestError(
-                f"Invalid initial state {initial_state}: must be RUNNING, PAUSED or STOPPED"
-            )
+        check_initial_state(initial_state)
         with self._change():
             if self.configs.config(name) is not None:
                 raise AlreadyExistsError(f"Connector {name} already exists")
