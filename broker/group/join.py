@@ -98,6 +98,19 @@ class GroupJoin:
         if not group.supports(protocol_type, protocols):
             return JoinResult(ErrorCode.inconsistent_group_protocol, member_id=member_id)
         rebalance_timeout = rebalance_timeout if rebalance_timeout > 0 else session_timeout
+
+        def new_member(joining_id: str) -> Member:
+            return Member(
+                joining_id,
+                instance_id,
+                client_id,
+                client_host,
+                rebalance_timeout,
+                session_timeout,
+                protocol_type,
+                protocols,
+            )
+
         known_static = instance_id is not None and instance_id in group.static_members
 
         if not member_id or (known_static and member_id not in group.members):
@@ -117,31 +130,11 @@ class GroupJoin:
             elif require_known_member:
                 self._add_pending(group, new_id, session_timeout)
                 return JoinResult(ErrorCode.member_id_required, member_id=new_id)
-            member = Member(
-                new_id,
-                instance_id,
-                client_id,
-                client_host,
-                rebalance_timeout,
-                session_timeout,
-                protocol_type,
-                protocols,
-            )
-            return await self._join_new(group, member)
+            return await self._join_new(group, new_member(new_id))
 
         if member_id in group.pending_members:
             group.pending_members.pop(member_id).cancel()
-            member = Member(
-                member_id,
-                instance_id,
-                client_id,
-                client_host,
-                rebalance_timeout,
-                session_timeout,
-                protocol_type,
-                protocols,
-            )
-            return await self._join_new(group, member)
+            return await self._join_new(group, new_member(member_id))
         existing = group.members.get(member_id)
         if existing is None:
             return JoinResult(ErrorCode.unknown_member_id, member_id=member_id)
