@@ -26,14 +26,18 @@ up: install
 broker: install
 	$(BIN)/sluice broker start --listen 127.0.0.1:9092 --data-dir .sluice/data
 
-## make test: installs what the tests need (Debian packages included), then runs everything.
+## make test: installs what the tests need (Debian packages kcat and sqlite3 included: the README
+## uses both), then runs everything.
 test: install system-deps lint typecheck contracts unit
 
 system-deps:
-	@command -v kcat >/dev/null 2>&1 || { \
-	  echo "installing Debian packages: kcat"; \
-	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq kcat) >/dev/null \
-	  || { echo "apt-get install kcat failed (are you root?)"; exit 1; }; }
+	@missing=""; \
+	command -v kcat >/dev/null 2>&1 || missing="$$missing kcat"; \
+	command -v sqlite3 >/dev/null 2>&1 || missing="$$missing sqlite3"; \
+	[ -z "$$missing" ] || { \
+	  echo "installing Debian packages:$$missing"; \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing) >/dev/null \
+	  || { echo "apt-get install$$missing failed (are you root?)"; exit 1; }; }
 
 # The folders map to `sluice.*` (DESIGN.md §2); mypy and import-linter read a symlinked view of
 # the package so that they see it under its import name.
