@@ -15,18 +15,26 @@
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sluice.dsl.builder import Builder, StoreKind
+from sluice.dsl.signatures import check_function
 from sluice.dsl.stream import KStream
 from sluice.dsl.table import GlobalKTable, KTable
 from sluice.errors import ConfigError
 from sluice.metrics import ENV_LISTEN, parse_listen
 from sluice.serde import JSON, STRING, Serde
-from sluice.streams.config import ProcessingGuarantee, StreamsConfig
+from sluice.streams.config import (
+    ENV_CONFIG,
+    ProcessingGuarantee,
+    StreamsConfig,
+    settings_from_text,
+    settings_of,
+)
 from sluice.streams.driver import TestDriver
 from sluice.streams.errors import HandlerSpec, StreamsError
 from sluice.streams.operators.aggregate import TableSource
@@ -36,7 +44,10 @@ from sluice.streams.topology import TimestampExtractor, Topology
 if TYPE_CHECKING:
     from sluice.streams.runtime.streams import KafkaStreams
 
-__all__ = ["App"]
+__all__ = ["ENV_INSTANCE", "App"]
+
+ENV_INSTANCE = "SLUICE_INSTANCE"
+"""The instance number ``sluice up`` gives each process of a program (0, 1…)."""
 
 
 class App:
@@ -44,13 +55,25 @@ class App:
 
     Keyword arguments are :class:`~sluice.streams.config.StreamsConfig` settings
     (``processing_guarantee``, ``num_standby_replicas``, ``state_dir``, ``commit_interval_ms``,
-    the error handlers, ``dead_letter_topic``…); ``stores`` picks the backend of key-value stores
-    (``"rocksdb"``, Kafka's default, or ``"memory"``).
+    the error handlers, ``dead_letter_topic``…), under their Python names or Kafka's dotted ones
+    (``**{"processing.exception.handler": "log_and_continue"}``); ``stores`` picks the backend
+    of key-value stores (``"rocksdb"``, Kafka's default, or ``"memory"``).
+
+    Bad records (see :mod:`sluice.streams.errors`): ``deserialization_exception_handler``,
+    ``processing_exception_handler`` and ``production_exception_handler`` are
+    ``"log_and_fail"`` (the default), ``"log_and_continue"``, Kafka's class names, or a function
+    ``handler(error) -> bool``; with ``dead_letter_topic`` set, a skipped record is written
+    there with Kafka's ``__streams.errors.*`` headers (:mod:`sluice.streams.runtime.dead_letter`).
 
     ``metrics_listen="HOST:PORT"`` serves Prometheus metrics at ``/metrics`` while the app runs
     (:mod:`sluice.streams.runtime.metrics`); when not given, the environment variable
     ``SLUICE_METRICS_LISTEN`` is used (what ``sluice up`` sets for the apps it starts), and
     ``""`` turns it off.
+
+    ``state_dir`` defaults to ``.sluice/streams``, or ``.sluice/streams/instance-<N>`` when the
+    environment variable ``SLUICE_INSTANCE`` is set (``sluice up`` sets it to 0, 1… for the
+    instances of a program): two running instances of an application cannot share a state
+    directory (:mod:`sluice.streams.runtime.state_directory`).
     """
 
     def __init__(
@@ -58,11 +81,12 @@ class App:
         application_id: str,
         bootstrap_servers: str = "localhost:9092",
         *,
-        processing_guarantee: ProcessingGuarantee = "at_least_once",
+        processing_guarantee: ProcessingGuarantee | None = None,
         stores: StoreKind = "rocksdb",
         state_dir: str | Path | None = None,
-        deserialization_exception_handler: HandlerSpec = "fail",
-        processing_exception_handler: HandlerSpec = "fail",
+        deserialization_exception_handler: HandlerSpec | None = None,
+        processing_exception_handler: HandlerSpec | None = None,
+        production_exception_handler: HandlerSpec | None = None,
         dead_letter_topic: str | None = None,
         metrics_listen: str | None = None,
         **settings: Any,
@@ -74,16 +98,27 @@ class App:
                     parse_listen(metrics_listen, key=ENV_LISTEN)
                 except ConfigError as error:
                     raise StreamsError(str(error)) from None
+        given = {
+            "processing_guarantee": processing_guarantee,
+            "state_dir": None if state_dir is None else Path(state_dir),
+            "deserialization_exception_handler": deserialization_exception_handler,
+            "processing_exception_handler": processing_exception_handler,
+            "production_exception_handler": production_exception_handler,
+            "dead_letter_topic": dead_letter_topic,
+        }
+        merged = settings_of({**{k: v for k, v in given.items() if v is not None}, **settings})
+        merged.update(_deployed_settings())
+        instance = os.environ.get(ENV_INSTANCE)
+        if "state_dir" not in merged and instance:
+            merged["state_dir"] = Path(".sluice") / "streams" / f"instance-{instance}"
+        for name in ("application_id", "bootstrap_servers"):
+            if name in merged:
+                raise StreamsError(f"{name} is App's first argument, not a setting")
         self.config = StreamsConfig(
             application_id,
             bootstrap_servers,
-            processing_guarantee=processing_guarantee,
-            state_dir=None if state_dir is None else Path(state_dir),
-            deserialization_exception_handler=deserialization_exception_handler,
-            processing_exception_handler=processing_exception_handler,
-            dead_letter_topic=dead_letter_topic,
             metrics_listen=metrics_listen or None,
-            **settings,
+            **merged,
         )
         self._builder = Builder(application_id, stores)
         self._runtime: KafkaStreams | None = None
@@ -113,6 +148,10 @@ class App:
         name: str | None = None,
     ) -> KStream:
         """A stream of ``topics`` (keys are strings and values JSON unless said otherwise)."""
+        if timestamp_extractor is not None:
+            check_function(
+                "App.stream", "timestamp_extractor(record, partition_time)", timestamp_extractor
+            )
         topic_list = [topics] if isinstance(topics, str) else list(topics)
         node = self._builder.name("KSTREAM-SOURCE", name)
         self.topology.add_source(
@@ -135,6 +174,10 @@ class App:
     ) -> KTable:
         """A table of ``topic``: the latest value per key. The store is named ``name`` (or
         generated) and restored from ``topic`` itself (no changelog of its own)."""
+        if timestamp_extractor is not None:
+            check_function(
+                "App.table", "timestamp_extractor(record, partition_time)", timestamp_extractor
+            )
         builder = self._builder
         source = builder.name("KTABLE-SOURCE")
         self.topology.add_source(
@@ -185,11 +228,13 @@ class App:
     def test_driver(self, **options: Any) -> TestDriver:
         """A broker-free driver over this topology (see :class:`~sluice.streams.TestDriver`)."""
         options.setdefault("application_id", self.application_id)
-        options.setdefault(
-            "deserialization_exception_handler", self.config.deserialization_exception_handler
-        )
-        options.setdefault("processing_exception_handler", self.config.processing_exception_handler)
-        options.setdefault("dead_letter_topic", self.config.dead_letter_topic)
+        for setting in (
+            "deserialization_exception_handler",
+            "processing_exception_handler",
+            "production_exception_handler",
+            "dead_letter_topic",
+        ):
+            options.setdefault(setting, getattr(self.config, setting))
         return TestDriver(self.topology, **options)
 
     def start(self) -> KafkaStreams:
@@ -220,3 +265,17 @@ class App:
 
             raise StreamsError("the app is not running: call start() or run() first")
         return self._runtime.store(name)
+
+
+def _deployed_settings() -> dict[str, Any]:
+    """What :data:`ENV_CONFIG` holds, by field name (nothing when it is not set)."""
+    text = os.environ.get(ENV_CONFIG)
+    if not text:
+        return {}
+    try:
+        values = json.loads(text)
+    except ValueError as error:
+        raise StreamsError(f"{ENV_CONFIG} is not JSON: {error}") from None
+    if not isinstance(values, dict) or not all(isinstance(v, str) for v in values.values()):
+        raise StreamsError(f"{ENV_CONFIG} must be a JSON object of strings, got {text!r}")
+    return settings_from_text(values)

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from sluice.dsl.builder import Builder
+from sluice.dsl.signatures import check_function
 from sluice.dsl.table import KTable
 from sluice.serde import JSON, Serde
 from sluice.streams.operators.aggregate import StreamAggregate, TableAggregate
@@ -63,6 +64,7 @@ class KGroupedStream:
 
     def reduce(self, reducer: Callable[[Any, Any], Any], *, name: str | None = None) -> KTable:
         """``reducer(aggregate, value)`` per key, starting from the first value."""
+        check_function("KGroupedStream.reduce", "reducer(aggregate, value)", reducer)
         return self.aggregate(
             _none, _reducing(reducer), name=name, value_serde=self._stream.value_serde
         )
@@ -76,6 +78,8 @@ class KGroupedStream:
         value_serde: Serde = JSON,
     ) -> KTable:
         """``aggregator(key, value, aggregate)`` per key, starting from ``initializer()``."""
+        check_function("KGroupedStream.aggregate", "initializer()", initializer)
+        check_function("KGroupedStream.aggregate", "aggregator(key, value, aggregate)", aggregator)
         builder = self._builder
         stream = self._stream
         store = builder.kv_store(
@@ -110,6 +114,7 @@ class WindowedKStream:
 
     def reduce(self, reducer: Callable[[Any, Any], Any], *, name: str | None = None) -> KTable:
         """``reducer(aggregate, value)`` per key and window."""
+        check_function("WindowedKStream.reduce", "reducer(aggregate, value)", reducer)
         return self.aggregate(
             _none,
             _reducing(reducer),
@@ -129,6 +134,12 @@ class WindowedKStream:
     ) -> KTable:
         """``aggregator(key, value, aggregate)`` per key and window; session windows also need
         ``merger(key, aggregate_a, aggregate_b)`` to combine sessions a record bridges."""
+        check_function("WindowedKStream.aggregate", "initializer()", initializer)
+        check_function("WindowedKStream.aggregate", "aggregator(key, value, aggregate)", aggregator)
+        if merger is not None:
+            check_function(
+                "WindowedKStream.aggregate", "merger(key, aggregate_a, aggregate_b)", merger
+            )
         builder = self._builder
         stream = self._stream
         windows = self.windows
@@ -215,6 +226,8 @@ class KGroupedTable:
         name: str | None = None,
     ) -> KTable:
         """``adder(aggregate, value)`` for new rows, ``subtractor(aggregate, value)`` for old."""
+        check_function("KGroupedTable.reduce", "adder(aggregate, value)", adder)
+        check_function("KGroupedTable.reduce", "subtractor(aggregate, value)", subtractor)
         return self.aggregate(
             _none,
             lambda k, v, agg: v if agg is None else adder(agg, v),
@@ -233,6 +246,9 @@ class KGroupedTable:
         value_serde: Serde = JSON,
     ) -> KTable:
         """``adder(key, value, aggregate)`` / ``subtractor(key, value, aggregate)`` per group."""
+        check_function("KGroupedTable.aggregate", "initializer()", initializer)
+        check_function("KGroupedTable.aggregate", "adder(key, value, aggregate)", adder)
+        check_function("KGroupedTable.aggregate", "subtractor(key, value, aggregate)", subtractor)
         builder = self._builder
         store = builder.kv_store(
             builder.name("KTABLE-AGGREGATE-STATE-STORE", name), self.key_serde, value_serde

@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from sluice.dsl.builder import Builder
+from sluice.dsl.signatures import check_function
 from sluice.serde import JSON, STRING, Serde
 from sluice.streams.errors import TopologyError
 from sluice.streams.operators import stateless as ops
@@ -82,10 +83,12 @@ class KStream:
     # -- stateless --------------------------------------------------------------------------
     def filter(self, predicate: KeyValueFn, *, name: str | None = None) -> KStream:
         """Keep records for which ``predicate(key, value)`` is true."""
+        check_function("KStream.filter", "predicate(key, value)", predicate)
         return self._derive(self._add("KSTREAM-FILTER", lambda: ops.Filter(predicate), name))
 
     def filter_not(self, predicate: KeyValueFn, *, name: str | None = None) -> KStream:
         """Drop records for which ``predicate(key, value)`` is true."""
+        check_function("KStream.filter_not", "predicate(key, value)", predicate)
         node = self._add("KSTREAM-FILTER", lambda: ops.Filter(predicate, negate=True), name)
         return self._derive(node)
 
@@ -98,6 +101,7 @@ class KStream:
         name: str | None = None,
     ) -> KStream:
         """New key and value from ``mapper(key, value) -> (key, value)`` (marks for repartition)."""
+        check_function("KStream.map", "mapper(key, value)", mapper)
         node = self._add("KSTREAM-MAP", lambda: ops.Map(mapper), name)
         return self._derive(
             node, key_changed=True, key_serde=key_serde or STRING, value_serde=value_serde or JSON
@@ -112,6 +116,8 @@ class KStream:
         name: str | None = None,
     ) -> KStream:
         """New value from ``mapper(value)`` (``mapper(key, value)`` with ``with_key=True``)."""
+        call = "mapper(key, value)" if with_key else "mapper(value)"
+        check_function("KStream.map_values", call, mapper)
         node = self._add("KSTREAM-MAPVALUES", lambda: ops.MapValues(mapper, with_key), name)
         return self._derive(node, value_serde=value_serde or JSON)
 
@@ -124,6 +130,7 @@ class KStream:
         name: str | None = None,
     ) -> KStream:
         """Zero or more ``(key, value)`` per record (marks for repartition)."""
+        check_function("KStream.flat_map", "mapper(key, value)", mapper)
         node = self._add("KSTREAM-FLATMAP", lambda: ops.FlatMap(mapper), name)
         return self._derive(
             node, key_changed=True, key_serde=key_serde or STRING, value_serde=value_serde or JSON
@@ -137,6 +144,7 @@ class KStream:
         name: str | None = None,
     ) -> KStream:
         """Zero or more values per record, same key."""
+        check_function("KStream.flat_map_values", "mapper(value)", mapper)
         node = self._add("KSTREAM-FLATMAPVALUES", lambda: ops.FlatMapValues(mapper), name)
         return self._derive(node, value_serde=value_serde or JSON)
 
@@ -144,15 +152,18 @@ class KStream:
         self, selector: KeyValueFn, *, key_serde: Serde | None = None, name: str | None = None
     ) -> KStream:
         """New key from ``selector(key, value)`` (marks for repartition)."""
+        check_function("KStream.select_key", "selector(key, value)", selector)
         node = self._add("KSTREAM-KEY-SELECT", lambda: ops.SelectKey(selector), name)
         return self._derive(node, key_changed=True, key_serde=key_serde or STRING)
 
     def peek(self, action: KeyValueFn, *, name: str | None = None) -> KStream:
         """Call ``action(key, value)`` for each record, pass it on."""
+        check_function("KStream.peek", "action(key, value)", action)
         return self._derive(self._add("KSTREAM-PEEK", lambda: ops.Peek(action), name))
 
     def foreach(self, action: KeyValueFn, *, name: str | None = None) -> None:
         """Call ``action(key, value)`` for each record (terminal)."""
+        check_function("KStream.foreach", "action(key, value)", action)
         self._add("KSTREAM-FOREACH", lambda: ops.Foreach(action), name)
 
     def split(self, prefix: str = "") -> Split:
@@ -183,6 +194,7 @@ class KStream:
         name: str | None = None,
     ) -> KStream:
         """Run a Processor API processor (connected to ``stores``); what it forwards flows on."""
+        check_function("KStream.process", "supplier()", supplier)
         node = self._builder.add(
             "KSTREAM-PROCESSOR", supplier, self._node, stores=tuple(stores), name=name
         )
@@ -200,6 +212,8 @@ class KStream:
         name: str | None = None,
     ) -> None:
         """Write to ``topic``, or to ``topic(record)`` for each record."""
+        if not isinstance(topic, str):
+            check_function("KStream.to", "topic(record)", topic)
         self._builder.topology.add_sink(
             self._builder.name("KSTREAM-SINK", name),
             topic,
@@ -277,6 +291,7 @@ class KStream:
         name: str | None = None,
     ) -> KGroupedStream:
         """Group by ``selector(key, value)`` (through a repartition topic)."""
+        check_function("KStream.group_by", "selector(key, value)", selector)
         from sluice.dsl.grouped import KGroupedStream
 
         keyed = self.select_key(selector, key_serde=key_serde)
@@ -349,6 +364,10 @@ class KStream:
     ) -> KStream:
         from sluice.dsl.table import GlobalKTable, KTable
 
+        operator = "KStream.join" if kind == "inner" else f"KStream.{kind}_join"
+        check_function(operator, "joiner(value, other_value)", joiner)
+        if key_selector is not None:
+            check_function(operator, "key_selector(key, value)", key_selector)
         builder = self._builder
         if isinstance(other, GlobalKTable):
             if key_selector is None:
@@ -457,6 +476,7 @@ class Split:
 
     def branch(self, name: str, predicate: KeyValueFn) -> Split:
         """Add a branch named ``prefix + name``."""
+        check_function("Split.branch", "predicate(key, value)", predicate)
         self._branches.append((self._prefix + name, predicate))
         return self
 

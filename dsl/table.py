@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from sluice.dsl.builder import Builder
+from sluice.dsl.signatures import check_function
 from sluice.serde import JSON, Serde
 from sluice.streams.errors import TopologyError
 from sluice.streams.operators.fk_join import (
@@ -106,6 +107,7 @@ class KTable:
 
     def filter(self, predicate: Callable[[Any, Any], Any], *, name: str | None = None) -> KTable:
         """Rows for which ``predicate(key, value)`` holds (rows that stop matching are deleted)."""
+        check_function("KTable.filter", "predicate(key, value)", predicate)
         node = self._builder.add("KTABLE-FILTER", lambda: TableFilter(predicate), self._node)
         table = self._derive(node)
         return table.materialized(name) if name else table
@@ -114,6 +116,7 @@ class KTable:
         self, predicate: Callable[[Any, Any], Any], *, name: str | None = None
     ) -> KTable:
         """Rows for which ``predicate(key, value)`` does not hold."""
+        check_function("KTable.filter_not", "predicate(key, value)", predicate)
         node = self._builder.add(
             "KTABLE-FILTER", lambda: TableFilter(predicate, negate=True), self._node
         )
@@ -128,6 +131,7 @@ class KTable:
         name: str | None = None,
     ) -> KTable:
         """Rows with values ``mapper(value)``."""
+        check_function("KTable.map_values", "mapper(value)", mapper)
         node = self._builder.add("KTABLE-MAPVALUES", lambda: TableMapValues(mapper), self._node)
         table = self._derive(node, value_serde=value_serde or JSON)
         return table.materialized(name) if name else table
@@ -166,6 +170,7 @@ class KTable:
         name: str | None = None,
     ) -> KGroupedTable:
         """Re-group rows by ``selector(key, value) -> (new key, new value)``."""
+        check_function("KTable.group_by", "selector(key, value)", selector)
         from sluice.dsl.grouped import KGroupedTable
 
         node = self._builder.add("KTABLE-SELECT", lambda: TableRegroup(selector), self._node)
@@ -218,7 +223,10 @@ class KTable:
         value_serde: Serde | None,
         name: str | None,
     ) -> KTable:
+        operator = "KTable.join" if kind == "inner" else f"KTable.{kind}_join"
+        check_function(operator, "joiner(value, other_value)", joiner)
         if foreign_key is not None:
+            check_function(operator, "foreign_key(value)", foreign_key)
             if kind == "outer":
                 raise TopologyError("a foreign-key join is inner or left")
             return self._fk_join(other, joiner, foreign_key, kind == "left", value_serde, name)

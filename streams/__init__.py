@@ -18,6 +18,7 @@ from sluice.streams.driver import TestDriver
 from sluice.streams.errors import (
     DeserializationError,
     ProcessingError,
+    ProductionError,
     RecordError,
     StreamsError,
     TopologyError,
@@ -48,6 +49,7 @@ __all__ = [
     "ProcessingError",
     "Processor",
     "ProcessorContext",
+    "ProductionError",
     "PunctuationType",
     "Record",
     "RecordError",

@@ -1,25 +1,117 @@
 """The settings of a Streams application, under Kafka Streams' names in snake case.
 
+Kafka's dotted names are accepted too (:data:`KAFKA_NAMES`): :meth:`StreamsConfig.of` takes a
+mapping of them, as Kafka's ``Properties``, and :func:`settings_of` turns a mixture of both forms
+into the fields (``App(**settings)`` goes through it).
+
 >>> c = StreamsConfig("orders-app", processing_guarantee="exactly_once_v2")
 >>> c.commit_interval_ms   # Kafka's default under exactly-once
 100
 >>> StreamsConfig("a").commit_interval_ms
 30000
+>>> c = StreamsConfig.of({"application.id": "a", "errors.deadletterqueue.topic.name": "a-dlq"})
+>>> c.dead_letter_topic
+'a-dlq'
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_type_hints
 
 from sluice.errors import ConfigError
 from sluice.metrics import parse_listen
-from sluice.streams.errors import HandlerSpec, StreamsError
+from sluice.streams.errors import HandlerSpec, StreamsError, handler_from
 
-__all__ = ["ProcessingGuarantee", "StreamsConfig"]
+__all__ = [
+    "ENV_CONFIG",
+    "KAFKA_NAMES",
+    "ProcessingGuarantee",
+    "StreamsConfig",
+    "settings_from_text",
+    "settings_of",
+]
 
 ProcessingGuarantee = Literal["at_least_once", "exactly_once_v2"]
+
+KAFKA_NAMES: dict[str, str] = {
+    "application.id": "application_id",
+    "bootstrap.servers": "bootstrap_servers",
+    "processing.guarantee": "processing_guarantee",
+    "commit.interval.ms": "commit_interval_ms",
+    "num.standby.replicas": "num_standby_replicas",
+    "state.dir": "state_dir",
+    "replication.factor": "replication_factor",
+    "default.deserialization.exception.handler": "deserialization_exception_handler",
+    "deserialization.exception.handler": "deserialization_exception_handler",
+    "processing.exception.handler": "processing_exception_handler",
+    "default.production.exception.handler": "production_exception_handler",
+    "production.exception.handler": "production_exception_handler",
+    "errors.deadletterqueue.topic.name": "dead_letter_topic",
+    "poll.ms": "poll_ms",
+    "max.poll.records": "max_poll_records",
+    "transaction.timeout.ms": "transaction_timeout_ms",
+    "session.timeout.ms": "session_timeout_ms",
+}
+"""Kafka Streams' (and its clients') dotted config names, and the field each one sets. Kafka 4.0
+dropped the ``default.`` of the two handler names; both spellings are taken."""
+
+
+def settings_of(settings: Mapping[str, Any]) -> dict[str, Any]:
+    """``settings`` by field name: dotted Kafka names translated, unknown names and a setting
+    given twice (``dead_letter_topic`` and ``errors.deadletterqueue.topic.name``) refused.
+
+    >>> settings_of({"processing.exception.handler": "log_and_continue", "poll_ms": 50})
+    {'processing_exception_handler': 'log_and_continue', 'poll_ms': 50}
+    """
+    known = {f.name for f in fields(StreamsConfig)}
+    named: dict[str, str] = {}
+    result: dict[str, Any] = {}
+    for name, value in settings.items():
+        target = KAFKA_NAMES.get(name, name)
+        if target not in known:
+            raise StreamsError(
+                f"unknown Streams setting {name!r} (settings: {', '.join(sorted(known))}; or "
+                f"Kafka's names: {', '.join(sorted(KAFKA_NAMES))})"
+            )
+        if target in named:
+            raise StreamsError(f"{target} is given twice: as {named[target]!r} and as {name!r}")
+        named[target] = name
+        result[target] = value
+    return result
+
+
+ENV_CONFIG = "SLUICE_STREAMS_CONFIG"
+"""The environment variable in which a deployment (``sluice up``'s ``config:``) gives an app its
+settings, as one JSON object of strings under Kafka Streams' names (:func:`settings_from_text`);
+``App`` reads it, and its settings win over those in the app's code."""
+
+
+def settings_from_text(values: Mapping[str, str]) -> dict[str, Any]:
+    """Settings written as strings (a deployment's ``config:``) by field name, each converted to
+    its field's type; a setting that is not a plain value (the client config dicts) is refused.
+
+    >>> settings_from_text({"commit.interval.ms": "500", "errors.deadletterqueue.topic.name": "d"})
+    {'commit_interval_ms': 500, 'dead_letter_topic': 'd'}
+    """
+    types = get_type_hints(StreamsConfig)
+    result: dict[str, Any] = {}
+    for name, value in settings_of(values).items():
+        kind = str(types[name])
+        if "dict" in kind:
+            raise StreamsError(f"{name} cannot be given as text; set it in the app's code")
+        if "int" in kind and "Callable" not in kind:
+            try:
+                result[name] = int(value)
+            except ValueError:
+                raise StreamsError(f"{name} must be a whole number, got {value!r}") from None
+        elif "Path" in kind:
+            result[name] = Path(value)
+        else:
+            result[name] = value
+    return result
 
 
 @dataclass
@@ -29,7 +121,9 @@ class StreamsConfig:
     ``consumer_config`` / ``producer_config`` / ``admin_config`` are librdkafka properties that
     win over Sluice's (for example ``{"security.protocol": "SSL"}``). ``metrics_listen``
     (``HOST:PORT``) serves Prometheus metrics at ``/metrics`` there while the application runs
-    (:mod:`sluice.streams.runtime.metrics`).
+    (:mod:`sluice.streams.runtime.metrics`). The three ``*_exception_handler`` settings and
+    ``dead_letter_topic`` (Kafka's ``errors.deadletterqueue.topic.name``) are described in
+    :mod:`sluice.streams.errors` and :mod:`sluice.streams.runtime.dead_letter`.
     """
 
     application_id: str
@@ -39,8 +133,9 @@ class StreamsConfig:
     num_standby_replicas: int = 0
     state_dir: Path | None = None
     replication_factor: int = 1
-    deserialization_exception_handler: HandlerSpec = "fail"
-    processing_exception_handler: HandlerSpec = "fail"
+    deserialization_exception_handler: HandlerSpec = "log_and_fail"
+    processing_exception_handler: HandlerSpec = "log_and_fail"
+    production_exception_handler: HandlerSpec = "log_and_fail"
     dead_letter_topic: str | None = None
     poll_ms: int = 100
     max_poll_records: int = 1000
@@ -59,6 +154,15 @@ class StreamsConfig:
             )
         if not self.application_id or any(c in self.application_id for c in "/\\ "):
             raise StreamsError(f"application_id {self.application_id!r} cannot name topics")
+        handler_from(self.deserialization_exception_handler, "deserialization")
+        handler_from(self.processing_exception_handler, "processing")
+        handler_from(self.production_exception_handler, "production")
+        if self.dead_letter_topic is not None and (
+            not isinstance(self.dead_letter_topic, str)
+            or not self.dead_letter_topic
+            or any(c in self.dead_letter_topic for c in "/\\ ")
+        ):
+            raise StreamsError(f"dead_letter_topic {self.dead_letter_topic!r} cannot name a topic")
         if self.commit_interval_ms is None:
             self.commit_interval_ms = 100 if self.exactly_once else 30_000
         if self.metrics_listen:
@@ -69,6 +173,15 @@ class StreamsConfig:
         if self.state_dir is None:
             self.state_dir = Path(".sluice") / "streams"
         self.state_dir = Path(self.state_dir)
+
+    @classmethod
+    def of(cls, properties: Mapping[str, Any]) -> StreamsConfig:
+        """A config from Kafka's dotted names (or the fields' names); ``application.id`` is
+        required."""
+        settings = settings_of(properties)
+        if "application_id" not in settings:
+            raise StreamsError("application.id is required")
+        return cls(**settings)
 
     @property
     def exactly_once(self) -> bool:

@@ -4,7 +4,11 @@ It builds the same tasks the runtime builds (one per sub-topology; every topic h
 partition), serializes what you pipe in with the source's serdes, and keeps what the sinks write
 in memory. Records written to a repartition topic are fed to the task reading it after the piped
 record is done; after each piped record the tasks commit (stores flush), as Kafka's
-``TopologyTestDriver`` does.
+``TopologyTestDriver`` does. Bad records meet the same handlers as in the runtime
+(``deserialization_exception_handler``, ``processing_exception_handler``,
+``production_exception_handler``; :mod:`sluice.streams.errors`); the records they skip are
+written to ``dead_letter_topic`` with the runtime's headers
+(:mod:`sluice.streams.runtime.dead_letter`), where :meth:`TestDriver.read_raw` shows them.
 
 >>> from sluice.streams.topology import Topology
 >>> from sluice.streams.operators.stateless import Filter
@@ -31,6 +35,7 @@ from sluice.serde import Serde
 from sluice.streams.errors import HandlerSpec, RecordError, StreamsError, handler_from
 from sluice.streams.globals import GlobalStores
 from sluice.streams.record import Headers, Record
+from sluice.streams.runtime.dead_letter import dead_letter_headers
 from sluice.streams.state.base import StateStore
 from sluice.streams.task import StreamTask, TaskId
 from sluice.streams.topology import SinkNode, Topology
@@ -77,8 +82,9 @@ class TestDriver:
         application_id: str = "test-driver",
         wall_clock_ms: int = 0,
         state_dir: Path | None = None,
-        deserialization_exception_handler: HandlerSpec = "fail",
-        processing_exception_handler: HandlerSpec = "fail",
+        deserialization_exception_handler: HandlerSpec = "log_and_fail",
+        processing_exception_handler: HandlerSpec = "log_and_fail",
+        production_exception_handler: HandlerSpec = "log_and_fail",
         dead_letter_topic: str | None = None,
     ) -> None:
         self.topology = topology
@@ -93,6 +99,11 @@ class TestDriver:
         self.globals.init(state_dir)
         self.tasks: list[StreamTask] = []
         self._task_by_topic: dict[str, StreamTask] = {}
+        on_deserialization_error = handler_from(
+            deserialization_exception_handler, "deserialization"
+        )
+        on_processing_error = handler_from(processing_exception_handler, "processing")
+        on_production_error = handler_from(production_exception_handler, "production")
         for sub in topology.subtopologies():
             task = StreamTask(
                 TaskId(sub.id, 0),
@@ -104,8 +115,9 @@ class TestDriver:
                 global_stores=self.globals.stores,
                 changelog_topic=lambda store: f"{application_id}-{store}-changelog",
                 state_dir=state_dir,
-                on_deserialization_error=handler_from(deserialization_exception_handler),
-                on_processing_error=handler_from(processing_exception_handler),
+                on_deserialization_error=on_deserialization_error,
+                on_processing_error=on_processing_error,
+                on_production_error=on_production_error,
                 dead_letter=self._dead_letter,
             )
             self.tasks.append(task)
@@ -221,16 +233,14 @@ class TestDriver:
                 return task.stores[name]
         raise StreamsError(f"no store named {name!r}")
 
-    def _dead_letter(
-        self, error: RecordError, key: bytes | None, value: bytes | None, headers: Headers
-    ) -> None:
+    def _dead_letter(self, error: RecordError) -> None:
         if self.dead_letter_topic is not None:
             self._collector.send(
                 self.dead_letter_topic,
-                key,
-                value,
-                self.wall_clock_ms,
-                dead_letter_headers(error, headers),
+                error.raw_key,
+                error.raw_value,
+                error.timestamp,
+                dead_letter_headers(error),
                 None,
             )
 
@@ -250,17 +260,6 @@ class TestDriver:
         traceback: TracebackType | None,
     ) -> None:
         self.close()
-
-
-def dead_letter_headers(error: RecordError, headers: Headers) -> Headers:
-    """The input headers plus where the record came from and why it failed."""
-    return (
-        *headers,
-        ("__streams.errors.topic", error.topic.encode()),
-        ("__streams.errors.partition", str(error.partition).encode()),
-        ("__streams.errors.offset", str(error.offset).encode()),
-        ("__streams.errors.message", error.reason.encode()),
-    )
 
 
 def _serializer_of(topology: Topology, source: str, part: str) -> Any:

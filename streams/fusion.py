@@ -27,12 +27,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from sluice.streams.errors import StreamsError
 from sluice.streams.operators.stateless import Emit
 from sluice.streams.processor import Processor
 from sluice.streams.record import Headers, Record
 from sluice.streams.topology import ProcessorNode, SinkNode, SourceNode, Topology
 
-__all__ = ["RecordCollector", "Sink", "Source", "sources_of"]
+__all__ = ["RecordCollector", "Sink", "SinkFailure", "Source", "sources_of"]
 
 
 class RecordCollector(Protocol):
@@ -51,6 +52,17 @@ class RecordCollector(Protocol):
 
     def partitions_of(self, topic: str) -> int:
         """How many partitions ``topic`` has (for custom partitioners)."""
+
+
+class SinkFailure(Exception):  # noqa: N818 - not an error of its own: the task makes one
+    """A sink could not serialize or send a record (the task hands it to the production
+    exception handler, naming the input record); ``__cause__`` is what was raised."""
+
+    def __init__(self, topic: str, stage: str, error: Exception) -> None:
+        super().__init__(f"cannot {stage} the record for {topic}: {error!r}")
+        self.topic = topic
+        self.error = error
+        self.__cause__ = error
 
 
 def _drop_fields(key: Any, value: Any, timestamp: int, headers: Headers) -> None:
@@ -84,14 +96,19 @@ class Sink(Processor):
         partition = None
         if self.node.partitioner is not None:
             partition = self.node.partitioner(key, value, self.collector.partitions_of(topic))
-        self.send(
-            topic,
-            None if key is None else self.serialize_key(key),
-            None if value is None else self.serialize_value(value),
-            record.timestamp,
-            record.headers,
-            partition,
-        )
+        try:
+            serialized_key = None if key is None else self.serialize_key(key)
+            serialized_value = None if value is None else self.serialize_value(value)
+        except Exception as error:
+            raise SinkFailure(topic, "serialize", error) from error
+        try:
+            self.send(
+                topic, serialized_key, serialized_value, record.timestamp, record.headers, partition
+            )
+        except StreamsError:
+            raise
+        except Exception as error:
+            raise SinkFailure(topic, "send", error) from error
 
     def fuse(self) -> Emit:
         """:meth:`process` as a function of the fields (a topic chosen per record needs one)."""
@@ -108,27 +125,43 @@ class Sink(Processor):
             # a Kafka producer: no call between the sink and librdkafka
 
             def sink_to_producer(key: Any, value: Any, timestamp: int, headers: Headers) -> None:
-                serialized_key = None if key is None else serialize_key(key)
-                serialized_value = None if value is None else serialize_value(value)
-                if not headers:
-                    try:
-                        produce(topic, serialized_value, serialized_key, -1, None, None, timestamp)
-                        return
-                    except BufferError:
-                        pass  # the queue is full: send() waits for room
-                send(topic, serialized_key, serialized_value, timestamp, headers, None)
+                try:
+                    serialized_key = None if key is None else serialize_key(key)
+                    serialized_value = None if value is None else serialize_value(value)
+                except Exception as error:
+                    raise SinkFailure(topic, "serialize", error) from error
+                try:
+                    if not headers:
+                        try:
+                            produce(
+                                topic, serialized_value, serialized_key, -1, None, None, timestamp
+                            )
+                            return
+                        except BufferError:
+                            pass  # the queue is full: send() waits for room
+                    send(topic, serialized_key, serialized_value, timestamp, headers, None)
+                except StreamsError:
+                    raise
+                except Exception as error:  # librdkafka refused it (too large…)
+                    raise SinkFailure(topic, "send", error) from error
 
             return sink_to_producer
 
         def sink(key: Any, value: Any, timestamp: int, headers: Headers) -> None:
-            send(
-                topic,
-                None if key is None else serialize_key(key),
-                None if value is None else serialize_value(value),
-                timestamp,
-                headers,
-                None if partitioner is None else partitioner(key, value, partitions_of(topic)),
+            partition = (
+                None if partitioner is None else partitioner(key, value, partitions_of(topic))
             )
+            try:
+                serialized_key = None if key is None else serialize_key(key)
+                serialized_value = None if value is None else serialize_value(value)
+            except Exception as error:
+                raise SinkFailure(topic, "serialize", error) from error
+            try:
+                send(topic, serialized_key, serialized_value, timestamp, headers, partition)
+            except StreamsError:
+                raise
+            except Exception as error:
+                raise SinkFailure(topic, "send", error) from error
 
         return sink
 

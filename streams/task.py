@@ -21,10 +21,11 @@ from sluice.streams.errors import (
     DeserializationError,
     ErrorHandler,
     ProcessingError,
+    ProductionError,
     RecordError,
     StreamsError,
 )
-from sluice.streams.fusion import RecordCollector, Sink, sources_of
+from sluice.streams.fusion import RecordCollector, Sink, SinkFailure, sources_of
 from sluice.streams.processor import (
     Cancellable,
     Processor,
@@ -149,7 +150,8 @@ class StreamTask:
         state_dir: Path | None = None,
         on_deserialization_error: ErrorHandler,
         on_processing_error: ErrorHandler,
-        dead_letter: Callable[[RecordError, bytes | None, bytes | None, Headers], None],
+        on_production_error: ErrorHandler,
+        dead_letter: Callable[[RecordError], None],
         adopted_stores: dict[str, StateStore] | None = None,
         counters: TaskCounters | None = None,
     ) -> None:
@@ -168,6 +170,7 @@ class StreamTask:
         self.processed_records = 0
         self._on_deserialization_error = on_deserialization_error
         self._on_processing_error = on_processing_error
+        self._on_production_error = on_production_error
         self._dead_letter = dead_letter
         self._stream_schedules: list[_Schedule] = []
         self._wall_schedules: list[_Schedule] = []
@@ -254,7 +257,7 @@ class StreamTask:
                     Record(record_key, record_value, timestamp, headers), self.stream_time
                 )
         except Exception as error:  # a serde or extractor raised
-            self._unreadable(error, key, value, headers)
+            self._unreadable(error, key, value, timestamp, headers)
             return
         if timestamp < 0:
             self._negative_timestamp()
@@ -263,10 +266,12 @@ class StreamTask:
             self.stream_time = timestamp
         try:
             source.emit(record_key, record_value, timestamp, headers)
+        except SinkFailure as failure:
+            self._unwritable(failure, key, value, timestamp, headers)
         except StreamsError:
             raise
         except Exception as error:
-            self._failed(error, key, value, headers)
+            self._failed(error, key, value, timestamp, headers)
         self.processed_records += 1
         if self.stream_time >= self._next_stream_punctuation:
             self._punctuate(self._stream_schedules, self.stream_time)
@@ -308,7 +313,7 @@ class StreamTask:
                     )
             except Exception as error:  # a serde or extractor raised
                 self._offset = message.offset()
-                self._unreadable(error, key, value, headers)
+                self._unreadable(error, key, value, timestamp, headers)
                 continue
             if timestamp < 0:
                 self._offset = message.offset()
@@ -318,11 +323,14 @@ class StreamTask:
                 stream_time = self.stream_time = timestamp
             try:
                 emit(record_key, record_value, timestamp, headers)
+            except SinkFailure as failure:
+                self._offset = message.offset()
+                self._unwritable(failure, key, value, timestamp, headers)
             except StreamsError:
                 raise
             except Exception as error:
                 self._offset = message.offset()
-                self._failed(error, key, value, headers)
+                self._failed(error, key, value, timestamp, headers)
             if stream_time >= self._next_stream_punctuation:
                 self._punctuate(self._stream_schedules, stream_time)
                 self._topic = topic
@@ -330,17 +338,23 @@ class StreamTask:
         self.processed_records += len(messages)
 
     def _unreadable(
-        self, error: Exception, key: bytes | None, value: bytes | None, headers: Headers
+        self,
+        error: Exception,
+        key: bytes | None,
+        value: bytes | None,
+        timestamp: int,
+        headers: Headers,
     ) -> None:
-        failure = DeserializationError(
-            f"cannot read record: {error!r}", self._topic or "", self._partition, self._offset
+        failure = self._error(
+            DeserializationError,
+            f"cannot read record: {error!r}",
+            error,
+            key,
+            value,
+            timestamp,
+            headers,
         )
-        failure.__cause__ = error
-        if not self._on_deserialization_error(failure):
-            raise failure from error
-        log.warning("skipping record: %s", failure)
-        self.dropped_records += 1
-        self._dead_letter(failure, key, value, headers)
+        self._handle(failure, self._on_deserialization_error)
 
     def _negative_timestamp(self) -> None:
         log.warning(
@@ -349,17 +363,63 @@ class StreamTask:
         self.dropped_records += 1
 
     def _failed(
-        self, error: Exception, key: bytes | None, value: bytes | None, headers: Headers
+        self,
+        error: Exception,
+        key: bytes | None,
+        value: bytes | None,
+        timestamp: int,
+        headers: Headers,
     ) -> None:
-        broken = ProcessingError(
-            f"processing failed: {error!r}", self._topic or "", self._partition, self._offset
+        broken = self._error(
+            ProcessingError, f"processing failed: {error!r}", error, key, value, timestamp, headers
         )
-        broken.__cause__ = error
-        if not self._on_processing_error(broken):
-            raise broken from error
-        log.warning("skipping record: %s", broken)
+        self._handle(broken, self._on_processing_error)
+
+    def _unwritable(
+        self,
+        failure: SinkFailure,
+        key: bytes | None,
+        value: bytes | None,
+        timestamp: int,
+        headers: Headers,
+    ) -> None:
+        unsent = self._error(
+            ProductionError, str(failure), failure.error, key, value, timestamp, headers
+        )
+        self._handle(unsent, self._on_production_error)
+
+    def _error(
+        self,
+        kind: type[RecordError],
+        reason: str,
+        error: Exception,
+        key: bytes | None,
+        value: bytes | None,
+        timestamp: int,
+        headers: Headers,
+    ) -> RecordError:
+        """A ``kind`` error about the record being processed (what its handler is shown)."""
+        return kind(
+            reason,
+            self._topic or "",
+            self._partition,
+            self._offset,
+            exception=error,
+            timestamp=timestamp,
+            headers=headers,
+            raw_key=key,
+            raw_value=value,
+            task_id=str(self.id),
+        )
+
+    def _handle(self, error: RecordError, handler: ErrorHandler) -> None:
+        """Fail with ``error``, or skip the record (log, count, dead-letter) if ``handler``
+        says go on."""
+        if not handler(error):
+            raise error
+        log.warning("skipping record: %s", error)
         self.dropped_records += 1
-        self._dead_letter(broken, key, value, headers)
+        self._dead_letter(error)
 
     # -- punctuation ------------------------------------------------------------------------
     def schedule(

@@ -2,13 +2,16 @@
 
 Sends never block the processing loop for long: when librdkafka's queue is full the collector
 serves delivery reports and retries. Delivery failures are reported through a producer-wide
-callback (``delivery.report.only.error``: no Python call per successful record) and raised at
-the next :meth:`KafkaCollector.flush`, so a commit never covers output that was lost.
+callback (``delivery.report.only.error``: no Python call per successful record) and, at the
+next :meth:`KafkaCollector.flush` or :meth:`KafkaCollector.check`, handed to ``on_failure``
+(the production exception handler): a record it does not skip is raised, so a commit never
+covers output that was lost.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from confluent_kafka import KafkaError, Producer
@@ -32,9 +35,15 @@ class KafkaCollector:
     positionally as ``(topic, value, key, -1, None, None, timestamp)`` (``-1``: the partitioner
     picks), falling back to :meth:`send` on ``BufferError``."""
 
-    def __init__(self, partitions_of: Any) -> None:
+    def __init__(
+        self,
+        partitions_of: Any,
+        on_failure: Callable[[KafkaError, Any], bool] | None = None,
+    ) -> None:
         self._partitions_of = partitions_of
-        self.errors: list[str] = []
+        self._on_failure = on_failure
+        """``on_failure(error, message) -> skipped?`` for a record the producer could not write."""
+        self.failed: list[tuple[KafkaError, Any]] = []
 
     def bind(self, producer: Producer) -> None:
         """Send through ``producer`` (made after the collector: it needs ``on_delivery``)."""
@@ -44,7 +53,7 @@ class KafkaCollector:
     def on_delivery(self, error: KafkaError | None, message: Any) -> None:
         """Producer-wide delivery callback (errors only)."""
         if error is not None:
-            self.errors.append(f"{message.topic()}[{message.partition()}]: {error.str()}")
+            self.failed.append((error, message))
 
     def send(
         self,
@@ -78,14 +87,26 @@ class KafkaCollector:
         return int(self._partitions_of(topic))
 
     def flush(self, timeout_s: float = 60.0) -> None:
-        """Wait until every record sent so far is acknowledged; raise if any was lost."""
-        remaining = self.producer.flush(timeout_s)
-        if remaining:
-            raise StreamsError(f"{remaining} records still unacknowledged after {timeout_s} s")
-        self.check()
+        """Wait until every record sent so far is acknowledged; raise if any was lost (records
+        that the handler skipped are not lost: what it sends instead is waited for too)."""
+        for _ in range(10):
+            remaining = self.producer.flush(timeout_s)
+            if remaining:
+                raise StreamsError(f"{remaining} records still unacknowledged after {timeout_s} s")
+            if not self.check():
+                return
+        raise StreamsError("output could not be written: deliveries keep failing")
 
-    def check(self) -> None:
-        """Raise if a delivery failed since the last check."""
-        if self.errors:
-            errors, self.errors = self.errors, []
-            raise StreamsError(f"output could not be written: {'; '.join(errors[:5])}")
+    def check(self) -> int:
+        """Raise if a delivery failed since the last check, unless ``on_failure`` skipped it;
+        the number of records skipped."""
+        if not self.failed:
+            return 0
+        failed, self.failed = self.failed, []
+        lost = []
+        for error, message in failed:
+            if self._on_failure is None or not self._on_failure(error, message):
+                lost.append(f"{message.topic()}[{message.partition()}]: {error.str()}")
+        if lost:
+            raise StreamsError(f"output could not be written: {'; '.join(lost[:5])}")
+        return len(failed)

@@ -8,8 +8,10 @@
 ``run()`` instead blocks the calling thread until SIGINT/SIGTERM (what ``App.run()`` does).
 With ``metrics_listen`` in the config, Prometheus metrics are served at ``/metrics`` from
 :meth:`start` (or :meth:`run`) until :meth:`close` (:mod:`sluice.streams.runtime.metrics`).
-Before processing starts the internal topics are created (repartition topics sized like their
-inputs, compacted changelogs with one partition per task) and co-partitioning is checked.
+Before processing starts the state directory is locked and its process id read (or written:
+:mod:`sluice.streams.runtime.state_directory`), the internal topics are created (repartition
+topics sized like their inputs, compacted changelogs with one partition per task) and
+co-partitioning is checked.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from sluice.errors import ConfigError
 from sluice.metrics import MetricsServer, serve_metrics
 from sluice.streams.config import StreamsConfig
 from sluice.streams.errors import StreamsError
+from sluice.streams.runtime.state_directory import StateDirectory
 from sluice.streams.runtime.thread import StreamThread
 from sluice.streams.runtime.topics import InternalTopics
 from sluice.streams.state.base import StateStore
@@ -102,6 +105,9 @@ class KafkaStreams:
         self.thread: StreamThread | None = None
         self._runner: threading.Thread | None = None
         self._metrics: MetricsServer | None = None
+        assert config.state_dir is not None
+        self.state_directory = StateDirectory(config.state_dir, config.application_id)
+        """Locked from start to close; holds the process id (``state_directory`` module)."""
 
     @property
     def metrics_port(self) -> int | None:
@@ -130,13 +136,15 @@ class KafkaStreams:
         return "CREATED" if self.thread is None else self.thread.state
 
     def _prepare(self) -> StreamThread:
-        """The metrics endpoint served (it shows the start) and the thread made; the endpoint
-        is closed again when the thread cannot be."""
-        self._serve_metrics()
+        """The state directory locked, the metrics endpoint served (it shows the start) and the
+        thread made; both are let go again when the thread cannot be made."""
+        self.state_directory.lock()
         try:
+            self._serve_metrics()
             return self._make_thread()
         except BaseException:
             self._stop_metrics()
+            self.state_directory.unlock()
             raise
 
     def _make_thread(self) -> StreamThread:
@@ -145,7 +153,8 @@ class KafkaStreams:
             self.topology, self.config.application_id, self.config.replication_factor
         )
         topics.prepare(admin)
-        self.thread = StreamThread(self.topology, self.config, topics)
+        process_id = self.state_directory.process_id()
+        self.thread = StreamThread(self.topology, self.config, topics, process_id)
         return self.thread
 
     def start(self) -> None:
@@ -176,6 +185,7 @@ class KafkaStreams:
             for signum, handler in previous.items():
                 signal.signal(signum, handler)
             self._stop_metrics()
+            self.state_directory.unlock()
 
     def close(self, timeout_s: float = 60.0) -> None:
         """Commit, close the stores, leave the group."""
@@ -186,6 +196,7 @@ class KafkaStreams:
             if self._runner.is_alive():
                 raise StreamsError(f"the stream thread did not stop within {timeout_s} s")
         self._stop_metrics()
+        self.state_directory.unlock()
 
     def store(self, name: str) -> QueryableStore:
         """A read-only view of a store of this instance (interactive queries)."""

@@ -63,8 +63,11 @@ class TaskCreator:
         self.dead_letter = dead_letter
         self.counters = counters
         self._subs = {sub.id: sub for sub in topology.subtopologies()}
-        self._on_deserialization_error = handler_from(config.deserialization_exception_handler)
-        self._on_processing_error = handler_from(config.processing_exception_handler)
+        self._on_deserialization_error = handler_from(
+            config.deserialization_exception_handler, "deserialization"
+        )
+        self._on_processing_error = handler_from(config.processing_exception_handler, "processing")
+        self._on_production_error = handler_from(config.production_exception_handler, "production")
 
     def create(self, task_id: TaskId) -> tuple[StreamTask, list[Restoration]]:
         """The task and the restorations its stores need before it processes."""
@@ -86,6 +89,7 @@ class TaskCreator:
             state_dir=self.state_dir,
             on_deserialization_error=self._on_deserialization_error,
             on_processing_error=self._on_processing_error,
+            on_production_error=self._on_production_error,
             dead_letter=self.dead_letter,
             adopted_stores=None if standby is None else standby.stores,
             counters=self.counters,

@@ -11,9 +11,11 @@ flush the stores (one changelog record per dirty key), then
 
 - at-least-once: wait until the producer has every record acknowledged, commit the consumed
   offsets, write checkpoints;
-- exactly-once v2: one transactional producer per process; the output, the changelog records
-  and the consumed offsets (``send_offsets_to_transaction`` with the consumer's group metadata,
-  which fences zombies by generation) commit in one transaction.
+- exactly-once v2: one transactional producer per process (its ``transactional.id`` is the same
+  after a restart: the process id is kept in the state directory); the output, the changelog
+  records, the dead-letter records and the consumed offsets (``send_offsets_to_transaction``
+  with the consumer's group metadata, which fences zombies by generation) commit in one
+  transaction.
 """
 
 from __future__ import annotations
@@ -21,7 +23,6 @@ from __future__ import annotations
 import logging
 import threading
 import time
-import uuid
 from pathlib import Path
 from typing import Any
 
@@ -29,12 +30,11 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
 from sluice import clients
 from sluice.streams.config import StreamsConfig
-from sluice.streams.driver import dead_letter_headers
-from sluice.streams.errors import RecordError, StreamsError
+from sluice.streams.errors import ProductionError, RecordError, StreamsError, handler_from
 from sluice.streams.globals import GlobalStores
-from sluice.streams.record import Headers
 from sluice.streams.runtime import checkpoint, thread_clients
 from sluice.streams.runtime.collector import KafkaCollector
+from sluice.streams.runtime.dead_letter import dead_letter_headers
 from sluice.streams.runtime.global_updater import GlobalStoreUpdater
 from sluice.streams.runtime.partition_group import PartitionGroup
 from sluice.streams.runtime.restore import Restoration, restore
@@ -57,11 +57,14 @@ LAG_REFRESH_S = 1.0
 class StreamThread:
     """Runs the tasks of this process; see the module docstring."""
 
-    def __init__(self, topology: Topology, config: StreamsConfig, topics: InternalTopics) -> None:
+    def __init__(
+        self, topology: Topology, config: StreamsConfig, topics: InternalTopics, process_id: str
+    ) -> None:
         self.topology = topology
         self.config = config
         self.topics = topics
-        self.process_id = uuid.uuid4().hex[:12]
+        self.process_id = process_id
+        """Kept in the state directory: the same after a restart (see ``state_directory``)."""
         self.state = "CREATED"
         self.error: BaseException | None = None
         self._stop = threading.Event()
@@ -94,7 +97,10 @@ class StreamThread:
         self.state_dir = Path(config.state_dir) / config.application_id
         self.consumer = thread_clients.group_consumer(config, self.process_id)
         self.restore_consumer = thread_clients.restore_consumer(config, self.process_id)
-        self.collector = KafkaCollector(self.topics.partitions.get)
+        self._on_production_error = handler_from(config.production_exception_handler, "production")
+        self.dropped_output = 0
+        """Output records the broker refused that the production handler skipped."""
+        self.collector = KafkaCollector(self.topics.partitions.get, self._unwritten)
         self.producer = thread_clients.producer(config, self.process_id, self.collector.on_delivery)
         self.collector.bind(self.producer)
         self.globals = GlobalStores(topology)
@@ -284,16 +290,49 @@ class StreamThread:
                     break
                 self._process_message(task, message)
 
-    def dead_letter(
-        self, error: RecordError, key: bytes | None, value: bytes | None, headers: Headers
-    ) -> None:
-        """Send a record that could not be processed to the dead-letter topic, if one is set."""
+    def dead_letter(self, error: RecordError) -> None:
+        """Send a record a handler skipped to the dead-letter topic, if one is set (under
+        exactly-once in the transaction that commits the offset past it)."""
         topic = self.config.dead_letter_topic
         if topic is not None:
             self._begin_if_needed()
             self.collector.send(
-                topic, key, value, now_ms(), dead_letter_headers(error, headers), None
+                topic,
+                error.raw_key,
+                error.raw_value,
+                error.timestamp,
+                dead_letter_headers(error),
+                None,
             )
+
+    def _unwritten(self, error: KafkaError, message: Any) -> bool:
+        """A record the producer could not write (the broker refused it): under at-least-once
+        the production handler may skip it (log, count, dead-letter: the record as it was
+        produced, its context the output topic and partition, offset -1, since which input
+        made it is not known any more). Under exactly-once the transaction cannot commit
+        without it: always fatal. A dead-letter record that cannot be written is fatal too."""
+        topic, partition = message.topic(), message.partition()
+        if self.config.exactly_once or topic == self.config.dead_letter_topic:
+            return False
+        headers = message.headers()
+        timestamp = message.timestamp()[1]
+        failure = ProductionError(
+            f"cannot write the record: {error.str()}",
+            topic,
+            partition,
+            -1,
+            exception=KafkaException(error),
+            timestamp=timestamp if timestamp >= 0 else now_ms(),  # librdkafka may not keep it
+            headers=tuple(headers) if headers else (),
+            raw_key=message.key(),
+            raw_value=message.value(),
+        )
+        if not self._on_production_error(failure):
+            return False
+        log.warning("skipping record: %s", failure)
+        self.dropped_output += 1
+        self.dead_letter(failure)
+        return True
 
     # -- commits ----------------------------------------------------------------------------
     def _begin_if_needed(self) -> None:
@@ -483,5 +522,5 @@ class StreamThread:
             "standby_tasks": []
             if self.standbys is None
             else sorted(str(t) for t in self.standbys.tasks),
-            "dropped_records": sum(t.dropped for t in self.tasks.values()),
+            "dropped_records": sum(t.dropped for t in self.tasks.values()) + self.dropped_output,
         }

@@ -2,7 +2,9 @@
 
 Every client of process ``P`` of application ``A`` is named ``A-P-<role>`` (consumer,
 restore-consumer, standby, producer); the consumers read committed records only under
-exactly-once; ``consumer_config``/``producer_config`` of the app come on top.
+exactly-once; ``consumer_config``/``producer_config`` of the app come on top. ``P`` is the
+process id kept in the state directory (:mod:`sluice.streams.runtime.state_directory`), so it
+is the same after a restart.
 """
 
 from __future__ import annotations
@@ -15,12 +17,24 @@ from confluent_kafka import Consumer, Producer
 from sluice import clients
 from sluice.streams.config import StreamsConfig
 
-__all__ = ["client_id", "group_consumer", "producer", "restore_consumer", "standby_consumer"]
+__all__ = [
+    "client_id",
+    "group_consumer",
+    "producer",
+    "restore_consumer",
+    "standby_consumer",
+    "transactional_id",
+]
 
 
 def client_id(config: StreamsConfig, process_id: str, role: str) -> str:
     """``<application id>-<process id>-<role>``."""
     return f"{config.application_id}-{process_id}-{role}"
+
+
+def transactional_id(config: StreamsConfig, process_id: str) -> str:
+    """Exactly-once v2: ``<application id>-<process id>-1``, Kafka Streams' id of thread 1."""
+    return f"{config.application_id}-{process_id}-1"
 
 
 def group_consumer(config: StreamsConfig, process_id: str) -> Consumer:
@@ -71,8 +85,9 @@ def standby_consumer(config: StreamsConfig, process_id: str) -> Consumer:
 
 
 def producer(config: StreamsConfig, process_id: str, on_delivery: Callable[..., None]) -> Producer:
-    """The producer of output and changelogs; transactional (one per process) under
-    exactly-once v2."""
+    """The producer of output and changelogs; transactional under exactly-once v2, with the
+    same :func:`transactional_id` after a restart (its ``init_transactions`` fences the
+    previous incarnation)."""
     settings: dict[str, Any] = {
         "client.id": client_id(config, process_id, "producer"),
         "linger.ms": 5,
@@ -83,7 +98,7 @@ def producer(config: StreamsConfig, process_id: str, on_delivery: Callable[..., 
         "delivery.report.only.error": True,
     }
     if config.exactly_once:
-        settings["transactional.id"] = f"{config.application_id}-{process_id}"
+        settings["transactional.id"] = transactional_id(config, process_id)
         settings["transaction.timeout.ms"] = config.transaction_timeout_ms
     settings.update(config.producer_config)
     return clients.producer(config.bootstrap_servers, **settings)
