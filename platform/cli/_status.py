@@ -74,6 +74,9 @@ class Task:
     id: int
     state: str
     worker_id: str | None
+    trace_line: str | None = None
+    """The exception line of Connect's ``trace`` (a FAILED task has one), see
+    :func:`trace_line`."""
 
 
 @dataclass
@@ -83,6 +86,7 @@ class Connector:
     state: str
     worker_id: str | None
     tasks: list[Task]
+    trace_line: str | None = None
 
 
 @dataclass
@@ -104,6 +108,10 @@ class StreamsApp:
     group_state: str | None
     members: int | None
     lag: int | None
+    dead_letter_topic: str | None = None
+    """The ``errors.deadletterqueue.topic.name`` of its ``config:`` in ``sluice up``'s file."""
+    dead_letters: int | None = None
+    """Records the dead-letter topic holds (end offsets − start offsets); None if unknown."""
 
 
 @dataclass
@@ -299,7 +307,12 @@ def connect_status(url: str, timeout: float) -> Connect:
             continue
         own = status.get("connector") or {}
         tasks = [
-            Task(int(t.get("id", -1)), str(t.get("state", "UNKNOWN")), t.get("worker_id"))
+            Task(
+                int(t.get("id", -1)),
+                str(t.get("state", "UNKNOWN")),
+                t.get("worker_id"),
+                trace_line(t.get("trace")),
+            )
             for t in status.get("tasks") or ()
             if isinstance(t, dict)
         ]
@@ -310,20 +323,49 @@ def connect_status(url: str, timeout: float) -> Connect:
                 state=str(own.get("state", "UNKNOWN")),
                 worker_id=own.get("worker_id"),
                 tasks=sorted(tasks, key=lambda t: t.id),
+                trace_line=trace_line(own.get("trace") if isinstance(own, dict) else None),
             )
         )
     return Connect(url, True, None, connectors)
+
+
+def trace_line(trace: object) -> str | None:
+    """The line of a Connect ``trace`` that says what failed: the first line of a Java stack
+    trace (Kafka Connect's), the last one of a Python traceback (Sluice's), where each puts
+    the exception and its message.
+
+    >>> trace_line("org.apache.kafka.connect.errors.ConnectException: boom\\n\\tat X.y(X.java:1)")
+    'org.apache.kafka.connect.errors.ConnectException: boom'
+    >>> trace_line('Traceback (most recent call last):\\n  File "t.py", line 1\\nKeyError: 1\\n')
+    'KeyError: 1'
+    >>> trace_line(None), trace_line("")
+    (None, None)
+    """
+    if not isinstance(trace, str):
+        return None
+    lines = [line.rstrip() for line in trace.splitlines() if line.strip()]
+    if not lines:
+        return None
+    if lines[0].startswith("Traceback (most recent call last):"):
+        # chained exceptions: the last traceback's last unindented line
+        final = [line for line in lines if not line[0].isspace()]
+        return final[-1]
+    return lines[0].strip()
 
 
 # -- Streams apps --------------------------------------------------------------------------
 
 
 def streams_apps(
-    supervisor: Supervisor | None, groups: list[Group] | None, topics: Iterable[str]
+    supervisor: Supervisor | None,
+    groups: list[Group] | None,
+    topics: Iterable[str],
+    messages: Mapping[str, int | None] | None = None,
 ) -> list[StreamsApp]:
     """The Streams apps ``sluice up`` runs (instances from its state file), then the groups
     that look like Streams apps: a group ``G`` with a topic ``G-…-changelog`` or
-    ``G-…-repartition``. The group of each gives its state, members and lag."""
+    ``G-…-repartition``. The group of each gives its state, members and lag; an app with a
+    dead-letter topic gets the records it holds from ``messages`` (records per topic)."""
     by_id = {g.group: g for g in groups or ()}
     apps: list[StreamsApp] = []
     declared: dict[str, list[Component]] = {}
@@ -334,7 +376,14 @@ def streams_apps(
         application_id = next((c.application_id for c in instances if c.application_id), app)
         running = sum(1 for c in instances if c.state == "running" and c.alive)
         group = by_id.get(application_id)
-        apps.append(_app(app, application_id, "supervisor", running, len(instances), group))
+        found = _app(app, application_id, "supervisor", running, len(instances), group)
+        found.dead_letter_topic = next(
+            (c.dead_letter_topic for c in instances if c.dead_letter_topic), None
+        )
+        if found.dead_letter_topic is not None and messages is not None:
+            # not created yet: nothing was sent to it
+            found.dead_letters = messages.get(found.dead_letter_topic, 0)
+        apps.append(found)
     known = {a.application_id for a in apps}
     internal = [t for t in topics if t.endswith(("-changelog", "-repartition"))]
     for group_id in sorted(by_id):

@@ -41,6 +41,7 @@ from sluice.cli._status import (
     Connect,
     Sizes,
     Status,
+    StreamsApp,
     Watermarks,
     connect_status,
     consumer_groups,
@@ -51,14 +52,14 @@ from sluice.cli._status import (
     topic_rows,
     unreachable_broker,
 )
-from sluice.cli._status_state import Supervisor, read_supervisor
+from sluice.cli._status_state import Component, Supervisor, read_supervisor
 
 __all__ = ["status"]
 
 DEFAULT_CONNECT_URL = "http://127.0.0.1:8083"
 CONNECT_TIMEOUT = 5.0
 """Seconds a Connect worker gets to answer before it is shown as unreachable."""
-_ALIVE_STATES = ("starting", "running", "restarting")
+_ALIVE_STATES = ("starting", "running", "crash-loop")
 
 
 def status(
@@ -169,7 +170,8 @@ def _gather(
     report.sizes, sizes = log_dir_sizes(report.broker.brokers, timeout)
     report.topics = topic_rows(ids, marks, sizes)
     report.groups = consumer_groups(admin, marks.latest)
-    report.streams = streams_apps(supervisor, report.groups, ids)
+    messages = {t.name: t.messages for t in report.topics}
+    report.streams = streams_apps(supervisor, report.groups, ids, messages)
     return report
 
 
@@ -209,19 +211,32 @@ def _render_supervisor(supervisor: Supervisor | None, now: float) -> None:
         when = _when(supervisor.updated) if supervisor.updated else "an unknown time"
         typer.echo(f"sluice up: not running (state from {when}), file {supervisor.file or '-'}")
     print_table(
-        ["NAME", "KIND", "STATE", "PID", "RESTARTS", "UP"],
+        ["NAME", "KIND", "STATE", "PID", "RESTARTS", "UP", "LAST-EXIT", "LAST-ERROR"],
         [
             [
                 c.name,
                 c.kind,
-                c.state + (", pid gone" if c.state in _ALIVE_STATES and not c.alive else ""),
+                _child_state(c, now),
                 c.pid if c.pid is not None else "-",
                 c.restarts,
                 _ago(now - c.since) if c.since and c.alive else "-",
+                c.exit or "-",
+                c.last_error or "-",
             ]
             for c in supervisor.components
         ],
     )
+
+
+def _child_state(component: Component, now: float) -> str:
+    """The state, with when a waiting child starts again, or that its pid is gone."""
+    shown = component.state
+    if component.next_start is not None:
+        wait = f"back-off {_ago(component.backoff)}" if component.backoff is not None else ""
+        shown += f", {wait}{', ' if wait else ''}next start in {_ago(component.next_start - now)}"
+    elif component.state in _ALIVE_STATES and component.pid is not None and not component.alive:
+        shown += ", pid gone"
+    return shown
 
 
 def _render_broker(broker: Broker) -> None:
@@ -294,9 +309,11 @@ def _render_connect(connect: Connect | None) -> None:
         return
     rows: list[list[object]] = []
     for c in connect.connectors:
-        rows.append([c.name, "-", c.type or "-", c.state, c.worker_id or "-"])
-        rows.extend([c.name, t.id, "", t.state, t.worker_id or "-"] for t in c.tasks)
-    print_table(["CONNECTOR", "TASK", "TYPE", "STATE", "WORKER"], rows)
+        rows.append([c.name, "-", c.type or "-", c.state, c.worker_id or "-", c.trace_line or ""])
+        rows.extend(
+            [c.name, t.id, "", t.state, t.worker_id or "-", t.trace_line or ""] for t in c.tasks
+        )
+    print_table(["CONNECTOR", "TASK", "TYPE", "STATE", "WORKER", "TRACE"], rows)
 
 
 def _render_streams(report: Status) -> None:
@@ -305,7 +322,16 @@ def _render_streams(report: Status) -> None:
         typer.echo("(none)")
         return
     print_table(
-        ["APP", "APPLICATION-ID", "INSTANCES", "GROUP-STATE", "MEMBERS", "LAG", "FROM"],
+        [
+            "APP",
+            "APPLICATION-ID",
+            "INSTANCES",
+            "GROUP-STATE",
+            "MEMBERS",
+            "LAG",
+            "DEAD-LETTERS",
+            "FROM",
+        ],
         [
             [
                 a.app,
@@ -316,11 +342,19 @@ def _render_streams(report: Status) -> None:
                 a.group_state or "-",
                 _or_dash(a.members),
                 _or_dash(a.lag),
+                _dead_letters(a),
                 "sluice up" if a.source == "supervisor" else "topic names",
             ]
             for a in report.streams
         ],
     )
+
+
+def _dead_letters(app: StreamsApp) -> str:
+    """``-`` without a dead-letter topic, else its record count and name."""
+    if app.dead_letter_topic is None:
+        return "-"
+    return f"{_or_dash(app.dead_letters)} ({app.dead_letter_topic})"
 
 
 def _or_dash(value: object) -> object:

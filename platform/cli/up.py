@@ -3,9 +3,11 @@
 The file is read and checked whole first (connectors against their classes too): any problem
 is printed at ``file:line: key:`` and nothing starts. Then the broker, topics, Connect worker,
 connectors, Streams apps and processes start in order, each child logging to
-``<home>/logs/<name>.log``; the supervisor restarts a child that dies (with backoff) and stops
-everything in order on Ctrl-C or SIGTERM. Run again with an edited file while it runs, and the
-running one reconciles (only what changed restarts).
+``<home>/logs/<name>.log``; the supervisor says how a child ended (its exit code or signal and
+the last error line of its log), starts it again as its ``restart:`` policy says (with backoff;
+a crash loop is shown as ``crash-loop``) and stops everything in order on Ctrl-C or SIGTERM.
+Run again with an edited file while it runs, and the running one reconciles (only what changed
+restarts).
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import sys
 import time
 import uuid
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
@@ -27,6 +29,7 @@ from sluice.cli._common import DEFAULT_HOME, EXIT_FAILED, EXIT_USAGE, CliError, 
 
 if TYPE_CHECKING:
     from sluice.up import Deployment
+    from sluice.up.state import UpState
 
 __all__ = ["up"]
 
@@ -86,13 +89,15 @@ def _checked(file: Path) -> Deployment:
 
 def _running_supervisor(home: Path) -> int | None:
     """The pid of the ``sluice up`` that owns ``home``, if one runs."""
-    from sluice.up import STATE_FILE
+    from sluice.up import state
 
     try:
-        state = json.loads((home / STATE_FILE).read_text(encoding="utf-8"))
-        pid = int(state["pid"])
+        found = state.read(home)
+        if found is None or found.pid is None:
+            return None
+        pid = found.pid
         cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
-    except (OSError, ValueError, KeyError, TypeError):
+    except (OSError, state.StateFileError):
         return None
     return pid if b"up" in cmdline.split(b"\0") and pid != os.getpid() else None
 
@@ -101,7 +106,7 @@ def _ask_reload(home: Path, pid: int, file: Path) -> None:
     """Have the running supervisor re-read ``file``; print what it answered."""
     import signal
 
-    from sluice.up import RELOAD_FILE, STATE_FILE
+    from sluice.up import RELOAD_FILE, state
 
     request = uuid.uuid4().hex
     body = {"file": str(file.absolute()), "id": request}
@@ -112,10 +117,10 @@ def _ask_reload(home: Path, pid: int, file: Path) -> None:
     while time.monotonic() < deadline:
         time.sleep(0.3)
         try:
-            state = json.loads((home / STATE_FILE).read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+            found = state.read(home)
+        except state.StateFileError:
             continue
-        outcome = state.get("last_reload") or {}
+        outcome = (found.last_reload if found is not None else None) or {}
         if outcome.get("id") == request:
             if outcome["ok"]:
                 print("applied", file=sys.stderr)
@@ -124,21 +129,30 @@ def _ask_reload(home: Path, pid: int, file: Path) -> None:
     raise CliError(f"sluice up (pid {pid}) did not answer in {_RELOAD_TIMEOUT:.0f} s")
 
 
-def _table(state: dict[str, Any]) -> Table:
-    table = Table(title=f"sluice up: {state['file']}", title_justify="left")
-    for column in ("component", "kind", "state", "pid", "restarts", "up for", "log"):
+def _table(state: UpState) -> Table:
+    table = Table(title=f"sluice up: {state.file}", title_justify="left")
+    columns = ("component", "kind", "state", "pid", "restarts", "up for", "last exit", "log")
+    for column in columns:
         table.add_column(column)
     now = time.time()
-    for child in state["components"]:
-        since = child["since"]
-        running = child["state"] == "running" and since is not None
+    for child in state.components:
+        running = child.pid is not None and child.since is not None
+        shown = child.state
+        if child.backoff:
+            shown += f", back-off {child.backoff:.0f} s"
+        if child.next_start is not None:
+            shown += f", next start in {max(0.0, child.next_start - now):.0f} s"
+        last = child.exit or ""
+        if child.last_error:
+            last += f": {child.last_error}"
         table.add_row(
-            child["name"],
-            child["kind"],
-            child["state"],
-            str(child["pid"] or ""),
-            str(child["restarts"]),
-            f"{now - since:.0f} s" if running else "",
-            os.path.relpath(child["log"]),
+            child.name,
+            child.kind,
+            shown,
+            str(child.pid or ""),
+            str(child.restarts),
+            f"{now - child.since:.0f} s" if running and child.since is not None else "",
+            last,
+            os.path.relpath(child.log) if child.log else "",
         )
     return table

@@ -30,11 +30,13 @@ from sluice.connect.deploy import load as load_connectors
 from sluice.connect.deploy.nodes import Entry, compose, entries, is_null, line, text
 from sluice.errors import ConfigError
 from sluice.up.spec import (
+    RESTART_POLICIES,
     BrokerSpec,
     ConnectSpec,
     Deployment,
     ProgramKind,
     ProgramSpec,
+    RestartPolicy,
     TopicSpec,
 )
 
@@ -44,8 +46,9 @@ _SECTIONS = ("broker", "topics", "connect", "connectors", "streams", "processes"
 _BROKER = ("listen", "data_dir", "config", "metrics", "bootstrap_servers")
 _TOPIC = ("name", "partitions", "config")
 _CONNECT = ("rest", "group", "config", "metrics")
-_PROGRAM = ("name", "app", "module", "args", "instances", "environment")
-_STREAMS = (*_PROGRAM, "application_id", "metrics")
+_PROGRAM = ("name", "app", "module", "args", "instances", "environment", "restart")
+_STREAMS = (*_PROGRAM, "application_id", "metrics", "config")
+_DEFAULT_RESTART: dict[ProgramKind, RestartPolicy] = {"streams": "always", "process": "on-failure"}
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 _ADDRESS = re.compile(r"(?P<host>[^\s:]*|\[[0-9a-fA-F:]+\]):(?P<port>\d{1,5})")
 _MODULE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
@@ -215,6 +218,8 @@ class _Reader:
             instances = keys.get("instances")
             count = 1 if instances is None else self.count(instances, where + ".instances")
             application_id = self.scalar(keys.get("application_id"), where + ".application_id")
+            restart = self.restart(keys.get("restart"), where + ".restart")
+            config = self.streams_config(keys.get("config"), where + ".config")
             if name is None or count is None or (script is None and module is None):
                 return None
             return ProgramSpec(
@@ -227,10 +232,39 @@ class _Reader:
                 environment=self.settings(keys.get("environment"), where + ".environment"),
                 application_id=application_id or (name if kind == "streams" else None),
                 metrics=self.address(keys.get("metrics"), where + ".metrics"),
+                config=config,
+                restart=restart or _DEFAULT_RESTART[kind],
                 line=line(node),
             )
 
         return build
+
+    def streams_config(self, entry: Entry | None, key: str) -> tuple[tuple[str, str], ...]:
+        """A Streams app's settings; each name must be one Kafka Streams (or Sluice) knows."""
+        from sluice.streams.config import settings_of
+        from sluice.streams.errors import StreamsError
+
+        found = self.settings(entry, key)
+        for name, value in found:
+            try:
+                settings_of({name: value})
+            except StreamsError as error:
+                at = entry.line if entry is not None else None
+                self.problem(f"{key}.{name}", str(error), at)
+        return found
+
+    def restart(self, entry: Entry | None, key: str) -> RestartPolicy | None:
+        value = self.scalar(entry, key)
+        if value is None or entry is None:
+            return None
+        for policy in RESTART_POLICIES:
+            if value == policy:
+                return policy
+        known = ", ".join(RESTART_POLICIES)
+        written = entry.value.value if isinstance(entry.value, ScalarNode) else value
+        hint = " (docker-compose's 'no' is 'never')" if written.lower() == "no" else ""
+        self.problem(key, f"must be one of {known}, not {written!r}{hint}", entry.line)
+        return None
 
     def target(self, keys: dict[str, Entry], where: str, at: int) -> tuple[Path | None, str | None]:
         if ("app" in keys) == ("module" in keys):

@@ -14,7 +14,22 @@ from typing import Literal
 
 from sluice.connect.deploy import ConnectorSpec
 
-__all__ = ["BrokerSpec", "ConnectSpec", "Deployment", "ProgramSpec", "TopicSpec"]
+__all__ = [
+    "DEAD_LETTER_TOPIC",
+    "RESTART_POLICIES",
+    "BrokerSpec",
+    "ConnectSpec",
+    "Deployment",
+    "ProgramSpec",
+    "RestartPolicy",
+    "TopicSpec",
+]
+
+RestartPolicy = Literal["always", "on-failure", "never"]
+"""When a child that exits is started again: always, only when it did not exit 0, or never."""
+RESTART_POLICIES: tuple[RestartPolicy, ...] = ("always", "on-failure", "never")
+DEAD_LETTER_TOPIC = "errors.deadletterqueue.topic.name"
+"""The Streams setting (KIP-1034) that names an app's dead-letter topic."""
 
 
 @dataclass(frozen=True)
@@ -77,8 +92,11 @@ class ProgramSpec:
 
     ``script`` is a file (run as ``python FILE``) or ``module`` a module (``python -m``);
     ``args`` follow it. Children get ``environment`` on top of the supervisor's environment,
-    ``SLUICE_BOOTSTRAP`` (the broker) and, for Streams apps with ``metrics``,
-    ``SLUICE_METRICS_LISTEN`` (the port plus the instance's index).
+    ``SLUICE_BOOTSTRAP`` (the broker), for Streams apps with ``metrics``,
+    ``SLUICE_METRICS_LISTEN`` (the port plus the instance's index) and, for Streams apps with
+    ``config``, ``SLUICE_STREAMS_CONFIG`` (the settings as one JSON object of strings, under
+    Kafka Streams' names). ``restart`` is its restart policy (by default ``always`` for Streams
+    apps, ``on-failure`` for other processes).
     """
 
     kind: ProgramKind
@@ -91,7 +109,15 @@ class ProgramSpec:
     application_id: str | None = None
     """A Streams app's application id (its consumer group), for status; default ``name``."""
     metrics: str | None = None
+    config: tuple[tuple[str, str], ...] = ()
+    """A Streams app's settings under Kafka Streams' names, in file order."""
+    restart: RestartPolicy = "always"
     line: int = 0
+
+    @property
+    def dead_letter_topic(self) -> str | None:
+        """The dead-letter topic its ``config`` names, if any."""
+        return dict(self.config).get(DEAD_LETTER_TOPIC)
 
     def command(self, python: str) -> list[str]:
         """The command line of one instance."""

@@ -3,8 +3,9 @@
 :meth:`Supervisor.apply` starts (or, for a re-read file, changes) the parts in order — the
 broker, the topics, the other processes (a source's input may come from one), the Connect
 worker and its connectors, the Streams apps — waiting for each to be ready before the next.
-:meth:`Supervisor.run` then watches the children, restarts one that dies with backoff, writes
-``<home>/up.json`` every second (``sluice status`` reads it) and, on SIGINT or SIGTERM, stops
+:meth:`Supervisor.run` then watches the children, starts one that ends again as its restart
+policy says (with backoff; a crash loop is shown as such), writes ``<home>/up.json`` every
+second (:mod:`sluice.up.state`; ``sluice status`` reads it) and, on SIGINT or SIGTERM, stops
 everything in the reverse order. SIGHUP re-reads the file named in ``<home>/up.reload`` (a
 second ``sluice up`` writes it) and reconciles: only the parts that changed are restarted.
 """
@@ -28,15 +29,18 @@ from sluice.cli._common import EXIT_FAILED, EXIT_INTERRUPTED, CliError
 from sluice.cli._connect_rest import ConnectRest, apply_when_ready
 from sluice.connect.deploy import DeploymentError
 from sluice.errors import SluiceError
+from sluice.streams.config import ENV_CONFIG
+from sluice.up import state as state_file
 from sluice.up.children import Child, Launch
 from sluice.up.loader import load
 from sluice.up.spec import BrokerSpec, ConnectSpec, Deployment, ProgramKind, ProgramSpec
+from sluice.up.state import RELOAD_FILE, UpState
 from sluice.up.topics import ensure_topics
 
-__all__ = ["RELOAD_FILE", "STATE_FILE", "Supervisor", "UpError"]
+__all__ = ["STREAMS_CONFIG", "Supervisor", "UpError"]
 
-STATE_FILE = "up.json"
-RELOAD_FILE = "up.reload"
+STREAMS_CONFIG = ENV_CONFIG
+"""The environment variable that carries a Streams app's ``config:`` (a JSON object)."""
 _READY_TIMEOUT = 90.0
 _TIERS = ("streams", "connect", "process", "broker")
 """The order children are stopped in (they start in the reverse order)."""
@@ -162,6 +166,9 @@ class Supervisor:
         """Make child ``name`` run ``launch`` (None: not at all), restarting it if it differs."""
         current = self.children.get(name)
         if current is not None and current.launch == launch:
+            if program is not None:  # what needs no restart is changed in place
+                current.dead_letter_topic = program.dead_letter_topic
+                current.set_restart(program.restart)
             return
         if current is not None:
             self._retire(name)
@@ -174,6 +181,8 @@ class Supervisor:
             self.logs / f"{name}.log",
             app=None if program is None else program.name,
             application_id=None if program is None else program.application_id,
+            restart="always" if program is None else program.restart,
+            dead_letter_topic=None if program is None else program.dead_letter_topic,
         )
         self.children[name] = child
         child.start()
@@ -247,26 +256,23 @@ class Supervisor:
                 self._print_events(child)
 
     # -- what is shown --------------------------------------------------------------------
-    def state(self, running: bool = True) -> dict[str, Any]:
+    def state(self, running: bool = True) -> UpState:
         """The content of ``up.json``."""
         connect = self.deployment.connect
-        return {
-            "pid": os.getpid() if running else None,
-            "file": str(self.deployment.source.absolute()),
-            "updated": time.time(),
-            "generation": self.generation,
-            "bootstrap": self.deployment.broker.bootstrap,
-            "connect_url": None if connect is None else connect.url,
-            "last_reload": self.last_reload,
-            "components": [child.to_json() for child in self.children.values()],
-        }
+        return UpState(
+            pid=os.getpid() if running else None,
+            file=str(self.deployment.source.absolute()),
+            updated=time.time(),
+            bootstrap=self.deployment.broker.bootstrap,
+            connect_url=None if connect is None else connect.url,
+            generation=self.generation,
+            last_reload=self.last_reload,
+            components=[child.record() for child in self.children.values()],
+        )
 
     def write_state(self, running: bool = True) -> None:
         """Replace ``up.json`` atomically."""
-        path = self.home / STATE_FILE
-        temporary = path.with_suffix(".tmp")
-        temporary.write_text(json.dumps(self.state(running), indent=1), encoding="utf-8")
-        temporary.replace(path)
+        state_file.write(self.home, self.state(running))
 
     def _print_events(self, *only: Child) -> None:
         for child in only or tuple(self.children.values()):
@@ -327,6 +333,8 @@ def _program_launch(program: ProgramSpec, index: int, deployment: Deployment) ->
     if program.metrics:
         host, _, port = program.metrics.rpartition(":")
         environment["SLUICE_METRICS_LISTEN"] = f"{host}:{int(port) + index}"
+    if program.config:
+        environment[STREAMS_CONFIG] = json.dumps(dict(program.config))
     environment.update(program.environment)
     return Launch(tuple(program.command(sys.executable)), tuple(sorted(environment.items())))
 

@@ -201,7 +201,15 @@ def test_streams_apps_come_from_the_state_of_sluice_up(
             {"name": "broker", "kind": "broker", "pid": alive.pid, "state": "running"},
             _streams("revenue-0", "revenue", application_id, alive.pid, "running"),
             _streams("revenue-1", "revenue", application_id, gone.pid, "running"),
-            _streams("revenue-2", "revenue", application_id, None, "restarting"),
+            {
+                **_streams("revenue-2", "revenue", application_id, None, "crash-loop"),
+                "exit_code": 1,
+                "exit": "exited 1",
+                "last_error": "ProcessingError: orders[0]@257: processing failed",
+                "failures": 4,
+                "backoff": 16.0,
+                "next_start": time.time() + 600,
+            },
         ],
     )
     # up.json's broker wins over the environment; only -b on the command line overrides it
@@ -221,6 +229,8 @@ def test_streams_apps_come_from_the_state_of_sluice_up(
         "group_state": "Empty",
         "members": 0,
         "lag": 5,
+        "dead_letter_topic": None,
+        "dead_letters": None,
     }
     components = {c["name"]: c for c in document["supervisor"]["components"]}
     assert components["revenue-0"]["alive"] is True
@@ -230,8 +240,43 @@ def test_streams_apps_come_from_the_state_of_sluice_up(
     assert result.code == 0, str(result)
     assert f"sluice up: running, pid {supervisor.pid}, file /srv/sluice.yaml" in result.out
     rows = [line.split() for line in result.out.splitlines()]
-    assert ["revenue", application_id, "1/3", "Empty", "0", "5", "sluice", "up"] in rows
-    assert ["revenue-1", "streams", "running,", "pid", "gone", str(gone.pid), "1", "-"] in rows
+    assert ["revenue", application_id, "1/3", "Empty", "0", "5", "-", "sluice", "up"] in rows
+    assert [
+        "revenue-1",
+        "streams",
+        "running,",
+        "pid",
+        "gone",
+        str(gone.pid),
+        "1",
+        "-",
+        "-",
+        "-",
+    ] in (rows)
+    # waiting for its next start: no pid, and not "pid gone"
+    [crash_loop] = [line for line in result.out.splitlines() if line.startswith("revenue-2 ")]
+    assert crash_loop.split()[:8] == [
+        "revenue-2",
+        "streams",
+        "crash-loop,",
+        "back-off",
+        "16s,",
+        "next",
+        "start",
+        "in",
+    ], crash_loop
+    assert crash_loop.split()[9:] == [
+        "-",
+        "1",
+        "-",
+        "exited",
+        "1",
+        "ProcessingError:",
+        "orders[0]@257:",
+        "processing",
+        "failed",
+    ], crash_loop
+    assert components["revenue-2"]["backoff"] == 16.0
     assert "no Connect worker" in result.out
 
     _stop(supervisor)
@@ -239,7 +284,7 @@ def test_streams_apps_come_from_the_state_of_sluice_up(
     result = run("status", "--home", str(home), "-b", address, "--interval", "0", env=env)
     assert result.code == 1, str(result)
     assert "sluice up: not running (state from " in result.out
-    assert ["revenue", application_id, "1/3", "-", "-", "-", "sluice", "up"] in [
+    assert ["revenue", application_id, "1/3", "-", "-", "-", "-", "sluice", "up"] in [
         line.split() for line in result.out.splitlines()
     ], result.out
     assert result.err.startswith(f"error: cannot reach a broker at {address}"), result.err
@@ -267,6 +312,8 @@ def test_groups_with_changelog_topics_are_shown_as_streams_apps(
         "group_state": "Empty",
         "members": 0,
         "lag": 2,
+        "dead_letter_topic": None,
+        "dead_letters": None,
     }
     assert plain not in [app["app"] for app in document["streams"]]
     changelog = _one(document["topics"], "name", f"{application_id}-counts-changelog")
@@ -340,13 +387,68 @@ def test_connectors_and_tasks_of_a_real_worker(
             "type": "sink",
             "state": "RUNNING",
             "worker_id": worker_id,
-            "tasks": [{"id": 0, "state": "RUNNING", "worker_id": task_worker}],
+            "tasks": [{"id": 0, "state": "RUNNING", "worker_id": task_worker, "trace_line": None}],
+            "trace_line": None,
         }
         result = sluice(*args)
         assert result.code == 0, str(result)
         rows = [line.split() for line in result.out.splitlines()]
         assert [name, "-", "sink", "RUNNING", worker_id] in rows, result.out
         assert [name, "0", "RUNNING", task_worker] in rows, result.out
+    finally:
+        worker.terminate()
+        worker.wait(30)
+
+
+def test_a_failed_task_shows_the_line_of_its_trace(
+    sluice: Sluice, shared_broker: BrokerProcess, tmp_path: Path
+) -> None:
+    topic = create_topic(shared_broker.bootstrap)
+    deploy = tmp_path / "deploy"
+    deploy.mkdir()
+    name = f"broken-{uuid.uuid4().hex[:8]}"
+    (tmp_path / "a-file").write_text("")
+    missing = tmp_path / "a-file" / "out.txt"  # its folder is a file: the task cannot start
+    (deploy / "broken.yaml").write_text(
+        f"name: {name}\nclass: file-sink\nconfig:\n    topics: {topic}\n    file: {missing}\n"
+    )
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    with open(tmp_path / "worker.log", "wb") as log:
+        worker = subprocess.Popen(
+            [
+                *(SLUICE, "connect", "standalone", str(deploy), "-b", shared_broker.bootstrap),
+                *("--offsets", str(tmp_path / "offsets.json"), "--rest", f"127.0.0.1:{port}"),
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+    try:
+        deadline = time.monotonic() + WAIT
+        trace: str | None = None
+        while time.monotonic() < deadline and trace is None:
+            assert worker.poll() is None, "the worker exited"
+            try:
+                with urllib.request.urlopen(f"{url}/connectors/{name}/status", timeout=5) as answer:
+                    tasks = json.loads(answer.read())["tasks"]
+                trace = next((t.get("trace") for t in tasks if t["state"] == "FAILED"), None)
+            except OSError:
+                pass
+            time.sleep(0.2)
+        assert trace is not None, f"task of {name} not FAILED within {WAIT:g}s"
+        expected = f"FileExistsError: [Errno 17] File exists: '{tmp_path / 'a-file'}'"
+        assert trace.rstrip().splitlines()[-1] == expected, trace
+
+        args = ("status", "--home", str(tmp_path), "--url", url, "--interval", "0")
+        document = _status_json(sluice(*args, "--json"))
+        [task] = _one(document["connect"]["connectors"], "name", name)["tasks"]
+        assert (task["state"], task["trace_line"]) == ("FAILED", expected)
+        result = sluice(*args)
+        assert result.code == 0, str(result)
+        header = [line for line in result.out.splitlines() if line.startswith("CONNECTOR ")]
+        assert header[0].split() == ["CONNECTOR", "TASK", "TYPE", "STATE", "WORKER", "TRACE"]
+        [row] = [line for line in result.out.splitlines() if line.startswith(f"{name}  0 ")]
+        assert row.split()[:3] == [name, "0", "FAILED"] and row.endswith(expected), result.out
     finally:
         worker.terminate()
         worker.wait(30)

@@ -2,16 +2,11 @@
 
 from __future__ import annotations
 
-import json
-import os
 import signal
 import subprocess
-import sys
 import textwrap
-import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import psutil
 import pytest
@@ -20,8 +15,7 @@ from confluent_kafka.admin import AdminClient, ConfigResource
 from sluice.connect.deploy import DeploymentError
 from sluice.up import load
 from tests.conftest import free_port
-
-SLUICE = str(Path(sys.executable).with_name("sluice"))
+from tests.platform.fixtures import SLUICE, Running
 
 SLEEPER = """\
 import os, sys, time
@@ -124,44 +118,6 @@ def test_a_good_file_gives_its_parts(tmp_path: Path) -> None:
     assert program.command("python") == ["python", str((tmp_path / "app.py").resolve())]
 
 
-class Running:
-    """`sluice up` of a file in ``folder``."""
-
-    def __init__(self, folder: Path) -> None:
-        self.folder = folder
-        self.log = (folder / "up.out").open("ab")
-        self.process = subprocess.Popen(
-            [SLUICE, "up", "-f", "sluice.yaml"], cwd=folder, stdout=self.log, stderr=self.log
-        )
-        self.pids: set[int] = set()
-
-    def state(self) -> dict[str, Any]:
-        state: dict[str, Any] = json.loads((self.folder / ".sluice/up.json").read_text())
-        self.pids |= {c["pid"] for c in state["components"] if c["pid"]}
-        return state
-
-    def pid(self, name: str) -> int | None:
-        pids = [c["pid"] for c in self.state()["components"] if c["name"] == name]
-        return pids[0] if pids else None
-
-    def output(self) -> str:
-        return (self.folder / "up.out").read_text(errors="replace")
-
-    def wait_running(self, names: set[str], timeout: float = 90) -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            assert self.process.poll() is None, self.output()
-            try:
-                state = self.state()
-            except (OSError, ValueError):
-                state = {"components": []}
-            running = {c["name"] for c in state["components"] if c["state"] == "running"}
-            if running == names:
-                return
-            time.sleep(0.3)
-        raise AssertionError(f"not running {names}:\n{self.output()}")
-
-
 @pytest.fixture
 def running(tmp_path: Path) -> Iterator[Running]:
     (tmp_path / "sleeper.py").write_text(SLEEPER)
@@ -169,13 +125,7 @@ def running(tmp_path: Path) -> Iterator[Running]:
     write_file(tmp_path, port, partitions=1, instances=1, args="first")
     run = Running(tmp_path)
     yield run
-    if run.process.poll() is None:
-        run.process.send_signal(signal.SIGTERM)
-        run.process.wait(120)
-    run.log.close()
-    for pid in run.pids:
-        if psutil.pid_exists(pid):
-            os.kill(pid, signal.SIGKILL)
+    run.stop()
 
 
 def write_file(
