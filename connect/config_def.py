@@ -14,6 +14,23 @@ Traceback (most recent call last):
 sluice.errors.ConfigError: file: missing required configuration (File to read.)
 >>> [(v.name, v.errors) for v in definition.validate({"file": "x", "batch.size": "zero"})]
 [('file', []), ('batch.size', ["invalid value 'zero' for an int"])]
+
+Keys of the implementation a connector mirrors (Debezium's, Confluent's) that it does not
+implement are declared with :meth:`ConfigDef.refuse`: a config that sets one is refused naming
+the key, never accepted and silently ignored. A value that is what the connector does anyway
+(the documented default, usually) may be allowed:
+
+>>> definition = definition.refuse("dialect.name", origin="Confluent's JDBC source",
+...     allowed=("",)).refuse("connection.*", origin="Confluent's JDBC source")
+>>> try:
+...     definition.parse({"file": "x", "dialect.name": "OracleDatabaseDialect"})
+... except ConfigError as error:
+...     print(error.key, "-", error.reason[:63])
+dialect.name - a key of Confluent's JDBC source that Sluice does not implement
+>>> definition.parse({"file": "x", "dialect.name": ""})["file"]
+'x'
+>>> [v.name for v in definition.validate({"file": "x", "connection.loginTimeout": "10"})][-1]
+'connection.loginTimeout'
 """
 
 from __future__ import annotations
@@ -24,7 +41,15 @@ from typing import Any, Literal
 
 from sluice.errors import ConfigError
 
-__all__ = ["NO_DEFAULT", "ConfigDef", "ConfigKey", "ConfigValue", "at_least", "one_of"]
+__all__ = [
+    "NO_DEFAULT",
+    "ConfigDef",
+    "ConfigKey",
+    "ConfigValue",
+    "RefusedKey",
+    "at_least",
+    "one_of",
+]
 
 ConfigType = Literal["string", "int", "long", "double", "boolean", "list", "password", "class"]
 
@@ -56,6 +81,39 @@ class ConfigKey:
     def required(self) -> bool:
         """Whether the setting has no default."""
         return self.default is NO_DEFAULT
+
+
+@dataclass(frozen=True)
+class RefusedKey:
+    """A key of another implementation's documented set that the connector does not implement.
+
+    ``name`` is a key, or a prefix ending in ``*`` (``connection.*``: every key that starts
+    with ``connection.`` and is not declared). A value in ``allowed`` (compared without case or
+    surrounding blanks) is what the connector does anyway and passes.
+    """
+
+    name: str
+    origin: str
+    allowed: tuple[str, ...] = ()
+    hint: str = ""
+
+    def matches(self, key: str) -> bool:
+        """Whether ``key`` is this key (or under this prefix)."""
+        if self.name.endswith("*"):
+            return key.startswith(self.name[:-1])
+        return key == self.name
+
+    def problem(self, value: Any) -> str | None:
+        """Why ``value`` is refused (None: it is allowed)."""
+        text = "" if value is None else str(value).strip().lower()
+        if any(text == choice.lower() for choice in self.allowed):
+            return None
+        only = ""
+        if self.allowed:
+            shown = " or ".join(repr(choice) for choice in self.allowed)
+            only = f" (only {shown} is accepted: what Sluice does)"
+        hint = f"; {self.hint}" if self.hint else ""
+        return f"a key of {self.origin} that Sluice does not implement{only}{hint}; remove it"
 
 
 @dataclass
@@ -107,6 +165,7 @@ class ConfigDef:
 
     def __init__(self) -> None:
         self.keys: dict[str, ConfigKey] = {}
+        self.refused: list[RefusedKey] = []
 
     def define(
         self,
@@ -122,11 +181,36 @@ class ConfigDef:
         self.keys[name] = ConfigKey(name, type, default, doc, validator, importance)
         return self
 
+    def refuse(
+        self, *names: str, origin: str, allowed: tuple[str, ...] = (), hint: str = ""
+    ) -> ConfigDef:
+        """Declare keys (or ``prefix*``) of ``origin``'s documented set that are not
+        implemented: a config setting one (to a value not in ``allowed``) is refused naming it.
+        Returns the definition (calls chain)."""
+        self.refused += [RefusedKey(name, origin, allowed, hint) for name in names]
+        return self
+
     def merge(self, other: ConfigDef) -> ConfigDef:
         """A definition with the settings of both (``other`` wins)."""
         merged = ConfigDef()
         merged.keys = {**self.keys, **other.keys}
+        merged.refused = [*self.refused, *other.refused]
         return merged
+
+    def refusals(self, config: Mapping[str, Any]) -> list[tuple[str, str]]:
+        """``(key, message)`` of each key of ``config`` that a :meth:`refuse` declaration
+        refuses (declared settings never are), in the config's order."""
+        found = []
+        for key, value in config.items():
+            if key in self.keys:
+                continue
+            for refused in self.refused:
+                if refused.matches(key):
+                    problem = refused.problem(value)
+                    if problem is not None:
+                        found.append((key, problem))
+                    break
+        return found
 
     def _value(self, key: ConfigKey, config: Mapping[str, Any]) -> Any:
         if key.name not in config:
@@ -147,6 +231,8 @@ class ConfigDef:
                 values[key.name] = self._value(key, config)
             except ValueError as error:
                 raise ConfigError(str(error), key=key.name) from None
+        for name, problem in self.refusals(config):
+            raise ConfigError(problem, key=name)
         return values
 
     def validate(self, config: Mapping[str, Any]) -> list[ConfigValue]:
@@ -158,6 +244,9 @@ class ConfigDef:
                 results.append(ConfigValue(key.name, value))
             except ValueError as error:
                 results.append(ConfigValue(key.name, config.get(key.name), [str(error)]))
+        results += [
+            ConfigValue(name, config[name], [problem]) for name, problem in self.refusals(config)
+        ]
         return results
 
     def describe(self) -> list[dict[str, Any]]:

@@ -19,7 +19,16 @@ from sqlalchemy.exc import ArgumentError
 from sluice.connect.config_def import ConfigDef, at_least, one_of
 from sluice.errors import ConfigError
 
-__all__ = ["CONFIG", "KAFKA_PK_FIELDS", "SinkSettings", "cross_problems", "database_url"]
+__all__ = [
+    "CONFIG",
+    "CONFLUENT",
+    "KAFKA_PK_FIELDS",
+    "SinkSettings",
+    "cross_problems",
+    "database_url",
+]
+
+CONFLUENT = "Confluent's JDBC sink connector"
 
 KAFKA_PK_FIELDS = ["__connect_topic", "__connect_partition", "__connect_offset"]
 
@@ -142,6 +151,38 @@ CONFIG = (
         doc="Wait between those retries (ms).",
         validator=at_least(0),
     )
+    .define(
+        "connection.attempts",
+        "int",
+        3,
+        doc="Attempts to connect when the connector starts, before it fails.",
+        validator=at_least(1),
+    )
+    .define(
+        "connection.backoff.ms",
+        "long",
+        10000,
+        doc="Wait between those attempts (ms).",
+        validator=at_least(0),
+    )
+    # Confluent's documented keys that Sluice does not implement: refused, never ignored.
+    .refuse("dialect.name", origin=CONFLUENT, allowed=("",), hint="the URL names the dialect")
+    .refuse("db.timezone", origin=CONFLUENT, allowed=("UTC",), hint="timestamps are UTC")
+    .refuse("date.timezone", origin=CONFLUENT, allowed=("DB_TIMEZONE", "UTC"))
+    .refuse("table.types", origin=CONFLUENT, allowed=("TABLE",))
+    .refuse("trim.sensitive.log", origin=CONFLUENT, allowed=("false",))
+    .refuse(
+        "quote.sql.identifiers",
+        "mssql.use.merge.holdlock",
+        "timestamp.precision.mode",
+        "timestamp.fields.list",
+        origin=CONFLUENT,
+    )
+    .refuse(
+        "connection.*",
+        origin=CONFLUENT,
+        hint="JDBC driver properties do not apply: put the driver's options in the URL",
+    )
 )
 """The settings of ``jdbc-sink``."""
 
@@ -194,6 +235,8 @@ class SinkSettings:
     batch_size: int
     max_retries: int
     retry_backoff_s: float
+    connection_attempts: int
+    connection_backoff_s: float
     tolerate_all: bool
     log_errors: bool
 
@@ -224,6 +267,8 @@ class SinkSettings:
             batch_size=values["batch.size"],
             max_retries=values["max.retries"],
             retry_backoff_s=values["retry.backoff.ms"] / 1000,
+            connection_attempts=values["connection.attempts"],
+            connection_backoff_s=values["connection.backoff.ms"] / 1000,
             tolerate_all=str(config.get("errors.tolerance", "none")).strip().lower() == "all",
             log_errors=str(config.get("errors.log.enable", "false")).strip().lower() == "true",
         )

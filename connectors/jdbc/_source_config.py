@@ -18,7 +18,9 @@ from sqlalchemy.engine import URL
 from sluice.connect.config_def import ConfigDef, at_least, one_of
 from sluice.errors import ConfigError
 
-__all__ = ["CONFIG", "MODES", "connection_url", "masked", "parse", "problems"]
+__all__ = ["CONFIG", "CONFLUENT", "MODES", "connection_url", "masked", "parse", "problems"]
+
+CONFLUENT = "Confluent's JDBC source connector"
 
 MODES = ("bulk", "incrementing", "timestamp", "timestamp+incrementing")
 
@@ -145,6 +147,30 @@ CONFIG = (
         True,
         doc="PostgreSQL, incremental modes: hold back rows written by transactions newer "
         "than the oldest one still running, so that they cannot be overtaken.",
+    )
+    # Confluent's documented keys that Sluice does not implement: refused, never ignored.
+    .refuse("dialect.name", origin=CONFLUENT, allowed=("",), hint="the URL names the dialect")
+    .refuse(
+        "numeric.precision.mapping",
+        origin=CONFLUENT,
+        allowed=("false",),
+        hint="use numeric.mapping=precision_only",
+    )
+    .refuse("query.suffix", origin=CONFLUENT, allowed=("",))
+    .refuse("transaction.isolation.mode", origin=CONFLUENT, allowed=("DEFAULT",))
+    .refuse(
+        "catalog.pattern",
+        "schema.pattern",
+        "quote.sql.identifiers",
+        "query.retry.attempts",
+        "timestamp.granularity",
+        "table.monitoring.startup.polling.limit.ms",
+        origin=CONFLUENT,
+    )
+    .refuse(
+        "connection.*",
+        origin=CONFLUENT,
+        hint="JDBC driver properties do not apply: put the driver's options in the URL",
     )
 )
 

@@ -29,12 +29,15 @@ key                       default
 ``batch.size``            3000          most rows per ``executemany``
 ``max.retries``           10            retries of a write that lost the database
 ``retry.backoff.ms``      3000          wait between them
+``connection.attempts``   3             tries to connect when the connector starts
+``connection.backoff.ms`` 10000         wait between them
 ========================  ============  ===================================================
 
 ``pk.fields``: for ``kafka``, three column names (default ``__connect_topic``,
 ``__connect_partition``, ``__connect_offset``); for ``record_key``, fields of a struct or map
 key (empty: all) or the one column of a primitive key; for ``record_value``, fields of the value
-(empty: all).
+(empty: all). Confluent's other keys are refused naming the key (see
+:data:`~sluice.connectors.jdbc._sink_config.CONFIG`).
 
 Values are structs (a converter with schemas) or maps (schemaless: column types for auto.create
 are inferred from the Python values, see :mod:`sluice.connectors.jdbc._sink_types`); keys are
@@ -52,8 +55,10 @@ Errors:
 - a record that cannot be a row (:class:`~sluice.connectors.jdbc._sink_records.BadRecordError`:
   no key for ``record_key``, a nested struct, array or map field…) or that the database refuses
   (a constraint, a value out of range): the task fails naming topic, partition, offset, field
-  and type; with ``errors.tolerance=all`` the record is skipped and logged (the runtime's
-  dead-letter topic is not fed by sinks' own rejections);
+  and type; with ``errors.tolerance=all`` the record is handed to the runtime's errant-record
+  reporter (KIP-610, as Confluent's sink does since 10.x: the dead-letter topic with Kafka's
+  ``__connect.errors.*`` headers when ``errors.deadletterqueue.topic.name`` is set, the error
+  log with ``errors.log.enable``; logged as a warning when neither) and the rest is written;
 - a missing table with ``auto.create=false``, a missing column with ``auto.evolve=false``,
   wrong credentials: the task (or, found at start, the connector) fails saying so.
 
@@ -155,19 +160,34 @@ def create_engine(settings: SinkSettings) -> Engine:
 
 
 def check_database(settings: SinkSettings, topics: list[str]) -> None:
-    """Connect once; without auto.create, check the tables of ``topics`` exist.
+    """Connect (up to ``connection.attempts`` times, ``connection.backoff.ms`` apart); without
+    auto.create, check the tables of ``topics`` exist.
 
     Raises ConnectError with the database's message (password masked).
     """
     engine = create_engine(settings)
     try:
-        try:
-            with engine.connect() as connection:
-                connection.exec_driver_sql("SELECT 1")
-        except SQLAlchemyError as error:
-            raise ConnectError(
-                f"cannot connect to {_where(settings)}: {_reason(error, settings)}"
-            ) from None
+        for attempt in range(1, settings.connection_attempts + 1):
+            try:
+                with engine.connect() as connection:
+                    connection.exec_driver_sql("SELECT 1")
+                break
+            except SQLAlchemyError as error:
+                reason = _reason(error, settings)
+                if attempt == settings.connection_attempts:
+                    raise ConnectError(
+                        f"cannot connect to {_where(settings)} "
+                        f"({attempt} attempt(s), connection.attempts): {reason}"
+                    ) from None
+                log.warning(
+                    "jdbc-sink: cannot connect to %s (attempt %d of %d, next in %.1f s): %s",
+                    _where(settings),
+                    attempt,
+                    settings.connection_attempts,
+                    settings.connection_backoff_s,
+                    reason,
+                )
+                time.sleep(settings.connection_backoff_s)
         if settings.auto_create:
             return
         catalog = TableCatalog(engine, auto_create=False, auto_evolve=False)
@@ -238,18 +258,25 @@ class JdbcSinkTask(SinkTask):
             try:
                 operation = self._planner.operation(record)
             except BadRecordError as error:
-                self._reject(error)
+                self._reject(record, error)
                 continue
             if operation is not None:
                 operations.append(operation)
         if operations:
             self._write(operations)
 
-    def _reject(self, error: BadRecordError) -> None:
-        """Skip a bad record under ``errors.tolerance=all``, else fail."""
+    def _reject(self, record: SinkRecord, error: Exception) -> None:
+        """Under ``errors.tolerance=all``, hand a record that cannot be written to the
+        runtime's errant-record reporter (the dead-letter topic, the error log) — or, without
+        one, log it — and go on; otherwise fail."""
         if not self.settings.tolerate_all:
             raise error
-        log.warning("jdbc-sink: skipping %s", error)
+        context = getattr(self, "context", None)
+        reporter = context.errant_record_reporter() if context is not None else None
+        if reporter is not None:
+            reporter.report(record, error)
+        else:
+            log.warning("jdbc-sink: skipping %s", error)
 
     def _write(self, operations: list[Operation]) -> None:
         """Write with retries while the database is away."""
@@ -316,14 +343,12 @@ class JdbcSinkTask(SinkTask):
                         write(connection, tables, [operation], 1)
                 except _REJECTED as error:
                     record = operation.record
-                    log.warning(
-                        "jdbc-sink: skipping record %s[%s]@%s refused by table %s: %s",
-                        record.topic,
-                        record.kafka_partition,
-                        record.kafka_offset,
-                        operation.table,
-                        _reason(error, self.settings),
+                    where = f"{record.topic}[{record.kafka_partition}]@{record.kafka_offset}"
+                    refused = ConnectError(
+                        f"jdbc-sink: record {where} refused by table {operation.table}: "
+                        f"{_reason(error, self.settings)}"
                     )
+                    self._reject(record, refused)
 
     def flush(self, offsets: dict[TopicPartition, int]) -> None:
         """Nothing to do: every ``put`` committed its transaction."""

@@ -26,7 +26,9 @@ import logging
 from collections.abc import Callable
 
 from sluice.connect.data import Struct
+from sluice.connect.errors import ConnectError
 from sluice.connectors.postgres.catalog import CatalogColumn
+from sluice.connectors.postgres.columns import CHARACTER_TYPES
 from sluice.connectors.postgres.config import Settings
 from sluice.connectors.postgres.events import ColumnSpec, Event, EventBuilder, Position, TableSchema
 from sluice.connectors.postgres.pgoutput import (
@@ -59,6 +61,7 @@ def table_schema(
     """The :class:`TableSchema` of ``columns`` (name, type OID, modifier) with the catalog's
     nullability and primary key."""
     known = {c.name: c for c in catalog}
+    rules = settings.columns
     specs = []
     for name, type_oid, modifier in columns:
         info = known.get(name)
@@ -66,7 +69,25 @@ def table_schema(
         kind = column_type(
             type_oid, modifier, optional=optional, decimal_mode=settings.decimal_mode
         )
-        specs.append(ColumnSpec(name, kind))
+        if rules.empty:
+            specs.append(ColumnSpec(name, kind))
+            continue
+        kept = rules.keeps(schema, table, name)
+        rule = rules.rule(schema, table, name) if kept else None
+        if rule is None:
+            specs.append(ColumnSpec(name, kind, kept))
+            continue
+        length = modifier - 4 if type_oid in (1043, 1042) and modifier >= 4 else -1
+        if rule.kind != "truncate" and type_oid not in CHARACTER_TYPES:
+            raise ConnectError(
+                f"{rule.key}: column {schema}.{table}.{name} is not a character column "
+                f"(text, varchar, char): it cannot be masked (Debezium would emit it "
+                "unmasked); leave it out with column.exclude.list or narrow the expression"
+            )
+        parameters = rule.parameters
+        if rule.kind == "truncate" and 0 < length <= rule.length:
+            parameters = ()  # never longer than the limit: Debezium leaves it alone
+        specs.append(ColumnSpec(name, kind, True, rule.mapper(length), parameters))
     keyed = sorted((c for c in catalog if c.key_position), key=lambda c: c.key_position or 0)
     return TableSchema(settings.prefix, schema, table, specs, [c.name for c in keyed])
 
@@ -222,17 +243,15 @@ class ChangeStream:
             return
         table, identity = found
         if isinstance(message, Insert):
-            after = table.row(message.new)
+            after, key = table.image(message.new)
             if self._emit("c"):
-                out.append(events.event(table, "c", position, after=after, key=table.key_of(after)))
+                out.append(events.event(table, "c", position, after=after, key=key))
         elif isinstance(message, Update):
-            after = table.row(message.new)
-            key = table.key_of(after)
+            after, key = table.image(message.new)
             before = None
             if message.old is not None:
                 present = identity if message.old_kind == "K" else None
-                before = table.row(message.old, present)
-                old_key = table.key_of(before)
+                before, old_key = table.image(message.old, present)
                 if old_key is not None and key is not None and old_key.values != key.values:
                     self._delete(table, position, before, old_key, out)
                     if self._emit("c"):
@@ -242,8 +261,8 @@ class ChangeStream:
                 out.append(events.event(table, "u", position, before=before, after=after, key=key))
         else:
             present = identity if message.old_kind == "K" else None
-            before = table.row(message.old, present)
-            self._delete(table, position, before, table.key_of(before), out)
+            before, old_key = table.image(message.old, present)
+            self._delete(table, position, before, old_key, out)
 
     def _delete(
         self,

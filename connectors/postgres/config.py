@@ -22,10 +22,13 @@ import psycopg2.extras
 
 from sluice.connect.config_def import ConfigDef, at_least, one_of
 from sluice.connect.errors import ConnectError
+from sluice.connectors.postgres.columns import ColumnRules
 from sluice.connectors.postgres.types import SESSION_OPTIONS
 from sluice.errors import ConfigError
 
-__all__ = ["CONFIG", "Settings", "connect"]
+__all__ = ["CONFIG", "DEBEZIUM", "Settings", "connect"]
+
+DEBEZIUM = "Debezium's PostgreSQL connector"
 
 _IDENTIFIER = re.compile(r"[a-z_][a-z0-9_]*")
 
@@ -62,6 +65,42 @@ CONFIG = (
         importance="high",
     )
     .define(
+        "database.sslmode",
+        "string",
+        "prefer",
+        doc="libpq's sslmode: disable, allow, prefer, require, verify-ca, verify-full.",
+        validator=one_of("disable", "allow", "prefer", "require", "verify-ca", "verify-full"),
+    )
+    .define("database.sslcert", "string", "", doc="File of the client's TLS certificate.")
+    .define("database.sslkey", "string", "", doc="File of the client's TLS private key.")
+    .define("database.sslpassword", "password", "", doc="Password of database.sslkey.")
+    .define(
+        "database.sslrootcert",
+        "string",
+        "",
+        doc="File of the CA certificate(s) the server's certificate is checked against.",
+    )
+    .define(
+        "database.tcpKeepAlive",
+        "boolean",
+        True,
+        doc="TCP keep-alive probes on the connections (libpq's keepalives).",
+    )
+    .define(
+        "schema.include.list",
+        "list",
+        [],
+        doc="Regexes matched against whole schema names; empty: every schema.",
+        validator=_regexes,
+    )
+    .define(
+        "schema.exclude.list",
+        "list",
+        [],
+        doc="Regexes of schema names not to capture.",
+        validator=_regexes,
+    )
+    .define(
         "table.include.list",
         "list",
         [],
@@ -73,6 +112,21 @@ CONFIG = (
         "list",
         [],
         doc="Regexes of schema.table names not to capture.",
+        validator=_regexes,
+    )
+    .define(
+        "column.include.list",
+        "list",
+        [],
+        doc="Regexes matched against whole schema.table.column names: the columns kept in the "
+        "events' values (the key keeps the primary key). Not with column.exclude.list.",
+        validator=_regexes,
+    )
+    .define(
+        "column.exclude.list",
+        "list",
+        [],
+        doc="Regexes of schema.table.column names left out of the events' values.",
         validator=_regexes,
     )
     .define("slot.name", "string", "sluice", doc="Logical replication slot.", validator=_identifier)
@@ -160,6 +214,78 @@ CONFIG = (
         doc="How often the position is reported to the server while streaming.",
         validator=at_least(1),
     )
+    # Debezium's documented keys that Sluice does not implement: refused, never ignored.
+    # Where a value is what Sluice does anyway, that value is allowed.
+    .refuse("plugin.name", origin=DEBEZIUM, allowed=("pgoutput",))
+    .refuse("time.precision.mode", origin=DEBEZIUM, allowed=("adaptive",))
+    .refuse("interval.handling.mode", origin=DEBEZIUM, allowed=("numeric",))
+    .refuse("binary.handling.mode", origin=DEBEZIUM, allowed=("bytes",))
+    .refuse("schema.name.adjustment.mode", origin=DEBEZIUM, allowed=("none",))
+    .refuse("field.name.adjustment.mode", origin=DEBEZIUM, allowed=("none",))
+    .refuse("snapshot.locking.mode", origin=DEBEZIUM, allowed=("none",))
+    .refuse("snapshot.query.mode", origin=DEBEZIUM, allowed=("select_all",))
+    .refuse("snapshot.max.threads", origin=DEBEZIUM, allowed=("1",))
+    .refuse("event.processing.failure.handling.mode", origin=DEBEZIUM, allowed=("fail",))
+    .refuse("schema.refresh.mode", origin=DEBEZIUM, allowed=("columns_diff",))
+    .refuse("streaming.delay.ms", origin=DEBEZIUM, allowed=("0",))
+    .refuse("provide.transaction.metadata", origin=DEBEZIUM, allowed=("false",))
+    .refuse("flush.lsn.source", origin=DEBEZIUM, allowed=("true",))
+    .refuse("xmin.fetch.interval.ms", origin=DEBEZIUM, allowed=("0",))
+    .refuse("topic.delimiter", origin=DEBEZIUM, allowed=(".",))
+    .refuse("read.only", origin=DEBEZIUM, allowed=("false",))
+    .refuse(
+        "unavailable.value.placeholder", origin=DEBEZIUM, allowed=("__debezium_unavailable_value",)
+    )
+    .refuse(
+        "database.server.name",
+        origin=DEBEZIUM,
+        hint="it is Debezium 1.x's name of topic.prefix: use topic.prefix",
+    )
+    .refuse(
+        "skip.messages.without.change",
+        "hstore.handling.mode",
+        "column.propagate.source.type",
+        "datatype.propagate.source.type",
+        "message.key.columns",
+        "replica.identity.autoset.values",
+        "money.fraction.digits",
+        "message.prefix.include.list",
+        "message.prefix.exclude.list",
+        "converters",
+        "snapshot.mode.configuration.based.*",
+        "snapshot.mode.custom.name",
+        "snapshot.locking.mode.custom.name",
+        "snapshot.query.mode.custom.name",
+        "snapshot.include.collection.list",
+        "snapshot.lock.timeout.ms",
+        "snapshot.select.statement.overrides*",
+        "max.queue.size",
+        "max.queue.size.in.bytes",
+        "include.unknown.datatypes",
+        "database.initial.statements",
+        "heartbeat.action.query",
+        "snapshot.delay.ms",
+        "slot.stream.params",
+        "slot.max.retries",
+        "slot.retry.delay.ms",
+        "retriable.restart.connector.wait.ms",
+        "signal.data.collection",
+        "signal.enabled.channels",
+        "signal.kafka.*",
+        "signal.consumer.*",
+        "notification.enabled.channels",
+        "notification.sink.topic.name",
+        "incremental.snapshot.chunk.size",
+        "incremental.snapshot.watermarking.strategy",
+        "topic.naming.strategy",
+        "topic.cache.size",
+        "topic.transaction",
+        "custom.metric.tags",
+        "errors.max.retries",
+        "database.query.timeout.ms",
+        "driver.*",
+        origin=DEBEZIUM,
+    )
 )
 
 
@@ -175,6 +301,11 @@ class Settings:
     prefix: str
     include: tuple[re.Pattern[str], ...]
     exclude: tuple[re.Pattern[str], ...]
+    schema_include: tuple[re.Pattern[str], ...]
+    schema_exclude: tuple[re.Pattern[str], ...]
+    columns: ColumnRules
+    tls: tuple[tuple[str, str], ...]  # libpq's ssl* parameters that are set
+    keepalives: bool
     slot: str
     publication: str
     autocreate: str
@@ -200,6 +331,16 @@ class Settings:
         prefix = values["topic.prefix"]
         if not re.fullmatch(r"[A-Za-z0-9._-]+", prefix):
             raise ConfigError(f"{prefix!r} is not usable in topic names", key="topic.prefix")
+        if values["schema.include.list"] and values["schema.exclude.list"]:
+            raise ConfigError(
+                "schema.include.list and schema.exclude.list cannot both be set",
+                key="schema.exclude.list",
+            )
+        tls = tuple(
+            (name, str(values[f"database.{name}"]))
+            for name in ("sslmode", "sslcert", "sslkey", "sslpassword", "sslrootcert")
+            if values[f"database.{name}"]
+        )
         return cls(
             host=values["database.hostname"],
             port=values["database.port"],
@@ -209,6 +350,11 @@ class Settings:
             prefix=prefix,
             include=tuple(re.compile(p) for p in values["table.include.list"]),
             exclude=tuple(re.compile(p) for p in values["table.exclude.list"]),
+            schema_include=tuple(re.compile(p) for p in values["schema.include.list"]),
+            schema_exclude=tuple(re.compile(p) for p in values["schema.exclude.list"]),
+            columns=ColumnRules.parse(config),
+            tls=tls,
+            keepalives=values["database.tcpKeepAlive"],
             slot=values["slot.name"],
             publication=values["publication.name"],
             autocreate=values["publication.autocreate.mode"],
@@ -226,7 +372,11 @@ class Settings:
         )
 
     def captures(self, schema: str, table: str) -> bool:
-        """Whether ``schema.table`` is captured (include and exclude lists)."""
+        """Whether ``schema.table`` is captured (schema and table include/exclude lists)."""
+        if self.schema_include and not any(p.fullmatch(schema) for p in self.schema_include):
+            return False
+        if any(p.fullmatch(schema) for p in self.schema_exclude):
+            return False
         name = f"{schema}.{table}"
         if self.include and not any(p.fullmatch(name) for p in self.include):
             return False
@@ -241,6 +391,7 @@ class Settings:
 def connect(settings: Settings, *, replication: bool = False) -> psycopg2.extensions.connection:
     """A connection (a logical replication one with ``replication``); a clear error if not."""
     factory = psycopg2.extras.LogicalReplicationConnection if replication else None
+    extra: dict[str, Any] = {"keepalives": 1 if settings.keepalives else 0, **dict(settings.tls)}
     try:
         connection = psycopg2.connect(
             host=settings.host,
@@ -252,6 +403,7 @@ def connect(settings: Settings, *, replication: bool = False) -> psycopg2.extens
             application_name=f"sluice-cdc-{settings.prefix}",
             connect_timeout=10,
             connection_factory=factory,
+            **extra,
         )
     except psycopg2.OperationalError as error:
         reason = str(error).strip().splitlines()[-1] if str(error).strip() else repr(error)

@@ -112,10 +112,23 @@ HEARTBEAT_VALUE_SCHEMA = Schema.struct(
 
 @dataclass(frozen=True)
 class ColumnSpec:
-    """A captured column: its name and type."""
+    """A captured column: its name and type; whether its values are in the events' values
+    (``kept``), and what they become there (``mapper``, with the schema ``parameters`` it
+    adds: :mod:`~sluice.connectors.postgres.columns`). The key always has the plain values."""
 
     name: str
     type: ColumnType
+    kept: bool = True
+    mapper: Callable[[Any], Any] | None = None
+    parameters: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def value_schema(self) -> Schema:
+        """The column's schema in the events' values."""
+        schema = self.type.schema
+        if not self.parameters:
+            return schema
+        return dataclasses.replace(schema, parameters=(*schema.parameters, *self.parameters))
 
 
 class TableSchema:
@@ -134,12 +147,16 @@ class TableSchema:
         self.columns = tuple(columns)
         self.topic = f"{prefix}.{schema}.{table}"
         self.value_schema = Schema.struct(
-            [Field(c.name, c.type.schema) for c in self.columns],
+            [Field(c.name, c.value_schema) for c in self.columns if c.kept],
             name=f"{self.topic}.Value",
             optional=True,
         )
         by_name = {c.name: c for c in self.columns}
         self.key_columns = tuple(name for name in key if name in by_name)
+        # Filtered or mapped columns: the value differs from the parsed row (None: it does not).
+        self._shown: tuple[tuple[str, Callable[[Any], Any] | None], ...] | None = None
+        if any(not c.kept or c.mapper is not None for c in self.columns):
+            self._shown = tuple((c.name, c.mapper) for c in self.columns if c.kept)
         self.key_schema: Schema | None = None
         if self.key_columns:
             fields = [Field(n, _required(by_name[n].type.schema)) for n in self.key_columns]
@@ -165,11 +182,19 @@ class TableSchema:
         ]
 
     def row(self, values: Sequence[TupleValue], present: Collection[int] | None = None) -> Struct:
-        """A ``Value`` struct of text ``values`` in column order.
+        """A ``Value`` struct of text ``values`` in column order (see :meth:`image`)."""
+        return self.image(values, present)[0]
+
+    def image(
+        self, values: Sequence[TupleValue], present: Collection[int] | None = None
+    ) -> tuple[Struct, Struct | None]:
+        """The ``Value`` struct of text ``values`` in column order, and its ``Key`` (None: the
+        table has no primary key).
 
         Columns not in ``present`` (all when None) are missing (a key-only before image): None,
         or Debezium's fallback when the column is NOT NULL. :data:`UNCHANGED` becomes the
-        TOAST placeholder.
+        TOAST placeholder. Columns left out by the column filters are not in the value, and
+        masked ones are masked there; the key has the primary key's plain values.
         """
         data: dict[str, Any] = {}
         count = len(values)
@@ -195,13 +220,23 @@ class TableSchema:
             if value is None and not optional:
                 value = fallback
             data[name] = value
-        return Struct(self.value_schema, data)
+        key = None
+        if self.key_schema is not None:
+            key = Struct(self.key_schema, {name: data[name] for name in self.key_columns})
+        if self._shown is None:
+            return Struct(self.value_schema, data), key
+        shown = {}
+        for name, mapper in self._shown:
+            value = data[name]
+            shown[name] = value if mapper is None or value is None else mapper(value)
+        return Struct(self.value_schema, shown), key
 
     def _unreadable(self, column: str, text: str, error: ValueError) -> ConnectError:
         return ConnectError(f"{self.topic}: column {column}: cannot read {text[:60]!r}: {error}")
 
     def key_of(self, row: Struct) -> Struct | None:
-        """The ``Key`` struct of a row (None: the table has no primary key)."""
+        """The ``Key`` struct of a row (None: the table has no primary key); only for tables
+        without column filters or masks on the key (use :meth:`image`)."""
         if self.key_schema is None:
             return None
         return Struct(self.key_schema, {name: row.values.get(name) for name in self.key_columns})

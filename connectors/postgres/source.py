@@ -48,6 +48,7 @@ from sluice.connectors.postgres.catalog import (
     wait_released,
 )
 from sluice.connectors.postgres.changes import ChangeStream, table_schema
+from sluice.connectors.postgres.columns import column_problems
 from sluice.connectors.postgres.config import CONFIG, Settings, connect
 from sluice.connectors.postgres.events import Event, EventBuilder, Position, TableSchema
 from sluice.connectors.postgres.pgoutput import format_lsn
@@ -70,8 +71,11 @@ class PostgresCdcConnector(SourceConnector):
     ``publication.autocreate.mode``, ``snapshot.mode``, ``snapshot.fetch.size``,
     ``max.batch.size``, ``poll.interval.ms``, ``heartbeat.interval.ms``,
     ``topic.heartbeat.prefix``, ``tombstones.on.delete``, ``decimal.handling.mode``,
-    ``skipped.operations``, ``slot.drop.on.stop``, ``status.update.interval.ms``. See
-    ``docs/connectors-postgres-cdc.md``.
+    ``skipped.operations``, ``slot.drop.on.stop``, ``status.update.interval.ms``,
+    ``schema.include.list``, ``schema.exclude.list``, ``database.ssl*``,
+    ``database.tcpKeepAlive``, and the column filters and masks of
+    :mod:`~sluice.connectors.postgres.columns`. Debezium's other keys are refused (see
+    :data:`~sluice.connectors.postgres.config.CONFIG`). See ``docs/connectors.md``.
 
     :meth:`start` connects and checks the server and the slot, so that a wrong password or a
     slot in use shows in the connector's status before any task starts.
@@ -101,6 +105,20 @@ class PostgresCdcConnector(SourceConnector):
 
     def validate(self, config: Mapping[str, Any]) -> list[ConfigValue]:
         results = super().validate(config)
+        by_name = {value.name: value for value in results}
+        problems = column_problems(config)
+        if (
+            str(config.get("schema.include.list", "")).strip()
+            and str(config.get("schema.exclude.list", "")).strip()
+        ):
+            message = "schema.include.list and schema.exclude.list cannot both be set"
+            problems.append(("schema.exclude.list", message))
+        for key, message in problems:
+            if key not in by_name:
+                by_name[key] = ConfigValue(key, config.get(key))
+                results.append(by_name[key])
+            if message not in by_name[key].errors:
+                by_name[key].errors.append(message)
         if str(config.get("tasks.max", "1")).strip() not in ("1", ""):
             results.append(
                 ConfigValue(
@@ -282,10 +300,8 @@ class PostgresCdcTask(SourceTask):
                 self._snapshot_time_us,
                 snapshot="last" if last else "true",
             )
-            row = table.row(values)
-            records.append(
-                self.events.event(table, "r", position, after=row, key=table.key_of(row))
-            )
+            row, key = table.image(values)
+            records.append(self.events.event(table, "r", position, after=row, key=key))
         if self._next_row is None:
             self._finish_snapshot()
         return records

@@ -129,6 +129,7 @@ def test_wrong_password_fails_the_connector_with_the_databases_message(sink_pg_u
     config = {
         "connection.url": sink_pg_url,
         "connection.password": wrong,
+        "connection.attempts": "1",
         "topics": "orders",
         "auto.create": "true",
     }
@@ -155,7 +156,9 @@ def test_an_unreachable_database_fails_the_connector(sink_pg_url):
 
     url = f"postgresql+psycopg2://sluice:secret@127.0.0.1:{free_port()}/nothing"
     with pytest.raises(ConnectError, match=r"cannot connect to .*\*\*\*@127.0.0.1.*refused"):
-        JdbcSinkConnector().start({"connection.url": url, "auto.create": "true"})
+        JdbcSinkConnector().start(
+            {"connection.url": url, "auto.create": "true", "connection.attempts": "1"}
+        )
 
 
 def test_the_database_stopped_mid_stream_loses_nothing(jdbc_sink, postgres):
