@@ -15,8 +15,6 @@ from __future__ import annotations
 
 import atexit
 import logging
-import os
-import sys
 import threading
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
@@ -91,17 +89,14 @@ def _start(master: str, conf: Mapping[str, str]) -> tuple[SparkSession, bool]:
     from pyspark import SparkContext
     from pyspark.sql import SparkSession
 
+    from sluice.connectors.spark._quiet import session as quiet_session
+
     if SparkContext._active_spark_context is not None:
         # Spark already runs here (a notebook, a test): its session, which is not ours to stop.
         return SparkSession.builder.getOrCreate(), False
-    # Python workers (should Spark need any) run this interpreter, with sluice importable.
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     log.info("spark-sink: starting a SparkSession (master %s)", master)
-    builder = SparkSession.builder.master(master).appName("sluice-connect")
-    for key, value in {**DEFAULT_CONF, **conf}.items():
-        builder = builder.config(key, value)
-    session = builder.getOrCreate()
+    # Python workers run this interpreter, with sluice importable; no start-up noise in the log.
+    session = quiet_session(master, "sluice-connect", {**DEFAULT_CONF, **conf})
     session.sparkContext.setLogLevel("WARN")
     return session, True
 

@@ -2,7 +2,10 @@
 ``spark-sink`` wrote (every update of every window; the last one of a window has the most
 orders).
 
-    python examples/quickstart/summary.py [--lake .sluice/quickstart/lake]
+    python examples/quickstart/summary.py [--lake .sluice/quickstart/lake] [--verbose]
+
+Spark's start-up lines (JVM and log4j notices) are not shown; ``--verbose`` (or
+``SLUICE_SPARK_VERBOSE=1``) shows them.
 """
 
 from __future__ import annotations
@@ -10,18 +13,18 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from pyspark.sql import SparkSession
+from sluice.connectors.spark import session
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--lake", type=Path, default=Path(".sluice/quickstart/lake"))
+    parser.add_argument(
+        "--verbose", action="store_true", default=None, help="show Spark's start-up lines"
+    )
     options = parser.parse_args()
-    spark = (
-        SparkSession.builder.master("local[1]")
-        .appName("quickstart-summary")
-        .config("spark.ui.enabled", "false")
-        .getOrCreate()
+    spark = session(
+        "local[1]", "quickstart-summary", {"spark.ui.enabled": "false"}, verbose=options.verbose
     )
     spark.sparkContext.setLogLevel("ERROR")
     try:

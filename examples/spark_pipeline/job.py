@@ -17,7 +17,6 @@ Output: Parquet files in ``<out>/revenue`` with the columns ``window_start``, ``
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -82,15 +81,12 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--bootstrap", default="localhost:9092", help="the broker")
     parser.add_argument("--out", default="spark-out", type=Path, help="output and checkpoint")
     args = parser.parse_args(argv)
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # Spark's workers import sluice
-    from pyspark.sql import SparkSession
+    from sluice.connectors.spark import session  # quiet start; SLUICE_SPARK_VERBOSE=1 for all
 
-    spark = (
-        SparkSession.builder.master("local[2]")
-        .appName("sluice-spark-pipeline")
-        .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.sql.shuffle.partitions", "2")
-        .getOrCreate()
+    spark = session(
+        "local[2]",
+        "sluice-spark-pipeline",
+        {"spark.sql.session.timeZone": "UTC", "spark.sql.shuffle.partitions": "2"},
     )
     spark.sparkContext.setLogLevel("WARN")
     try:

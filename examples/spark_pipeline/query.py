@@ -10,7 +10,6 @@ committed batches; the ``date`` partition column comes from the directory names)
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -28,15 +27,9 @@ def main(argv: list[str]) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--lake", default="lake", type=Path, help="spark-sink's warehouse.path")
     args = parser.parse_args(argv)
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    from pyspark.sql import SparkSession
+    from sluice.connectors.spark import session  # quiet start; SLUICE_SPARK_VERBOSE=1 for all
 
-    spark = (
-        SparkSession.builder.master("local[2]")
-        .appName("sluice-spark-pipeline-sql")
-        .config("spark.sql.session.timeZone", "UTC")
-        .getOrCreate()
-    )
+    spark = session("local[2]", "sluice-spark-pipeline-sql", {"spark.sql.session.timeZone": "UTC"})
     spark.sparkContext.setLogLevel("WARN")
     try:
         top_customers(spark, args.lake).show(truncate=False)

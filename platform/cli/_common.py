@@ -46,13 +46,17 @@ Home = Annotated[
     ),
 ]
 DEFAULT_HOME = Path(".sluice")
+CLIENT_CONFIG_HELP = (
+    "Config property under its Kafka name, repeatable (e.g. `-X security.protocol=SSL`)."
+)
+"""The one description of ``-X KEY=VALUE``, whatever command takes it."""
 ClientConfig = Annotated[
     list[str] | None,
     typer.Option(
         "--client-config",
         "-X",
         metavar="KEY=VALUE",
-        help="librdkafka client property, repeatable (e.g. -X security.protocol=SSL).",
+        help=CLIENT_CONFIG_HELP,
         rich_help_panel="Connection",
     ),
 ]

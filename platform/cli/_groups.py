@@ -51,7 +51,7 @@ class GroupAdmin:
     def __init__(self, bootstrap: str, client_config: list[str] | None, timeout: float) -> None:
         self.connection = Connection(bootstrap, timeout)
         self.timeout = timeout
-        overrides = parse_pairs(client_config, "--client-config")
+        overrides = parse_pairs(client_config, "-X")
         self.client = make_client(
             clients.admin,
             bootstrap,

@@ -18,7 +18,7 @@ from kio.schema.errors import ErrorCode
 from sluice import wire
 from sluice.cli._common import CliError
 
-__all__ = ["RETRIABLE", "Admin", "error_text", "timestamp"]
+__all__ = ["RETRIABLE", "SUPPORTED_CONFIG", "Admin", "error_text", "timestamp", "wire_config"]
 
 RETRIABLE = {
     ErrorCode.coordinator_load_in_progress,
@@ -26,6 +26,38 @@ RETRIABLE = {
     ErrorCode.not_coordinator,
 }
 """Answers that mean "ask again, perhaps elsewhere": the coordinator is moving or loading."""
+
+
+SUPPORTED_CONFIG = ("bootstrap.servers", "client.id", "security.protocol")
+"""The client properties the wire client applies; it speaks PLAINTEXT only."""
+
+
+def wire_config(bootstrap: str, overrides: dict[str, str]) -> tuple[str, str]:
+    """The bootstrap servers and client id from ``--bootstrap-server`` and ``-X``; a property
+    the wire client cannot apply is a usage error rather than silently ignored.
+
+    >>> wire_config("localhost:9092", {"client.id": "ops", "security.protocol": "plaintext"})
+    ('localhost:9092', 'ops')
+    >>> try:
+    ...     wire_config("localhost:9092", {"security.protocol": "SSL"})
+    ... except typer.BadParameter as exc:
+    ...     print(exc.message)
+    security.protocol=SSL: sluice transactions speaks PLAINTEXT only
+    """
+    for key, value in overrides.items():
+        if key not in SUPPORTED_CONFIG:
+            raise typer.BadParameter(
+                f"{key}: sluice transactions speaks the Kafka protocol itself and applies only "
+                f"{', '.join(SUPPORTED_CONFIG)} (PLAINTEXT)",
+                param_hint="-X",
+            )
+        if key == "security.protocol" and value.upper() != "PLAINTEXT":
+            raise typer.BadParameter(
+                f"security.protocol={value}: sluice transactions speaks PLAINTEXT only",
+                param_hint="-X",
+            )
+    client_id = overrides.get("client.id") or "sluice-cli"
+    return overrides.get("bootstrap.servers") or bootstrap, client_id
 
 
 def timestamp(moment: datetime) -> str:
@@ -59,13 +91,14 @@ def error_text(code: ErrorCode, message: str | None = None) -> str:
 class Admin:
     """Connections to the brokers, reused, and the retries until ``--timeout`` runs out."""
 
-    def __init__(self, bootstrap: str, timeout: float) -> None:
+    def __init__(self, bootstrap: str, timeout: float, client_id: str = "sluice-cli") -> None:
         self.bootstrap = bootstrap
         self.timeout = timeout
+        self.client_id = client_id
         self.deadline = time.monotonic() + timeout
         self._connections: dict[tuple[str, int], wire.Connection] = {}
         try:
-            self._bootstrap = wire.connect(bootstrap, timeout=timeout, client_id="sluice-cli")
+            self._bootstrap = wire.connect(bootstrap, timeout=timeout, client_id=client_id)
         except ValueError as exc:
             raise typer.BadParameter(str(exc), param_hint="--bootstrap-server") from None
         except wire.BrokerUnreachableError as exc:
@@ -94,7 +127,7 @@ class Admin:
         key = node.host, node.port
         if (conn := self._connections.get(key)) is None:
             try:
-                conn = wire.connect_node(node, timeout=self.timeout, client_id="sluice-cli")
+                conn = wire.connect_node(node, timeout=self.timeout, client_id=self.client_id)
             except wire.BrokerUnreachableError as exc:
                 raise CliError(f"cannot reach broker {node}: {exc.reason}") from None
             except wire.WireError as exc:

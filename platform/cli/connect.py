@@ -20,6 +20,7 @@ from __future__ import annotations
 import gc
 import logging
 import signal
+import socket
 import threading
 import time
 from pathlib import Path
@@ -124,6 +125,8 @@ def standalone(
     herder = Herder(worker)
 
     def deploy(server: RestServer | None) -> None:
+        if server is not None:  # Kafka Connect's worker id is its REST address: host:port
+            worker.worker_id = _worker_id(server.host, server.port)
         for spec in specs:
             try:
                 herder.create_connector(
@@ -193,7 +196,7 @@ def start(
 
     def join(server: RestServer | None) -> None:
         assert server is not None
-        cluster.start(f"{server.host}:{server.port}")
+        cluster.start(_worker_id(server.host, server.port))
         logging.getLogger("sluice.connect").info(
             "worker %s:%d of group %s, REST API on %s", server.host, server.port, group, server.url
         )
@@ -208,6 +211,20 @@ def start(
         _serve_until_signal(DistributedHerder(cluster), rest, join, metrics)
     finally:
         cluster.stop()
+
+
+def _worker_id(host: str, port: int) -> str:
+    """A worker's id from the address its REST API listens on, as Kafka Connect derives it
+    from the advertised listener: ``host:port``, with the machine's name for a wildcard host.
+
+    >>> _worker_id("127.0.0.1", 8084)
+    '127.0.0.1:8084'
+    >>> _worker_id("0.0.0.0", 8083) == f"{socket.gethostname()}:8083"
+    True
+    """
+    if host in ("", "0.0.0.0", "::"):
+        host = socket.gethostname()
+    return f"{host}:{port}"
 
 
 def _log_to_stderr(level: str) -> None:
@@ -285,14 +302,19 @@ def status(
     get = rest.get
     names = [name] if name else list(get("/connectors"))
     rows = []
+    warnings = []
     for connector in sorted(names):
         body = get(f"/connectors/{connector}/status")
         assert isinstance(body, dict)
         state = body["connector"]
-        rows.append([connector, "connector", state["state"], state["worker_id"], body["type"]])
+        kind = body.get("type") or "-"
+        rows.append([connector, "-", kind, state["state"], state["worker_id"] or "-"])
         for task in body["tasks"]:
-            rows.append([connector, f"task {task['id']}", task["state"], task["worker_id"], ""])
-    print_table(["connector", "what", "state", "worker", "type"], rows)
+            rows.append([connector, task["id"], "", task["state"], task["worker_id"] or "-"])
+            warnings += [f"{connector}-{task['id']}: {w}" for w in task.get("warnings", [])]
+    print_table(["CONNECTOR", "TASK", "TYPE", "STATE", "WORKER"], rows)
+    for warning in warnings:
+        typer.echo(f"warning: {warning}")
 
 
 @app.command()

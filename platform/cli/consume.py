@@ -236,7 +236,7 @@ def consume(
     }
     if group is not None:
         config["group.id"] = group
-    config.update(parse_pairs(client_config, "--client-config"))
+    config.update(parse_pairs(client_config, "-X"))
     consumer = make_client(clients.consumer, bootstrap, config)
     printed = _Counter()
     try:

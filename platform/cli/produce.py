@@ -1,4 +1,4 @@
-"""``sluice produce``: one record per input line, from stdin or a file."""
+"""``sluice produce``: one record per input line, from stdin or a file, split by ``--format``."""
 
 from __future__ import annotations
 
@@ -37,6 +37,12 @@ from sluice.cli._common import (
     records,
     stderr,
     unescape,
+)
+from sluice.cli._input_format import (
+    LineError,
+    Parser,
+    compile_input_format,
+    key_separator_format,
 )
 
 MAX_SHOWN_FAILURES = 10
@@ -103,7 +109,17 @@ def produce(
             "--key-separator",
             "-K",
             metavar="SEP",
-            help=r"Split each line at the first SEP into key and value (`\t` `\\` escapes).",
+            help=r"Split each line at the first SEP into key and value (`\t` `\\` escapes); "
+            "short for `--format '%kSEP%v'`.",
+        ),
+    ] = None,
+    fmt: Annotated[
+        str | None,
+        typer.Option(
+            "--format",
+            "-f",
+            metavar="FORMAT",
+            help="How each line splits into a record (default `%v`; see above).",
         ),
     ] = None,
     acks: Annotated[
@@ -113,7 +129,7 @@ def produce(
         Path | None,
         typer.Option(
             "--file",
-            "-f",
+            metavar="FILE",
             exists=True,
             dir_okay=False,
             readable=True,
@@ -146,18 +162,26 @@ def produce(
     bootstrap: Bootstrap = clients.DEFAULT_BOOTSTRAP,
     client_config: ClientConfig = None,
 ) -> None:
-    """Produce records to TOPIC, one per line of stdin or --file.
+    r"""Produce records to TOPIC, one per line of stdin or --file.
+
+    Format tokens (what `sluice consume -f` prints, `produce -f` reads back): `%k` key, `%v`
+    value, `%T` timestamp (ms), `%p` partition, `%h` headers (`k=v,k2=v2`), `%%`; escapes
+    `\t \\`. A token's field ends at the text that follows it in the format.
 
     Examples: `sluice produce orders < orders.txt`, or with keys
-    `sluice produce orders -K : -f keyed.txt` (lines like `customer-7:order-1`).
+    `sluice produce orders -f '%k:%v' --file keyed.txt` (lines like `customer-7:order-1`).
     """
-    separator: bytes | None = None
     if key_separator is not None:
-        separator = unescape(key_separator).encode()
-        if not separator:
+        if fmt is not None:
+            raise typer.BadParameter("give --key-separator or --format, not both")
+        if not unescape(key_separator):
             raise typer.BadParameter("must not be empty", param_hint="--key-separator")
+        fmt = key_separator_format(key_separator)
+    parse = compile_input_format("%v" if fmt is None else fmt)
+    if partition is not None and fmt is not None and "%p" in fmt.replace("%%", ""):
+        raise typer.BadParameter("give --partition or a format with %p, not both")
     connection = Connection(bootstrap, timeout)
-    overrides = parse_pairs(client_config, "--client-config")
+    overrides = parse_pairs(client_config, "-X")
     deliveries = _Deliveries()
     producer = make_client(
         clients.producer,
@@ -208,7 +232,7 @@ def produce(
                 producer,
                 topic=topic,
                 source=source,
-                separator=separator,
+                parse=parse,
                 partition=partition,
                 deliveries=deliveries,
                 advance=advance,
@@ -272,31 +296,36 @@ def _send(
     *,
     topic: str,
     source: BinaryIO,
-    separator: bytes | None,
+    parse: Parser,
     partition: int | None,
     deliveries: _Deliveries,
     advance: Callable[[int], None] | None,
 ) -> None:
-    target = -1 if partition is None else partition
+    default = -1 if partition is None else partition
     unreported = 0
     for number, raw in enumerate(source, 1):
         unreported += len(raw)
-        value = raw.rstrip(b"\n")
-        if value.endswith(b"\r"):
-            value = value[:-1]
-        key: bytes | None = None
-        if separator is not None:
-            key, found, value = value.partition(separator)
-            if not found:
-                deliveries.sent += 1
-                deliveries.fail(f"line {number}", "no key separator")
-                continue
-        size = len(value) + (len(key) if key is not None else 0)
+        line = raw.rstrip(b"\n")
+        if line.endswith(b"\r"):
+            line = line[:-1]
         deliveries.sent += 1
+        try:
+            key, value, target, timestamp, headers = parse(line)
+        except LineError as exc:
+            deliveries.fail(f"line {number}", str(exc))
+            continue
+        size = len(value or b"") + len(key or b"")
         deliveries.sent_bytes += size
         while True:
             try:
-                producer.produce(topic, value, key, partition=target)
+                producer.produce(
+                    topic,
+                    value,
+                    key,
+                    default if target is None else target,
+                    timestamp=timestamp or 0,
+                    headers=headers,
+                )
                 break
             except BufferError:
                 producer.poll(0.05)  # the local queue is full: let deliveries drain it

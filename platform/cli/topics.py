@@ -59,7 +59,7 @@ class _Admin:
     def __init__(self, bootstrap: str, client_config: list[str] | None, timeout: float) -> None:
         self.connection = Connection(bootstrap, timeout)
         self.timeout = timeout
-        overrides = parse_pairs(client_config, "--client-config")
+        overrides = parse_pairs(client_config, "-X")
         self.client = make_client(
             clients.admin,
             bootstrap,
@@ -273,7 +273,9 @@ def _ids(ids: list[int]) -> str:
 def _config_value(entry: Any) -> str:
     if entry.is_sensitive:
         return "<sensitive>"
-    return "-" if entry.value is None else str(entry.value)
+    if entry.value is None:
+        return "-"
+    return str(entry.value) or '""'  # an empty list (throttled replicas), shown as such
 
 
 def _source_name(source: Any) -> str:

@@ -2,9 +2,11 @@
 
 What ``kafka-transactions.sh list|describe`` shows. confluent-kafka's AdminClient has no
 ListTransactions or DescribeTransactions, so these commands speak them through
-:mod:`sluice.wire` (PLAINTEXT only). ``list`` asks every broker, since each one coordinates the
-transactional ids that hash to its partitions of ``__transaction_state``; ``describe`` asks the
-id's coordinator, found with FindCoordinator (key type 1, transaction).
+:mod:`sluice.wire` (PLAINTEXT only: ``-X`` takes the properties it can apply, ``client.id``,
+``bootstrap.servers`` and ``security.protocol=PLAINTEXT``, and refuses any other). ``list``
+asks every broker, since each one coordinates the transactional ids that hash to its
+partitions of ``__transaction_state``; ``describe`` asks the id's coordinator, found with
+FindCoordinator (key type 1, transaction).
 """
 
 from __future__ import annotations
@@ -18,8 +20,10 @@ from sluice.cli._common import (
     DEFAULT_TIMEOUT,
     EXIT_FAILED,
     Bootstrap,
+    ClientConfig,
     CliError,
     RequestTimeout,
+    parse_pairs,
     print_table,
     warn,
 )
@@ -66,6 +70,7 @@ def list_(
         ),
     ] = None,
     bootstrap: Bootstrap = clients.DEFAULT_BOOTSTRAP,
+    client_config: ClientConfig = None,
     timeout: RequestTimeout = DEFAULT_TIMEOUT,
 ) -> None:
     """List transactional ids with their producer id and state (ListTransactions).
@@ -75,11 +80,12 @@ def list_(
     from kio.schema.errors import ErrorCode
 
     from sluice import wire
-    from sluice.cli._transactions import Admin, error_text
+    from sluice.cli._transactions import Admin, error_text, wire_config
 
+    servers, client_id = wire_config(bootstrap, parse_pairs(client_config, "-X"))
     rows: list[tuple[str, int, int, str]] = []
     errors: list[str] = []
-    with Admin(bootstrap, timeout) as admin:
+    with Admin(servers, timeout, client_id) as admin:
         for node in admin.brokers():
             try:
                 answer = admin.call_until(
@@ -115,6 +121,7 @@ def describe(
     transactional_id: TransactionalId,
     *,
     bootstrap: Bootstrap = clients.DEFAULT_BOOTSTRAP,
+    client_config: ClientConfig = None,
     timeout: RequestTimeout = DEFAULT_TIMEOUT,
 ) -> None:
     """Show a transactional id's state, producer id and epoch, timeout, and the start time and
@@ -122,9 +129,10 @@ def describe(
 
     Example: `sluice transactions describe orders-app-0`
     """
-    from sluice.cli._transactions import Admin, timestamp
+    from sluice.cli._transactions import Admin, timestamp, wire_config
 
-    with Admin(bootstrap, timeout) as admin:
+    servers, client_id = wire_config(bootstrap, parse_pairs(client_config, "-X"))
+    with Admin(servers, timeout, client_id) as admin:
         node, txn = admin.describe(transactional_id)
     partitions = ((t.topic, int(p)) for t in txn.topics for p in t.partitions)
     print_table(

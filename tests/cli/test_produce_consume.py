@@ -116,7 +116,7 @@ def test_produce_reports_lines_without_a_key_separator(
     topic = topic_factory(1)
     produced = sluice("produce", topic, "-K", "=", input="a=1\nbroken\nb=2\n")
     assert produced.code == 1, str(produced)
-    assert "error: line 2: no key separator" in produced.err
+    assert "error: line 2: no '=' after the key" in produced.err
     assert "produced 2 records" in produced.err and "1 failed" in produced.err
     consumed = sluice("consume", topic, "--from-beginning", "-n", "2", "-f", "%k=%v")
     assert consumed.out.splitlines() == ["a=1", "b=2"]

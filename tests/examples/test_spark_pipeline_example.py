@@ -161,7 +161,8 @@ def test_pipeline_windows_and_sql_match_the_input(
 ) -> None:
     boot = broker.bootstrap
     sluice("topics", "create", "purchases", "-p", "3", "-b", boot, cwd=tmp_path)
-    sluice("produce", "purchases", "-f", str(EXAMPLE / "purchases.jsonl"), "-b", boot, cwd=tmp_path)
+    source = str(EXAMPLE / "purchases.jsonl")
+    sluice("produce", "purchases", "--file", source, "-b", boot, cwd=tmp_path)
     out = tmp_path / "spark-out"
 
     # First run: the windows the watermark closed (10:00, 10:10, 10:20); 10:30 stays open.
@@ -171,7 +172,7 @@ def test_pipeline_windows_and_sql_match_the_input(
 
     # More purchases, second run from the checkpoint: 10:30 is written, 10:40 stays open.
     more = str(EXAMPLE / "more-purchases.jsonl")
-    sluice("produce", "purchases", "-f", more, "-b", boot, cwd=tmp_path)
+    sluice("produce", "purchases", "--file", more, "-b", boot, cwd=tmp_path)
     job.run(spark, boot, out)
     every = purchases("purchases.jsonl", "more-purchases.jsonl")
     expected = closed_windows(every)
