@@ -153,6 +153,14 @@ class Connector(ABC):
 class SourceConnector(Connector):
     """A connector that reads a source system into topics."""
 
+    def exactly_once_support(self, config: Mapping[str, Any]) -> bool | None:
+        """Whether the connector's tasks can run exactly-once with ``config`` (Kafka's
+        ``SourceConnector.exactlyOnceSupport``, KIP-618): True when a source offset says
+        exactly where to resume — records polled after it are polled again, the same ones —,
+        False when not, None (the default) when the connector does not say. A connector
+        configured ``exactly.once.support=required`` is refused unless this is True."""
+        return None
+
 
 class SinkConnector(Connector):
     """A connector that writes topics into a sink system."""
@@ -172,6 +180,12 @@ class Task(ABC):
     @abstractmethod
     def stop(self) -> None:
         """Stop; called from another thread while :meth:`SourceTask.poll` may be running."""
+
+    def warnings(self) -> list[str]:
+        """What the task works around without failing (a file it waits for…), one line each,
+        shown in its status (``warnings``) while it lasts; none by default. Called from
+        another thread than the task's."""
+        return []
 
 
 class SourceTask(Task):

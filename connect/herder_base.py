@@ -32,6 +32,7 @@ from confluent_kafka.admin import AdminClient
 from sluice import clients
 from sluice.connect.api import Connector
 from sluice.connect.errors import ConnectError
+from sluice.connect.exactly_once import add_problems, problems
 from sluice.connect.offset_admin import ConnectorOffsets
 from sluice.connect.offsets import OffsetStore
 from sluice.connect.plugins import connector_class, known_plugins
@@ -123,6 +124,9 @@ class HerderBase(ABC):
     ``GET /connector-plugins`` beyond the registered ones (``sluice.connectors`` entry points);
     ``timeout_s`` bounds each admin request.
     """
+
+    distributed = False
+    """Whether the worker is distributed (exactly-once sources are possible only then)."""
 
     def __init__(
         self,
@@ -282,7 +286,8 @@ class HerderBase(ABC):
         elif included is None:
             raise BadRequestError(f"Connector config {config} contains no connector type")
         cls = self._plugin(str(config["connector.class"]), strict=plugin is None)
-        return config_infos(cls, config)
+        found = problems(cls, config, self.worker_config, distributed=self.distributed)
+        return add_problems(config_infos(cls, config), found)
 
     def _connector_plugins(self) -> list[type[Connector]]:
         found = [*known_plugins().values(), *self._extra_plugins]

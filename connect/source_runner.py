@@ -11,6 +11,14 @@ for input), so that it does not stall the read; from twice the interval on, the 
 the acknowledgements. ``commit_record`` is called for each record once the
 broker acknowledged it (at that commit), then ``commit()``.
 
+The loop calls four hooks — :meth:`SourceTaskRunner.prepare` (before the task starts),
+:meth:`~SourceTaskRunner.before_send` and :meth:`~SourceTaskRunner.after_send` (around the
+records of each poll), :meth:`~SourceTaskRunner.close_producer` — and
+:meth:`~SourceTaskRunner.commit_offsets`; this runner's are the at-least-once commit above,
+:class:`~sluice.connect.exactly_once.ExactlyOnceSourceTaskRunner`'s commit records and offsets
+in one transaction (Kafka's ``WorkerSourceTask`` and ``ExactlyOnceWorkerSourceTask``). Both
+send records through the same code below.
+
 Hot path: the loop calls ``poll_batch``; a :class:`~sluice.connect.data.SourceBatch` (a file's
 lines) is, when the connector has no transforms, converted in one call and produced with one
 ``produce()`` per value and nothing else per record: its offset is remembered once per batch,
@@ -74,18 +82,11 @@ class SourceTaskRunner(TaskRunner):
         super().__init__(connector, task_id, config, worker_config)
         self.task = task
         self.offsets = offsets
+        self.worker_config = worker_config
+        self._last_commit = 0.0  # time.monotonic() of the last commit
         self._failures: list[str] = []  # failed deliveries since the last commit
         self.producer: Producer = clients.producer(
-            worker_config["bootstrap.servers"],
-            **{
-                "client.id": f"connector-producer-{self.name}",
-                "acks": "all",
-                "enable.idempotence": True,
-                "linger.ms": 5,
-                "delivery.report.only.error": True,
-                "on_delivery": _failure_collector(self._failures),
-                **{k[9:]: v for k, v in worker_config.items() if k.startswith("producer.")},
-            },
+            worker_config["bootstrap.servers"], **self.producer_settings()
         )
         # source partition (as a key) → (partition, latest offset) produced since the last commit
         self._pending: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {}
@@ -96,11 +97,25 @@ class SourceTaskRunner(TaskRunner):
         self._sent: list[SourceRecord] = []  # produced since the last commit (for commit_record)
         self._track_records = type(task).commit_record is not SourceTask.commit_record
 
+    def producer_settings(self) -> dict[str, Any]:
+        """The task producer's librdkafka settings (the worker's ``producer.*`` on top)."""
+        worker_config = self.worker_config
+        return {
+            "client.id": f"connector-producer-{self.name}",
+            "acks": "all",
+            "enable.idempotence": True,
+            "linger.ms": 5,
+            "delivery.report.only.error": True,
+            "on_delivery": _failure_collector(self._failures),
+            **{k[9:]: v for k, v in worker_config.items() if k.startswith("producer.")},
+        }
+
     def execute(self) -> None:
         task = self.task
+        self.prepare()
         task.initialize(_Context(OffsetReader(self.offsets, self.connector)))
         task.start(self.config)
-        last_commit = time.monotonic()
+        self._last_commit = time.monotonic()
         metrics = self.metrics
         try:
             while not self.stopping():
@@ -108,13 +123,7 @@ class SourceTaskRunner(TaskRunner):
                 if self.stopping():
                     break
                 items = task.poll_batch() or ()
-                # Commit before sending what came: the records sent before were likely
-                # acknowledged while the task waited, so the commit need not block the read.
-                # Only when they never are does it wait (twice the interval on).
-                since = time.monotonic() - last_commit
-                interval = self.offset_flush_interval_s
-                if since >= interval and self.commit_offsets(wait=since >= 2 * interval):
-                    last_commit = time.monotonic()
+                self.before_send(items)
                 for item in items:
                     if type(item) is SourceBatch:
                         metrics.source_record_poll += len(item.values)
@@ -122,11 +131,33 @@ class SourceTaskRunner(TaskRunner):
                     else:
                         metrics.source_record_poll += 1
                         self._send(item)  # type: ignore[arg-type]  # a SourceRecord
-                self.producer.poll(0)
+                self.after_send()
             self.commit_offsets()
         finally:
             task.stop()
-            self.producer.flush(30)
+            self.close_producer()
+
+    def prepare(self) -> None:
+        """Before the task starts (and reads its offsets)."""
+
+    def before_send(self, items: Any) -> None:
+        """Before the records of a poll are sent: the periodic commit.
+
+        Committed before sending what came: the records sent before were likely acknowledged
+        while the task waited, so the commit need not block the read. Only when they never are
+        does it wait (twice the interval on)."""
+        since = time.monotonic() - self._last_commit
+        interval = self.offset_flush_interval_s
+        if since >= interval and self.commit_offsets(wait=since >= 2 * interval):
+            self._last_commit = time.monotonic()
+
+    def after_send(self) -> None:
+        """After the records of a poll were handed to the producer."""
+        self.producer.poll(0)
+
+    def close_producer(self) -> None:
+        """When the task stopped: send what is queued."""
+        self.producer.flush(30)
 
     def _send(self, record: SourceRecord) -> None:
         transformed = self.transforms.apply(record)

@@ -1,7 +1,9 @@
 """What the worker's source and sink task runners share: the thread, the state, pausing.
 
 States are Kafka Connect's: ``UNASSIGNED`` → ``RUNNING`` ⇄ ``PAUSED``, and ``FAILED`` (with
-the trace shown by the REST API) when the task raised, or the tolerance policy gave up.
+the trace shown by the REST API) when the task raised, or the tolerance policy gave up. A
+running task's :meth:`~sluice.connect.api.Task.warnings` appear in its status as
+``warnings`` (a list of lines; an extra field Kafka Connect's clients ignore).
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import traceback
 from abc import ABC, abstractmethod
 from typing import Any
 
+from sluice.connect.api import Task
 from sluice.connect.converters import Converter, converter_from
 from sluice.connect.metrics import TaskMetrics
 from sluice.connect.tolerance import ErrorPolicy
@@ -132,9 +135,23 @@ class TaskRunner(ABC):
     def release(self) -> None:  # noqa: B027 - runners with clients override it
         """Close the clients of a runner whose thread never ran."""
 
+    def warnings(self) -> list[str]:
+        """The task's :meth:`~sluice.connect.api.Task.warnings` while it runs (a broken
+        plugin's own failure is one too)."""
+        task = getattr(self, "task", None)
+        if not isinstance(task, Task) or self.state not in ("RUNNING", "PAUSED"):
+            return []
+        try:
+            return [str(warning) for warning in task.warnings()]
+        except Exception as error:
+            return [f"{type(task).__name__}.warnings() failed: {error!r}"]
+
     def status(self) -> dict[str, Any]:
-        """The REST API's task status."""
+        """The REST API's task status (Kafka Connect's, plus ``warnings`` when there are)."""
         status: dict[str, Any] = {"id": self.task_id, "state": self.state}
         if self.trace:
             status["trace"] = self.trace
+        warnings = self.warnings()
+        if warnings:
+            status["warnings"] = warnings
         return status

@@ -4,7 +4,10 @@ status (``connect-configs``, ``connect-offsets``, ``connect-status``).
 Every worker reads the whole topic from the start into a dict (a tombstone deletes a key), then
 keeps following it in a background thread; writes go through a producer with ``acks=all`` and
 are visible once read back (:meth:`TopicMap.put` waits for that when asked), so all workers
-converge on the same map, in the topic's order. The topic is created compacted, with one
+converge on the same map, in the topic's order. The topic is read ``read_committed`` (librdkafka's
+default): records written in a transaction — the source offsets of an exactly-once source task
+(:mod:`sluice.connect.exactly_once`) — count once committed, never if aborted, and "the end"
+is the last stable offset. The topic is created compacted, with one
 partition (Kafka's config topic must have one: the order of config records matters).
 
 Keys and values are JSON (Kafka Connect's formats for these topics).
@@ -62,10 +65,11 @@ class TopicMap:
         self._lock = threading.Condition()
         self._read_offsets: dict[int, int] = {}
         self._producer = clients.producer(bootstrap, **{"acks": "all", "linger.ms": 0})
-        self._consumer = clients.consumer(bootstrap, **{"enable.partition.eof": False})
+        committed = {"isolation.level": "read_committed"}
+        self._consumer = clients.consumer(bootstrap, **{"enable.partition.eof": False, **committed})
         # end offsets are asked by another client: a query on the consumer would wait for
-        # the follower thread's consume() to return
-        self._watermarks = clients.consumer(bootstrap)
+        # the follower thread's consume() to return (read_committed: the last stable offset)
+        self._watermarks = clients.consumer(bootstrap, **committed)
         metadata = self._consumer.list_topics(topic, timeout=30).topics[topic]
         self._partitions = sorted(metadata.partitions)
         self._consumer.assign(
@@ -98,6 +102,22 @@ class TopicMap:
                 self._lock.notify_all()
             if self.on_change is not None:
                 self.on_change(name, value)
+        self._advance()
+
+    def _advance(self) -> None:
+        """Take the consumer's positions as read: they move past what a record never shows —
+        transaction markers, aborted records (read_committed), keyless records."""
+        positions = self._consumer.position(
+            [TopicPartition(self.topic, p) for p in self._partitions]
+        )
+        with self._lock:
+            moved = False
+            for position in positions:
+                if position.offset > self._read_offsets.get(position.partition, 0):
+                    self._read_offsets[position.partition] = position.offset
+                    moved = True
+            if moved:
+                self._lock.notify_all()
 
     def _ends(self) -> dict[int, int]:
         ends = {}

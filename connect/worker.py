@@ -5,6 +5,9 @@ The worker validates a connector's config against its ``CONFIG``, starts it, ask
 (:mod:`sluice.connect.source_runner`, :mod:`sluice.connect.sink_runner`). Worker settings use
 Kafka Connect's names: ``bootstrap.servers``, ``key.converter`` / ``value.converter`` (and their
 ``.schemas.enable``), ``offset.flush.interval.ms``, ``producer.*`` / ``consumer.*`` overrides.
+A source task runs exactly-once (:mod:`sluice.connect.exactly_once`) on a distributed worker
+with ``exactly.once.source.support=enabled``; this standalone worker refuses that setting, as
+Kafka's exactly-once source support is distributed-only.
 """
 
 from __future__ import annotations
@@ -19,6 +22,12 @@ from typing import Any
 from sluice.connect.api import Connector, SinkConnector, SinkTask, SourceTask
 from sluice.connect.config_providers import resolve_config
 from sluice.connect.errors import ConnectError
+from sluice.connect.exactly_once import (
+    ExactlyOnceSourceTaskRunner,
+    check_worker_config,
+    exactly_once_enabled,
+    problems,
+)
 from sluice.connect.offsets import OffsetStore
 from sluice.connect.plugins import connector_class, plugin_type
 from sluice.connect.sink_runner import SinkTaskRunner
@@ -45,6 +54,13 @@ def task_runner(
         assert isinstance(task, SinkTask)
         return SinkTaskRunner(name, task_id, task, config, worker_config)
     assert isinstance(task, SourceTask)
+    if exactly_once_enabled(worker_config):
+        return ExactlyOnceSourceTaskRunner(name, task_id, task, config, worker_config, offsets)
+    if config.get("exactly.once.support") == "required":  # the worker's setting changed since
+        raise ConfigError(
+            "This worker does not have exactly-once source support enabled.",
+            key="exactly.once.support",
+        )
     return SourceTaskRunner(name, task_id, task, config, worker_config, offsets)
 
 
@@ -89,6 +105,7 @@ class Worker:
     def __init__(self, config: dict[str, Any], offsets: OffsetStore) -> None:
         if "bootstrap.servers" not in config:
             raise ConfigError("missing required configuration", key="bootstrap.servers")
+        check_worker_config(config, distributed=False)
         self.config = config
         self.offsets = offsets
         self.worker_id = f"{socket.gethostname()}:{config.get('rest.port', 8083)}"
@@ -109,10 +126,11 @@ class Worker:
     def validate(self, config: dict[str, Any]) -> None:
         """Raise a ConfigError naming every problem of ``config``."""
         cls = self.connector_class_of(config)
-        problems = [(v.name, e) for v in cls().validate(config) for e in v.errors]
-        if problems:
-            key, first = problems[0]
-            more = "; ".join(f"{k}: {e}" for k, e in problems[1:])
+        found = [(v.name, e) for v in cls().validate(config) for e in v.errors]
+        found += problems(cls, config, self.config, distributed=False)
+        if found:
+            key, first = found[0]
+            more = "; ".join(f"{k}: {e}" for k, e in found[1:])
             raise ConfigError(first + (f" (also {more})" if more else ""), key=key)
 
     def start_connector(self, name: str, config: dict[str, Any], state: str = "RUNNING") -> None:

@@ -38,6 +38,8 @@ log = logging.getLogger("sluice.connect")
 class DistributedHerder(HerderBase):
     """Serves the REST API from a :class:`ClusterWorker`; see the module docstring."""
 
+    distributed = True
+
     def __init__(
         self,
         cluster: ClusterWorker,
@@ -103,6 +105,8 @@ class DistributedHerder(HerderBase):
             entry = {"id": task, "state": state["state"], "worker_id": state["worker_id"]}
             if state.get("trace"):
                 entry["trace"] = state["trace"]
+            if state.get("warnings"):
+                entry["warnings"] = state["warnings"]
             tasks.append(entry)
         return {"name": name, "connector": connector, "tasks": tasks, "type": self._kind(config)}
 

@@ -21,7 +21,9 @@ whichever worker runs them.
 Worker settings use Kafka Connect's names: ``group.id``, ``config.storage.topic``,
 ``offset.storage.topic``, ``status.storage.topic``, ``offset.storage.partitions`` (25: the
 number of slots), ``status.storage.partitions`` (5), ``session.timeout.ms``,
-``heartbeat.interval.ms``, ``rebalance.timeout.ms``, beside the standalone worker's.
+``heartbeat.interval.ms``, ``rebalance.timeout.ms``, beside the standalone worker's; and
+``exactly.once.source.support`` (``disabled``, ``preparing``, ``enabled``: source tasks commit
+their records and offsets in transactions, :mod:`sluice.connect.exactly_once`).
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ from sluice.connect.cluster.membership import Membership
 from sluice.connect.cluster.slots import connector_slot, task_slot
 from sluice.connect.cluster.status import StatusLog, connector_key, task_key
 from sluice.connect.config_providers import placeholder_keys, resolve_config
+from sluice.connect.exactly_once import check_worker_config
 from sluice.connect.herder_base import trace_of
 from sluice.connect.offsets import KafkaOffsetStore
 from sluice.connect.plugins import plugin_type
@@ -124,6 +127,7 @@ class ClusterWorker:
         if "bootstrap.servers" not in config:
             raise ConfigError("missing required configuration", key="bootstrap.servers")
         self.config: dict[str, Any] = {**DEFAULTS, **config}
+        check_worker_config(self.config, distributed=True)
         self.worker_id = "unknown"
         bootstrap = str(self.config["bootstrap.servers"])
         self.offsets = KafkaOffsetStore(
@@ -418,19 +422,25 @@ class ClusterWorker:
 
     # -- states --------------------------------------------------------------------------------
 
-    def _record(self, state: str, trace: str | None) -> dict[str, Any]:
-        """A status record in Kafka Connect's format."""
-        return {
+    def _record(
+        self, state: str, trace: str | None, warnings: list[str] | None = None
+    ) -> dict[str, Any]:
+        """A status record in Kafka Connect's format (plus a task's ``warnings``, if any)."""
+        record: dict[str, Any] = {
             "state": state,
             "trace": trace,
             "worker_id": self.worker_id,
             "generation": self.generation,
         }
+        if warnings:
+            record["warnings"] = warnings
+        return record
 
     def _publish(self) -> None:
         for name, instance in self.connectors.items():
             self.status.put(connector_key(name), self._record(instance.state, instance.trace))
         for (name, task), runner in self.tasks.items():
-            self.status.put(task_key(name, task), self._record(runner.state, runner.trace))
+            record = self._record(runner.state, runner.trace, runner.warnings())
+            self.status.put(task_key(name, task), record)
         for (name, task), (_, trace) in self.broken.items():
             self.status.put(task_key(name, task), self._record("FAILED", trace))

@@ -13,9 +13,11 @@ picked up (from their start); a glob should not also match the rotated names (``
 ``*.log*``), else a rotated file is read again under its new name, as its own partition.
 
 After a crash or kill: delivery is at-least-once from the last committed offset; lines after it
-are read (and produced) again. If the file was rotated while the task was down, the rotated-away
-file is found among its siblings by fingerprint and finished first (one rotation is caught up;
-files rotated twice while the task was down are skipped).
+are read (and produced) again — exactly-once on a distributed worker with
+``exactly.once.source.support=enabled``, where the lines and their offsets are committed in one
+transaction (:mod:`sluice.connect.exactly_once`). If the file was rotated while the task was
+down, the rotated-away file is found among its siblings by fingerprint and finished first (one
+rotation is caught up; files rotated twice while the task was down are skipped).
 
 >>> import os, tempfile
 >>> path = os.path.join(tempfile.mkdtemp(), "app.log")
@@ -157,6 +159,11 @@ class FileSourceConnector(SourceConnector):
     def task_class(self) -> type[Task]:
         return FileSourceTask
 
+    def exactly_once_support(self, config: Mapping[str, Any]) -> bool | None:
+        """Supported: an offset is the byte after a line, so a task resumed there reads the
+        same lines again (exactly-once with ``exactly.once.source.support=enabled``)."""
+        return True
+
     def task_configs(self, max_tasks: int) -> list[dict[str, Any]]:
         paths = _expand(self._patterns)
         self._known = set(paths)
@@ -234,6 +241,18 @@ class FileSourceTask(SourceTask):
         self._stopping.clear()
         with self._lock:
             self._scan()
+
+    def warnings(self) -> list[str]:
+        """A configured file that does not exist (or a pattern nothing matches): the task
+        keeps running and picks it up once it appears, and its status says it waits."""
+        found = []
+        for pattern in getattr(self, "_patterns", []):
+            if not glob.has_magic(pattern):
+                if not os.path.exists(pattern):
+                    found.append(f"file {pattern} does not exist: waiting for it to appear")
+            elif not _expand([pattern]):
+                found.append(f"no file matches {pattern}: waiting for one to appear")
+        return found
 
     def _interesting(self, path: str) -> bool:
         return any(fnmatch.fnmatchcase(path, pattern) for pattern in self._absolute)

@@ -26,7 +26,13 @@ def order_time(record: Record, partition_time: int) -> int:
 
 
 def build(bootstrap: str) -> App:
-    app = App("quickstart-revenue", bootstrap, commit_interval_ms=1000)
+    # exactly-once: a killed instance's uncommitted output is aborted, never counted twice
+    app = App(
+        "quickstart-revenue",
+        bootstrap,
+        commit_interval_ms=1000,
+        processing_guarantee="exactly_once_v2",
+    )
     orders = app.stream("orders", timestamp_extractor=order_time)
     customers = app.global_table("customers")
     revenue = (

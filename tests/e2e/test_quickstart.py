@@ -33,9 +33,13 @@ TIERS = {1: "gold", 2: "silver", 3: "bronze", 4: "gold", 5: "silver", 6: "bronze
 class Up:
     """One `sluice up` of the copied quickstart, in ``folder``."""
 
-    def __init__(self, folder: Path, orders: int) -> None:
+    def __init__(self, folder: Path, orders: int, rate: int = 40) -> None:
         self.folder = folder
-        environment = {**os.environ, "QUICKSTART_ORDERS": str(orders), "QUICKSTART_RATE": "40"}
+        environment = {
+            **os.environ,
+            "QUICKSTART_ORDERS": str(orders),
+            "QUICKSTART_RATE": str(rate),
+        }
         self.output = (folder / "up.out").open("ab")
         self.process = subprocess.Popen(
             [SLUICE, "up", "-f", "sluice.yaml"],
@@ -172,14 +176,30 @@ def assert_matches_input(folder: Path) -> None:
 
 
 def topic_records(bootstrap: str, topic: str) -> int:
-    from confluent_kafka import Consumer, TopicPartition
+    """The records of ``topic`` (one partition) a read_committed consumer reads: under
+    exactly-once, transaction markers and aborted records take offsets too."""
+    from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "quickstart-test"})
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": "quickstart-test",
+            "isolation.level": "read_committed",
+            "enable.auto.commit": False,
+        }
+    )
     try:
-        low, high = consumer.get_watermark_offsets(TopicPartition(topic, 0), 10)
+        partition = TopicPartition(topic, 0, OFFSET_BEGINNING)
+        low, end = consumer.get_watermark_offsets(partition, 10)  # end: the last stable offset
+        consumer.assign([partition])
+        count = 0
+        deadline = time.monotonic() + 60
+        while end > low and consumer.position([partition])[0].offset < end:
+            assert time.monotonic() < deadline, f"{topic} not read to {end} in 60 s"
+            count += sum(1 for m in consumer.consume(1000, 0.5) if m.error() is None)
     finally:
         consumer.close()
-    return int(high - low)
+    return count
 
 
 def assert_metrics(folder: Path, orders: int) -> None:
