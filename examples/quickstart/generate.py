@@ -96,9 +96,8 @@ def main() -> None:
             out.write(json.dumps(order) + "\n")
             out.flush()
             time.sleep(1 / options.rate)
-    print(f"{number} orders written: idle", flush=True)
-    while True:  # a finished generator stays up, so that the supervisor does not restart it
-        time.sleep(3600)
+    # done: exit 0, which `sluice up` shows as "completed" (processes restart on failure only)
+    print(f"{number} orders written", flush=True)
 
 
 if __name__ == "__main__":

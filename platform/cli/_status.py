@@ -16,9 +16,10 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from confluent_kafka import KafkaException
+from confluent_kafka import KafkaException, TopicPartition
 from confluent_kafka.admin import OffsetSpec  # type: ignore[attr-defined]  # no __all__
 
+from sluice import clients
 from sluice.cli._common import CliError
 from sluice.cli._groups import GroupAdmin, Partition, partition_lags, state_name
 from sluice.cli._status_state import Component, Supervisor
@@ -111,7 +112,7 @@ class StreamsApp:
     dead_letter_topic: str | None = None
     """The ``errors.deadletterqueue.topic.name`` of its ``config:`` in ``sluice up``'s file."""
     dead_letters: int | None = None
-    """Records the dead-letter topic holds (end offsets − start offsets); None if unknown."""
+    """Records the dead-letter topic holds, as a read_committed consumer reads them; None if unknown."""
 
 
 @dataclass
@@ -351,6 +352,42 @@ def trace_line(trace: object) -> str | None:
         final = [line for line in lines if not line[0].isspace()]
         return final[-1]
     return lines[0].strip()
+
+
+def committed_records(
+    bootstrap: str,
+    client_config: Mapping[str, Any],
+    partitions: list[Partition],
+    marks: Watermarks,
+    timeout: float,
+    limit: int = 100_000,
+) -> int | None:
+    """The records a ``read_committed`` consumer reads from ``partitions`` between their earliest
+    and latest offsets: under exactly-once, end − start offsets also count the transaction
+    markers (and aborted records). ``None`` past ``limit`` records or ``timeout`` seconds."""
+    wanted = {
+        tp: marks.latest[tp]
+        for tp in partitions
+        if tp in marks.latest and marks.latest[tp] > marks.earliest.get(tp, 0)
+    }
+    if not wanted:
+        return 0
+    consumer = clients.consumer(bootstrap, **{**client_config, "isolation.level": "read_committed"})
+    try:
+        consumer.assign([TopicPartition(t, p, marks.earliest.get((t, p), 0)) for t, p in wanted])
+        count = 0
+        deadline = time.monotonic() + timeout
+        while wanted and count <= limit and time.monotonic() < deadline:
+            for message in consumer.consume(1000, 0.2):
+                if message.error() is None:
+                    count += 1
+            positions = consumer.position([TopicPartition(t, p) for t, p in wanted])
+            for position in positions:
+                if position.offset >= wanted[(position.topic, position.partition)]:
+                    del wanted[(position.topic, position.partition)]
+        return None if wanted else count
+    finally:
+        consumer.close()
 
 
 # -- Streams apps --------------------------------------------------------------------------

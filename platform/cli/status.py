@@ -33,6 +33,7 @@ from sluice.cli._common import (
     Home,
     RequestTimeout,
     heading,
+    parse_pairs,
     print_table,
 )
 from sluice.cli._groups import GroupAdmin, Partition
@@ -43,6 +44,7 @@ from sluice.cli._status import (
     Status,
     StreamsApp,
     Watermarks,
+    committed_records,
     connect_status,
     consumer_groups,
     describe_broker,
@@ -171,6 +173,12 @@ def _gather(
     report.topics = topic_rows(ids, marks, sizes)
     report.groups = consumer_groups(admin, marks.latest)
     messages = {t.name: t.messages for t in report.topics}
+    overrides = parse_pairs(client_config, "-X")
+    components = supervisor.components if supervisor is not None else []
+    for topic in {c.dead_letter_topic for c in components if c.dead_letter_topic}:
+        if topic in ids:  # what a read_committed consumer reads: no transaction markers
+            partitions = [(topic, p) for p in ids[topic]]
+            messages[topic] = committed_records(bootstrap, overrides, partitions, marks, timeout)
     report.streams = streams_apps(supervisor, report.groups, ids, messages)
     return report
 
@@ -354,7 +362,8 @@ def _dead_letters(app: StreamsApp) -> str:
     """``-`` without a dead-letter topic, else its record count and name."""
     if app.dead_letter_topic is None:
         return "-"
-    return f"{_or_dash(app.dead_letters)} ({app.dead_letter_topic})"
+    count = "?" if app.dead_letters is None else app.dead_letters
+    return f"{count} ({app.dead_letter_topic})"
 
 
 def _or_dash(value: object) -> object:
