@@ -15,6 +15,7 @@ import uuid
 from collections.abc import Callable
 from pathlib import Path
 
+from sluice.broker.dynamic_config import DynamicBrokerConfigs
 from sluice.broker.errors import KafkaError
 from sluice.broker.group.coordinator import OFFSETS_TOPIC, GroupCoordinator
 from sluice.broker.log.files import write_atomically
@@ -43,6 +44,7 @@ class Broker:
         self.node_id = config.node_id
         self.host, self.port = config.advertised_listener
         self.cluster_id = ""
+        self.dynamic_configs = DynamicBrokerConfigs(self.data_dir, config)
         self.topics = TopicManager(self.data_dir, config)
         self.producer_ids: ProducerIdManager | None = None
         self.groups = GroupCoordinator(self.topics, config, clock)
@@ -55,6 +57,8 @@ class Broker:
         """Create or recover the data directory (recovers every log)."""
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self.cluster_id = self._load_meta()
+        self.config = self.dynamic_configs.load()
+        self.topics.broker_config = self.config
         self.topics.load()
         self.producer_ids = ProducerIdManager(self.data_dir)
         self.groups.load()
@@ -87,12 +91,28 @@ class Broker:
                 name="transactions",
             )
         )
+        self._tasks.append(
+            asyncio.create_task(
+                self._every(
+                    cfg["transaction.remove.expired.transaction.cleanup.interval.ms"],
+                    self._expire_transactional_ids,
+                ),
+                name="transactional-ids",
+            )
+        )
         if cfg["log.cleaner.enable"]:
             self._tasks.append(
                 asyncio.create_task(
-                    self._every(cfg["log.cleaner.backoff.ms"], self._compact), name="cleaner"
+                    self._every(lambda: self.config["log.cleaner.backoff.ms"], self._compact),
+                    name="cleaner",
                 )
             )
+
+    def apply_config(self, config: BrokerConfig) -> None:
+        """Put a new effective configuration (dynamic broker configs) in force: topic defaults
+        are recomputed for every topic, the cleaner's backoff is read at its next sleep."""
+        self.config = config
+        self.topics.set_broker_config(config)
 
     async def close(self) -> None:
         """Stop housekeeping and group timers, flush and close every log."""
@@ -122,9 +142,9 @@ class Broker:
 
     # -- housekeeping ---------------------------------------------------------------------
 
-    async def _every(self, interval_ms: int, job: Callable[[], None]) -> None:
+    async def _every(self, interval_ms: int | Callable[[], int], job: Callable[[], None]) -> None:
         while True:
-            await asyncio.sleep(interval_ms / 1000)
+            await asyncio.sleep((interval_ms() if callable(interval_ms) else interval_ms) / 1000)
             try:
                 job()
             except StorageError as exc:
@@ -156,6 +176,9 @@ class Broker:
 
     def _abort_timed_out(self) -> None:
         self.transactions.abort_timed_out()
+
+    def _expire_transactional_ids(self) -> None:
+        self.transactions.expire_transactional_ids()
 
     def _expire_offsets(self) -> None:
         expired = self.groups.expire_offsets(self.config["offsets.retention.minutes"] * 60_000)

@@ -4,12 +4,22 @@ On-disk format (beside the partition directories ``<topic>-<n>/`` that hold the 
 
     <data_dir>/meta.properties               cluster.id, node.id, version (as Kafka writes it)
     <data_dir>/__topics/<topic>.json         {"name", "topic_id", "partitions", "configs"}
+    <data_dir>/<topic>-<n>/partition.metadata  the topic id, as Kafka writes it
 
 A topic file is written to a temporary name, fsynced and renamed, so after a crash it is either
 the old or the new version. A topic whose file exists is loaded at start; partition directories
 are created (empty) when missing. Deleting a topic removes its file first, then renames each
 partition directory to ``<topic>-<n>.<id>-delete`` and removes it, so a crash in between leaves
 only directories that the next start removes.
+
+Every topic has a Kafka topic id (:func:`~sluice.broker.log.partition_metadata.random_topic_id`),
+given at creation, so a deleted and re-created topic has a new one. It is kept in the topic file
+and, as Kafka keeps it, in each partition directory's ``partition.metadata``: a directory without
+one (written before topic ids) gets it at start; a partition directory whose file names another
+topic id is refused at start (:class:`PartitionMetadataError`, nothing is changed or deleted),
+except when a topic is created, where a directory left behind by a deleted topic of the same name
+is removed first. A topic file without an id takes the one of its first partition's file, or a new
+one.
 
 Not thread-safe: used from the broker's event loop only.
 """
@@ -34,6 +44,12 @@ from kio.schema.errors import ErrorCode
 from sluice.broker.errors import KafkaError
 from sluice.broker.log import Log
 from sluice.broker.log.files import write_atomically
+from sluice.broker.log.partition_metadata import (
+    PartitionMetadataError,
+    random_topic_id,
+    read_partition_metadata,
+    write_partition_metadata,
+)
 from sluice.config import TOPIC_KEYS, BrokerConfig, parse_topic_value, render
 from sluice.errors import ConfigError
 
@@ -111,6 +127,7 @@ class TopicManager:
         self.data_dir = data_dir
         self.broker_config = broker_config
         self.topics: dict[str, Topic] = {}
+        self._by_id: dict[uuid.UUID, Topic] = {}
         self._meta = data_dir / _META_DIR
         self._flusher = ThreadPoolExecutor(1, thread_name_prefix="sluice-log-flusher")
         """Flushes every log's rolled segments, in the order of the rolls."""
@@ -125,15 +142,19 @@ class TopicManager:
         for path in sorted(self._meta.glob("*.json")):
             meta = json.loads(path.read_text())
             overrides = {k: str(v) for k, v in meta.get("configs", {}).items()}
+            saved_id = meta.get("topic_id")
             topic = Topic(
                 meta["name"],
-                uuid.UUID(meta["topic_id"]),
+                uuid.UUID(saved_id) if saved_id else self._unsaved_id(meta["name"]),
                 overrides,
                 self.broker_config.topic_config(overrides),
             )
+            if not saved_id:
+                self._save(topic, int(meta["partitions"]))
             for index in range(int(meta["partitions"])):
                 topic.partitions.append(self._open_partition(topic, index))
             self.topics[topic.name] = topic
+            self._by_id[topic.topic_id] = topic
         log.info("loaded %d topics", len(self.topics))
 
     def close(self) -> None:
@@ -156,7 +177,8 @@ class TopicManager:
         return topic.partitions[index]
 
     def by_id(self, topic_id: uuid.UUID) -> Topic | None:
-        return next((t for t in self.topics.values() if t.topic_id == topic_id), None)
+        """The topic with this Kafka topic id (a dict lookup)."""
+        return self._by_id.get(topic_id)
 
     def all_partitions(self) -> Iterator[Partition]:
         for topic in list(self.topics.values()):
@@ -204,25 +226,38 @@ class TopicManager:
             try:
                 parse_topic_value(key, value)
             except ConfigError as exc:
-                raise KafkaError(ErrorCode.invalid_config, str(exc)) from None
+                message = (
+                    f"Unknown topic config name: {key}"
+                    if key not in TOPIC_KEYS
+                    else f"Invalid value {value} for configuration {key}: {exc.reason}"
+                )
+                raise KafkaError(ErrorCode.invalid_config, message) from None
+            if key == "remote.storage.enable" and parse_topic_value(key, value):
+                raise KafkaError(
+                    ErrorCode.invalid_config,
+                    "Tiered Storage functionality is disabled in the broker. "
+                    "Topic cannot be configured with remote log storage.",
+                )
             result[key] = value
         return result
 
     def create(self, name: str, partitions: int, overrides: Mapping[str, str]) -> Topic:
-        topic = Topic(
-            name, uuid.uuid4(), dict(overrides), self.broker_config.topic_config(overrides)
-        )
+        topic_id = random_topic_id()
+        while topic_id in self._by_id:  # never in practice: 122 random bits
+            topic_id = random_topic_id()
+        topic = Topic(name, topic_id, dict(overrides), self.broker_config.topic_config(overrides))
         self._save(topic, partitions)
         for index in range(partitions):
-            topic.partitions.append(self._open_partition(topic, index))
+            topic.partitions.append(self._open_partition(topic, index, fresh=True))
         self.topics[name] = topic
+        self._by_id[topic_id] = topic
         log.info("created topic %s with %d partitions", name, partitions)
         return topic
 
     def add_partitions(self, topic: Topic, count: int) -> None:
         self._save(topic, count)
         for index in range(len(topic.partitions), count):
-            topic.partitions.append(self._open_partition(topic, index))
+            topic.partitions.append(self._open_partition(topic, index, fresh=True))
 
     def set_overrides(self, topic: Topic, overrides: Mapping[str, str]) -> None:
         """Replace the topic's config overrides and apply them to its logs."""
@@ -232,9 +267,19 @@ class TopicManager:
         for partition in topic.partitions:
             partition.log.update_config(config)
 
+    def set_broker_config(self, config: BrokerConfig) -> None:
+        """New broker defaults (dynamic broker configs): every topic's config is recomputed
+        and applied to its logs; overrides still win."""
+        self.broker_config = config
+        for topic in self.topics.values():
+            topic.config = config.topic_config(topic.overrides)
+            for partition in topic.partitions:
+                partition.log.update_config(topic.config)
+
     def delete(self, topic: Topic) -> None:
         (self._meta / f"{topic.name}.json").unlink(missing_ok=True)
         del self.topics[topic.name]
+        self._by_id.pop(topic.topic_id, None)
         for partition in topic.partitions:
             partition.notify()
             directory = partition.log.directory
@@ -253,11 +298,34 @@ class TopicManager:
 
     # -- internals ------------------------------------------------------------------------
 
-    def _open_partition(self, topic: Topic, index: int) -> Partition:
+    def _open_partition(self, topic: Topic, index: int, *, fresh: bool = False) -> Partition:
+        """Open a partition's log and check or record its topic id (``partition.metadata``).
+
+        ``fresh``: the partition is being created, so a directory of the same name that records
+        another topic id is what a deleted topic left behind, and is removed."""
         directory = self.data_dir / f"{topic.name}-{index}"
-        return Partition(
-            topic.name, index, Log.open(directory, topic.config, flusher=self._flusher)
-        )
+        recorded = read_partition_metadata(directory)
+        if recorded is not None and recorded != topic.topic_id:
+            if not fresh:
+                raise PartitionMetadataError(
+                    f"{directory}: partition.metadata records topic id {recorded}, but topic "
+                    f"{topic.name!r} has id {topic.topic_id} ({self._meta / topic.name}.json): "
+                    "the directory belongs to another topic; move it away to start"
+                )
+            log.warning("%s: removing what deleted topic id %s left behind", directory, recorded)
+            doomed = directory.with_name(f"{directory.name}.{recorded.hex}{_DELETE_SUFFIX}")
+            os.replace(directory, doomed)
+            shutil.rmtree(doomed, ignore_errors=True)
+            recorded = None
+        partition_log = Log.open(directory, topic.config, flusher=self._flusher)
+        if recorded is None:
+            write_partition_metadata(directory, topic.topic_id)
+        return Partition(topic.name, index, partition_log)
+
+    def _unsaved_id(self, name: str) -> uuid.UUID:
+        """The id of a topic whose file has none: its first partition's, else a new one."""
+        recorded = read_partition_metadata(self.data_dir / f"{name}-0")
+        return recorded if recorded is not None else random_topic_id()
 
     def _save(self, topic: Topic, partitions: int) -> None:
         meta = {

@@ -21,6 +21,7 @@ from typing import Any
 
 from sluice.config_keys import (
     BROKER_KEYS,
+    DYNAMIC_BROKER_KEYS,
     INERT_BROKER_KEYS,
     INT_MAX,
     LONG_MAX,
@@ -34,6 +35,7 @@ from sluice.errors import ConfigError
 
 __all__ = [
     "BROKER_KEYS",
+    "DYNAMIC_BROKER_KEYS",
     "INERT_BROKER_KEYS",
     "INT_MAX",
     "LONG_MAX",
@@ -91,6 +93,12 @@ class BrokerConfig:
 
     values: Mapping[str, Any]
     explicit: frozenset[str] = field(default_factory=frozenset)
+    static: Mapping[str, Any] = field(default_factory=dict)
+    """The typed values set in ``server.properties`` (and on the command line)."""
+    dynamic_default: Mapping[str, Any] = field(default_factory=dict)
+    """Typed values set by AlterConfigs on the cluster-default BROKER resource (name "")."""
+    dynamic_broker: Mapping[str, Any] = field(default_factory=dict)
+    """Typed values set by AlterConfigs on this broker's BROKER resource (its id)."""
 
     @classmethod
     def from_properties(
@@ -117,7 +125,61 @@ class BrokerConfig:
                 )
             elif name not in INERT_BROKER_KEYS:
                 log.warning("%s: unknown key %s ignored", source or "config", name)
-        return cls(values, frozenset(explicit))
+        return cls(values, frozenset(explicit), {k: values[k] for k in explicit})
+
+    def with_dynamic(
+        self, default: Mapping[str, str], per_broker: Mapping[str, str]
+    ) -> BrokerConfig:
+        """This static configuration with dynamic overrides laid over it: the cluster
+        default's (``default``), then this broker's (``per_broker``), as Kafka orders them.
+        Values are textual; a bad one raises :class:`ConfigError`.
+
+        >>> static = BrokerConfig.from_properties({"log.retention.hours": "1"})
+        >>> dyn = static.with_dynamic({"log.retention.ms": "5000"}, {})
+        >>> dyn.topic_default("retention.ms"), dyn.source("log.retention.ms").name
+        (5000, 'DYNAMIC_DEFAULT_BROKER_CONFIG')
+        """
+        typed_default = {k: BROKER_KEYS[k].parse(v) for k, v in default.items()}
+        typed_broker = {k: BROKER_KEYS[k].parse(v) for k, v in per_broker.items()}
+        values = {name: key.default for name, key in BROKER_KEYS.items()}
+        values.update(self.static)
+        values.update(typed_default)
+        values.update(typed_broker)
+        explicit = frozenset(self.static) | frozenset(typed_default) | frozenset(typed_broker)
+        return BrokerConfig(values, explicit, self.static, typed_default, typed_broker)
+
+    def source(self, name: str) -> ConfigSource:
+        """Where broker key ``name`` gets its value from."""
+        return self.synonyms(name)[0][2]
+
+    def synonyms(self, name: str) -> list[tuple[str, Any, ConfigSource]]:
+        """``(key, typed value, source)`` of every level that sets broker key ``name``, the one
+        in force first (Kafka's DescribeConfigs synonyms)."""
+        found: list[tuple[str, Any, ConfigSource]] = []
+        for level, source in (
+            (self.dynamic_broker, ConfigSource.DYNAMIC_BROKER_CONFIG),
+            (self.dynamic_default, ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG),
+            (self.static, ConfigSource.STATIC_BROKER_CONFIG),
+        ):
+            if name in level:
+                found.append((name, level[name], source))
+        found.append((name, BROKER_KEYS[name].default, ConfigSource.DEFAULT_CONFIG))
+        return found
+
+    def topic_synonyms(self, name: str) -> list[tuple[str, Any, ConfigSource]]:
+        """The broker levels that may supply topic key ``name``'s default, the one in force
+        first, ending with the topic key's own default."""
+        key = TOPIC_KEYS[name]
+        names = list(_TOPIC_SYNONYMS.get(name, (key.synonym,) if key.synonym else ()))
+        found = [
+            entry
+            for synonym in names
+            for entry in self.synonyms(synonym)
+            if entry[2] != ConfigSource.DEFAULT_CONFIG
+        ]
+        found.sort(key=lambda entry: _SOURCE_ORDER.index(entry[2]))
+        found.append((names[0] if names else name, key.default, ConfigSource.DEFAULT_CONFIG))
+        return found
 
     @classmethod
     def load(cls, path: Path | None, overrides: Mapping[str, str] | None = None) -> BrokerConfig:
@@ -182,7 +244,10 @@ class BrokerConfig:
                     return value if value < 0 else value * factor
         if name == "segment.ms" and "log.roll.ms" not in self.explicit:
             return self.values["log.roll.hours"] * 3_600_000
-        assert key.synonym is not None
+        if name == "segment.jitter.ms" and "log.roll.jitter.ms" not in self.explicit:
+            return self.values["log.roll.jitter.hours"] * 3_600_000
+        if key.synonym is None:
+            return key.default
         return self.values[key.synonym]
 
     def topic_config(self, overrides: Mapping[str, str] | None = None) -> dict[str, Any]:
@@ -191,6 +256,19 @@ class BrokerConfig:
         for name, raw in (overrides or {}).items():
             config[name] = parse_topic_value(name, raw)
         return config
+
+
+_TOPIC_SYNONYMS = {
+    "retention.ms": ("log.retention.ms", "log.retention.minutes", "log.retention.hours"),
+    "segment.ms": ("log.roll.ms", "log.roll.hours"),
+    "segment.jitter.ms": ("log.roll.jitter.ms", "log.roll.jitter.hours"),
+}
+_SOURCE_ORDER = (
+    ConfigSource.DYNAMIC_BROKER_CONFIG,
+    ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG,
+    ConfigSource.STATIC_BROKER_CONFIG,
+    ConfigSource.DEFAULT_CONFIG,
+)
 
 
 def parse_topic_value(name: str, raw: str | None) -> Any:

@@ -13,6 +13,7 @@ that supplies its default (``log.retention.ms``); ``BROKER_KEYS`` are the keys o
 from __future__ import annotations
 
 import enum
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -61,6 +62,37 @@ def _at_least(low: int) -> Callable[[Any], str | None]:
     return lambda v: f"must be at least {low}" if v < low else None
 
 
+def _between(low: float, high: float, *, also: int | None = None) -> Callable[[Any], str | None]:
+    """Kafka's ``between(low, high)`` (with ``Either.of(also, ...)`` when ``also`` is given)."""
+
+    def check(value: Any) -> str | None:
+        if value == also or low <= value <= high:
+            return None
+        extra = f" or {also}" if also is not None else ""
+        return f"must be between {low} and {high}{extra}"
+
+    return check
+
+
+_VERSION = re.compile(r"^\d+\.\d+(\.\d+)?(-IV\d+)?$")
+
+
+def _message_format_version(value: Any) -> str | None:
+    """Kafka's ``MetadataVersionValidator``: a release version such as ``3.0`` or ``3.0-IV1``."""
+    return None if _VERSION.match(str(value)) else "must be a Kafka version such as 3.0-IV1"
+
+
+_THROTTLED = re.compile(r"^\d+:\d+$")
+
+
+def _throttled_replicas(value: Any) -> str | None:
+    """Kafka's ``ThrottledReplicaListValidator``: ``*`` or ``partition:broker`` pairs."""
+    items = [str(v) for v in value]
+    if items == ["*"] or all(_THROTTLED.match(v) for v in items):
+        return None
+    return "must be the wildcard (*) or a list of the form [PartitionId]:[BrokerId],..."
+
+
 @dataclass(frozen=True)
 class ConfigKey:
     """One configuration key: its type, default, validation and documentation."""
@@ -72,6 +104,9 @@ class ConfigKey:
     synonym: str | None = None
     """The broker-level key that supplies the topic-level default."""
     check: Callable[[Any], str | None] | None = None
+    no_effect: str | None = None
+    """Why the key, valid in Kafka, changes nothing on a Sluice node (None: it is implemented).
+    Such a key is validated, stored and described like any other."""
 
     def parse(self, raw: str | None, *, source: str | None = None, line: int | None = None) -> Any:
         """Turn the text of a value into a typed one, or raise :class:`ConfigError`."""
@@ -127,6 +162,10 @@ def render(value: Any) -> str | None:
 
 _COMPRESSION = ("producer", "uncompressed", "gzip", "snappy", "lz4", "zstd")
 
+_ONE_NODE = "one node holds the only replica"
+_NO_TIERING = "Sluice has no tiered (remote) storage"
+_NO_THROTTLE = "Sluice does not replicate between brokers on one node"
+
 TOPIC_KEYS: dict[str, ConfigKey] = {
     k.name: k
     for k in (
@@ -140,12 +179,37 @@ TOPIC_KEYS: dict[str, ConfigKey] = {
             _in("delete", "compact"),
         ),
         ConfigKey(
+            "compression.gzip.level",
+            ConfigType.INT,
+            -1,
+            "gzip level (1-9, -1: the codec's default) when the broker compresses with gzip.",
+            "compression.gzip.level",
+            _between(1, 9, also=-1),
+        ),
+        ConfigKey(
+            "compression.lz4.level",
+            ConfigType.INT,
+            9,
+            "lz4 level (1-17) when the broker compresses with lz4.",
+            "compression.lz4.level",
+            _between(1, 17),
+            "the lz4 block compressor Sluice uses (cramjam 2.14) ignores levels",
+        ),
+        ConfigKey(
             "compression.type",
             ConfigType.STRING,
             "producer",
             "Codec batches are stored with; 'producer' keeps what the producer sent.",
             "compression.type",
             _in(*_COMPRESSION),
+        ),
+        ConfigKey(
+            "compression.zstd.level",
+            ConfigType.INT,
+            3,
+            "zstd level (-131072 to 22) when the broker compresses with zstd.",
+            "compression.zstd.level",
+            _between(-131_072, 22),
         ),
         ConfigKey(
             "delete.retention.ms",
@@ -159,7 +223,7 @@ TOPIC_KEYS: dict[str, ConfigKey] = {
             "file.delete.delay.ms",
             ConfigType.LONG,
             60_000,
-            "Delay before a deleted segment's files are removed.",
+            "Delay before the files of a deleted segment (renamed *.deleted) are removed.",
             "log.segment.delete.delay.ms",
             _at_least(0),
         ),
@@ -180,6 +244,15 @@ TOPIC_KEYS: dict[str, ConfigKey] = {
             _at_least(0),
         ),
         ConfigKey(
+            "follower.replication.throttled.replicas",
+            ConfigType.LIST,
+            [],
+            "Replicas whose follower fetches are throttled (partition:broker, or *).",
+            None,
+            _throttled_replicas,
+            _NO_THROTTLE,
+        ),
+        ConfigKey(
             "index.interval.bytes",
             ConfigType.INT,
             4096,
@@ -188,11 +261,90 @@ TOPIC_KEYS: dict[str, ConfigKey] = {
             _at_least(0),
         ),
         ConfigKey(
+            "leader.replication.throttled.replicas",
+            ConfigType.LIST,
+            [],
+            "Replicas whose leader side of replication is throttled (partition:broker, or *).",
+            None,
+            _throttled_replicas,
+            _NO_THROTTLE,
+        ),
+        ConfigKey(
+            "local.retention.bytes",
+            ConfigType.LONG,
+            -2,
+            "Bytes kept locally when tiered storage is on (-2: retention.bytes).",
+            "log.local.retention.bytes",
+            _at_least(-2),
+            _NO_TIERING,
+        ),
+        ConfigKey(
+            "local.retention.ms",
+            ConfigType.LONG,
+            -2,
+            "Time data is kept locally when tiered storage is on (-2: retention.ms).",
+            "log.local.retention.ms",
+            _at_least(-2),
+            _NO_TIERING,
+        ),
+        ConfigKey(
+            "max.compaction.lag.ms",
+            ConfigType.LONG,
+            LONG_MAX,
+            "Longest time a record stays uncompacted: a log whose first dirty record is older "
+            "is compacted whatever its dirty ratio.",
+            "log.cleaner.max.compaction.lag.ms",
+            _at_least(1),
+        ),
+        ConfigKey(
             "max.message.bytes",
             ConfigType.INT,
             1_048_588,
             "Largest record batch the broker accepts.",
             "message.max.bytes",
+            _at_least(0),
+        ),
+        ConfigKey(
+            "message.downconversion.enable",
+            ConfigType.BOOLEAN,
+            True,
+            "Down-convert batches for consumers of old Fetch versions.",
+            "log.message.downconversion.enable",
+            None,
+            "Sluice serves Fetch v4 and later, all of which read v2 batches",
+        ),
+        ConfigKey(
+            "message.format.version",
+            ConfigType.STRING,
+            "3.0-IV1",
+            "Message format of the log (deprecated in Kafka 3.0, removed in 4.0).",
+            "log.message.format.version",
+            _message_format_version,
+            "Sluice always writes v2 record batches",
+        ),
+        ConfigKey(
+            "message.timestamp.after.max.ms",
+            ConfigType.LONG,
+            LONG_MAX,
+            "Largest amount a CreateTime timestamp may lie ahead of the broker's clock.",
+            "log.message.timestamp.after.max.ms",
+            _at_least(0),
+        ),
+        ConfigKey(
+            "message.timestamp.before.max.ms",
+            ConfigType.LONG,
+            LONG_MAX,
+            "Largest amount a CreateTime timestamp may lie behind the broker's clock.",
+            "log.message.timestamp.before.max.ms",
+            _at_least(0),
+        ),
+        ConfigKey(
+            "message.timestamp.difference.max.ms",
+            ConfigType.LONG,
+            LONG_MAX,
+            "Deprecated: the bound of both sides when message.timestamp.before/after.max.ms "
+            "are not set.",
+            "log.message.timestamp.difference.max.ms",
             _at_least(0),
         ),
         ConfigKey(
@@ -209,6 +361,7 @@ TOPIC_KEYS: dict[str, ConfigKey] = {
             0.5,
             "Share of the log not yet compacted above which the cleaner runs.",
             "log.cleaner.min.cleanable.ratio",
+            _between(0, 1),
         ),
         ConfigKey(
             "min.compaction.lag.ms",
@@ -225,6 +378,43 @@ TOPIC_KEYS: dict[str, ConfigKey] = {
             "Replicas that must acknowledge an acks=all write.",
             "min.insync.replicas",
             _at_least(1),
+            _ONE_NODE + ": an acks=all write is acknowledged by it alone",
+        ),
+        ConfigKey(
+            "preallocate",
+            ConfigType.BOOLEAN,
+            False,
+            "Preallocate the file of a new segment.",
+            "log.preallocate",
+            None,
+            "segment files grow as they are written (see docs/benchmarks.md)",
+        ),
+        ConfigKey(
+            "remote.log.copy.disable",
+            ConfigType.BOOLEAN,
+            False,
+            "Stop copying segments to remote storage.",
+            None,
+            None,
+            _NO_TIERING,
+        ),
+        ConfigKey(
+            "remote.log.delete.on.disable",
+            ConfigType.BOOLEAN,
+            False,
+            "Delete remote data when remote storage is disabled for the topic.",
+            None,
+            None,
+            _NO_TIERING,
+        ),
+        ConfigKey(
+            "remote.storage.enable",
+            ConfigType.BOOLEAN,
+            False,
+            "Tier the topic's old segments to remote storage.",
+            None,
+            None,
+            _NO_TIERING,
         ),
         ConfigKey(
             "retention.bytes",
@@ -239,6 +429,7 @@ TOPIC_KEYS: dict[str, ConfigKey] = {
             604_800_000,
             "Age after which old segments are deleted (-1: no limit).",
             "log.retention.ms",
+            _at_least(-1),
         ),
         ConfigKey(
             "segment.bytes",
@@ -257,6 +448,14 @@ TOPIC_KEYS: dict[str, ConfigKey] = {
             _at_least(8),
         ),
         ConfigKey(
+            "segment.jitter.ms",
+            ConfigType.LONG,
+            0,
+            "Largest random time subtracted from segment.ms for each new segment.",
+            "log.roll.jitter.ms",
+            _at_least(0),
+        ),
+        ConfigKey(
             "segment.ms",
             ConfigType.LONG,
             604_800_000,
@@ -264,8 +463,120 @@ TOPIC_KEYS: dict[str, ConfigKey] = {
             "log.roll.ms",
             _at_least(1),
         ),
+        ConfigKey(
+            "unclean.leader.election.enable",
+            ConfigType.BOOLEAN,
+            False,
+            "Let an out-of-sync replica become leader.",
+            "unclean.leader.election.enable",
+            None,
+            _ONE_NODE + ": there is no other replica to elect",
+        ),
     )
 }
+
+_THREADS = "a broker runs on one asyncio loop (one core)"
+_CLEANER = "the cleaner runs on the broker's loop, one log at a time, with no buffers to size"
+_QUOTAS = "connection quotas are not enforced"
+
+_NO_EFFECT_BROKER_KEYS: tuple[
+    tuple[str, ConfigType, Any, str, Callable[[Any], str | None] | None, str], ...
+] = (
+    ("num.io.threads", ConfigType.INT, 8, "Request handler threads.", _at_least(1), _THREADS),
+    ("num.network.threads", ConfigType.INT, 3, "Network threads.", _at_least(1), _THREADS),
+    ("num.replica.fetchers", ConfigType.INT, 1, "Replica fetcher threads.", None, _THREADS),
+    ("background.threads", ConfigType.INT, 10, "Background threads.", _at_least(1), _THREADS),
+    (
+        "num.recovery.threads.per.data.dir",
+        ConfigType.INT,
+        2,
+        "Threads recovering logs at start.",
+        _at_least(1),
+        _THREADS,
+    ),
+    ("log.cleaner.threads", ConfigType.INT, 1, "Cleaner threads.", _at_least(0), _CLEANER),
+    (
+        "log.cleaner.dedupe.buffer.size",
+        ConfigType.LONG,
+        134_217_728,
+        "Memory of the cleaner's key map.",
+        None,
+        _CLEANER,
+    ),
+    (
+        "log.cleaner.io.buffer.size",
+        ConfigType.INT,
+        524_288,
+        "Cleaner I/O buffer size.",
+        _at_least(0),
+        _CLEANER,
+    ),
+    (
+        "log.cleaner.io.buffer.load.factor",
+        ConfigType.DOUBLE,
+        0.9,
+        "Load factor of the cleaner's key map.",
+        None,
+        _CLEANER,
+    ),
+    (
+        "log.cleaner.io.max.bytes.per.second",
+        ConfigType.DOUBLE,
+        1.7976931348623157e308,
+        "Cleaner I/O throttle.",
+        None,
+        _CLEANER,
+    ),
+    ("max.connections", ConfigType.INT, INT_MAX, "Most connections.", _at_least(0), _QUOTAS),
+    (
+        "max.connections.per.ip",
+        ConfigType.INT,
+        INT_MAX,
+        "Most connections from one address.",
+        _at_least(0),
+        _QUOTAS,
+    ),
+    (
+        "max.connections.per.ip.overrides",
+        ConfigType.STRING,
+        "",
+        "Per-address overrides of max.connections.per.ip.",
+        None,
+        _QUOTAS,
+    ),
+    (
+        "max.connection.creation.rate",
+        ConfigType.INT,
+        INT_MAX,
+        "Most new connections per second.",
+        _at_least(0),
+        _QUOTAS,
+    ),
+    (
+        "transaction.partition.verification.enable",
+        ConfigType.BOOLEAN,
+        True,
+        "Verify that a partition was added to the transaction before a transactional write.",
+        None,
+        "AddPartitionsToTxn is always required before a transactional write",
+    ),
+    (
+        "socket.send.buffer.bytes",
+        ConfigType.INT,
+        102_400,
+        "SO_SNDBUF of the sockets (-1: the OS default).",
+        None,
+        "the operating system's socket buffers are used",
+    ),
+    (
+        "socket.receive.buffer.bytes",
+        ConfigType.INT,
+        102_400,
+        "SO_RCVBUF of the sockets (-1: the OS default).",
+        None,
+        "the operating system's socket buffers are used",
+    ),
+)
 
 BROKER_KEYS: dict[str, ConfigKey] = {
     k.name: k
@@ -346,6 +657,7 @@ BROKER_KEYS: dict[str, ConfigKey] = {
             ConfigType.INT,
             86_400_000,
             "Idle time after which a producer id's state is dropped.",
+            no_effect="a partition keeps its producers' state until their batches are deleted",
         ),
         ConfigKey(
             "group.initial.rebalance.delay.ms",
@@ -432,6 +744,33 @@ BROKER_KEYS: dict[str, ConfigKey] = {
             check=_at_least(1),
         ),
         ConfigKey(
+            "transactional.id.expiration.ms",
+            ConfigType.INT,
+            604_800_000,
+            "Idle time after which the coordinator forgets a transactional id that has no "
+            "transaction in progress.",
+            check=_at_least(1),
+        ),
+        ConfigKey(
+            "transaction.remove.expired.transaction.cleanup.interval.ms",
+            ConfigType.INT,
+            3_600_000,
+            "How often expired transactional ids are removed.",
+            check=_at_least(1),
+        ),
+        ConfigKey("log.roll.jitter.hours", ConfigType.INT, 0, "segment.jitter.ms, in hours."),
+        ConfigKey(
+            "log.roll.jitter.ms",
+            ConfigType.LONG,
+            None,
+            "segment.jitter.ms (default: log.roll.jitter.hours).",
+            check=_at_least(0),
+        ),
+        *(
+            ConfigKey(name, kind, default, doc, check=check, no_effect=reason)
+            for name, kind, default, doc, check, reason in _NO_EFFECT_BROKER_KEYS
+        ),
+        ConfigKey(
             "offset.metadata.max.bytes",
             ConfigType.INT,
             4096,
@@ -447,19 +786,24 @@ for _key in TOPIC_KEYS.values():
         BROKER_KEYS[_key.synonym] = ConfigKey(
             _key.synonym,
             _key.type,
-            None if _key.synonym == "log.retention.ms" else _key.default,
+            None if _key.synonym in ("log.retention.ms", "log.roll.jitter.ms") else _key.default,
             _key.doc,
             check=_key.check,
+            no_effect=_key.no_effect,
         )
+
+DYNAMIC_BROKER_KEYS = frozenset(
+    {key.synonym for key in TOPIC_KEYS.values() if key.synonym is not None}
+    | {name for name, *_ in _NO_EFFECT_BROKER_KEYS if not name.startswith("socket.")}
+    | {"log.cleaner.backoff.ms", "producer.id.expiration.ms"}
+)
+"""Keys that IncrementalAlterConfigs/AlterConfigs may change on the BROKER resource (Kafka's
+``DynamicBrokerConfig.AllDynamicConfigs`` as far as they exist here): the broker-level synonyms
+of the topic keys, thread-pool, cleaner and connection-quota sizes, the producer-state keys."""
 
 # Accepted in server.properties but without effect on one node (or handled elsewhere).
 INERT_BROKER_KEYS = frozenset(
     {
-        "num.network.threads",
-        "num.io.threads",
-        "socket.send.buffer.bytes",
-        "socket.receive.buffer.bytes",
-        "num.recovery.threads.per.data.dir",
         "offsets.topic.replication.factor",
         "transaction.state.log.replication.factor",
         "transaction.state.log.min.isr",
@@ -470,8 +814,5 @@ INERT_BROKER_KEYS = frozenset(
         "controller.listener.names",
         "inter.broker.listener.name",
         "listener.security.protocol.map",
-        "log.segment.delete.delay.ms",
-        "unclean.leader.election.enable",
-        "log.preallocate",
     }
 )

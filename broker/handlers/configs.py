@@ -1,14 +1,17 @@
-"""DescribeConfigs, AlterConfigs, IncrementalAlterConfigs for topics (and describing the broker).
+"""DescribeConfigs, AlterConfigs, IncrementalAlterConfigs for topics and the broker.
 
 A topic's config is its overrides over the broker's defaults. DescribeConfigs reports every
-topic-level key with its source (TOPIC_CONFIG for an override, STATIC_BROKER_CONFIG when the
-value comes from a key set in ``server.properties``, DEFAULT_CONFIG otherwise) and, on request,
-its synonyms and documentation. AlterConfigs replaces a topic's overrides; IncrementalAlterConfigs
-applies SET, DELETE, APPEND and SUBTRACT per key. Changes are validated first, persisted, and
-applied to the topic's logs at once (a new ``retention.ms`` applies at the next retention check).
+topic-level key (Kafka's whole list: keys without effect on one node are stored and shown too)
+with its source — TOPIC_CONFIG for an override, else where the broker-level synonym comes from:
+DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG, STATIC_BROKER_CONFIG (``server.properties``)
+or DEFAULT_CONFIG — and, on request, its synonyms and documentation. AlterConfigs replaces a
+resource's overrides; IncrementalAlterConfigs applies SET, DELETE, APPEND and SUBTRACT per key.
+Changes are validated first (INVALID_CONFIG with Kafka's message for topics), persisted, and
+applied at once (a new ``retention.ms`` applies at the next retention check).
 
-The broker's own configuration is static (``server.properties``): altering a BROKER resource is
-answered with INVALID_REQUEST.
+The BROKER resource (name: this broker's id, or ``""`` for the cluster default) takes the keys
+Kafka allows dynamically (:mod:`sluice.broker.dynamic_config`); another key is answered
+INVALID_REQUEST "Cannot update these configs dynamically: ...", as Kafka answers.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from sluice.broker.broker import Broker
+from sluice.broker.dynamic_config import DEFAULT_ENTITY
 from sluice.broker.errors import KafkaError
 from sluice.broker.protocol.codec import make, nested, response_schema
 from sluice.broker.protocol.context import Connection
@@ -28,23 +32,82 @@ from sluice.broker.protocol.versions import (
     INCREMENTAL_ALTER_CONFIGS,
 )
 from sluice.broker.topics import Topic
-from sluice.config import BROKER_KEYS, TOPIC_KEYS, ConfigSource, render
+from sluice.config import (
+    BROKER_KEYS,
+    DYNAMIC_BROKER_KEYS,
+    TOPIC_KEYS,
+    ConfigKey,
+    ConfigSource,
+    render,
+)
+from sluice.errors import ConfigError, StorageError
 
 TOPIC, BROKER = 2, 4
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 
+Synonyms = list[tuple[str, str | None, int]]
 
-def _synonyms(broker: Broker, topic: Topic | None, name: str) -> list[tuple[str, str | None, int]]:
-    found: list[tuple[str, str | None, int]] = []
-    if topic is not None and name in topic.overrides:
+
+def _topic_synonyms(broker: Broker, topic: Topic, name: str) -> Synonyms:
+    found: Synonyms = []
+    if name in topic.overrides:
         found.append((name, topic.overrides[name], ConfigSource.TOPIC_CONFIG))
-    key = TOPIC_KEYS.get(name)
-    synonym = key.synonym if key is not None else name
-    if synonym is not None and synonym in broker.config.explicit:
-        found.append((synonym, render(broker.config[synonym]), ConfigSource.STATIC_BROKER_CONFIG))
-    default = key.default if key is not None else BROKER_KEYS[name].default
-    found.append((synonym or name, render(default), ConfigSource.DEFAULT_CONFIG))
+    found += [(n, render(v), s) for n, v, s in broker.config.topic_synonyms(name)]
     return found
+
+
+def _broker_synonyms(broker: Broker, name: str) -> Synonyms:
+    return [(n, render(v), s) for n, v, s in broker.config.synonyms(name)]
+
+
+def _describe_one(broker: Broker, resource: Any) -> tuple[Any, str | None, list[Any]]:
+    """(error code, message, [(name, value, read_only, key, synonyms)]) of one resource."""
+    rows: list[Any] = []
+    if resource.resource_type == TOPIC:
+        topic = broker.topics.get(resource.resource_name)
+        if topic is None:
+            return (
+                ErrorCode.unknown_topic_or_partition,
+                f"unknown topic {resource.resource_name!r}",
+                rows,
+            )
+        for name in sorted(TOPIC_KEYS):
+            rows.append(
+                (
+                    name,
+                    render(topic.config[name]),
+                    False,
+                    TOPIC_KEYS[name],
+                    _topic_synonyms(broker, topic, name),
+                )
+            )
+        return ErrorCode.none, None, rows
+    if resource.resource_type == BROKER:
+        entity = broker.dynamic_configs.entity_of(resource.resource_name)
+        if entity is None:
+            return (
+                ErrorCode.invalid_request,
+                f"broker {resource.resource_name!r} is not this broker ({broker.node_id})",
+                rows,
+            )
+        config = broker.config
+        for name in sorted(BROKER_KEYS):
+            if entity == DEFAULT_ENTITY:
+                if name not in config.dynamic_default:
+                    continue  # the cluster default shows only what is set at its level
+                synonyms: Synonyms = [
+                    (
+                        name,
+                        render(config.dynamic_default[name]),
+                        ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG,
+                    )
+                ]
+            else:
+                synonyms = _broker_synonyms(broker, name)
+            value = synonyms[0][1]
+            rows.append((name, value, name not in DYNAMIC_BROKER_KEYS, BROKER_KEYS[name], synonyms))
+        return ErrorCode.none, None, rows
+    return ErrorCode.invalid_request, "unsupported resource", rows
 
 
 async def describe_configs(broker: Broker, request: Any, _client: Connection) -> Any:
@@ -56,46 +119,23 @@ async def describe_configs(broker: Broker, request: Any, _client: Connection) ->
     with_docs = getattr(request, "include_documentation", False)
     results = []
     for resource in request.resources:
-        code, message, entries = ErrorCode.none, None, []
-        topic: Topic | None = None
-        keys: dict[str, Any]
-        values: dict[str, Any]
-        if resource.resource_type == TOPIC:
-            topic = broker.topics.get(resource.resource_name)
-            if topic is None:
-                code = ErrorCode.unknown_topic_or_partition
-                message = f"unknown topic {resource.resource_name!r}"
-                keys, values = {}, {}
-            else:
-                keys, values = TOPIC_KEYS, topic.config
-        elif resource.resource_type == BROKER and resource.resource_name in (
-            "",
-            str(broker.node_id),
-        ):
-            keys, values = BROKER_KEYS, dict(broker.config.values)
-        else:
-            code, message, keys, values = (
-                ErrorCode.invalid_request,
-                "unsupported resource",
-                {},
-                {},
-            )
+        code, message, rows = _describe_one(broker, resource)
         wanted = resource.configuration_keys
-        for name in sorted(keys):
+        entries = []
+        for name, value, read_only, key, synonyms in rows:
             if wanted is not None and name not in wanted:
                 continue
-            synonyms = _synonyms(broker, topic, name)
             entries.append(
                 make(
                     entry_cls,
                     name=name,
-                    value=render(values[name]),
-                    read_only=topic is None,
+                    value=value,
+                    read_only=read_only,
                     config_source=synonyms[0][2],
                     is_sensitive=False,
                     is_default=synonyms[0][2] == ConfigSource.DEFAULT_CONFIG,
-                    config_type=keys[name].type,
-                    documentation=keys[name].doc if with_docs else None,
+                    config_type=key.type,
+                    documentation=_documentation(key) if with_docs else None,
                     synonyms=tuple(
                         make(synonym_cls, name=n, value=v, source=s) for n, v, s in synonyms
                     )
@@ -116,18 +156,30 @@ async def describe_configs(broker: Broker, request: Any, _client: Connection) ->
     return make(schema, throttle_time=0, results=tuple(results))
 
 
-def _apply(broker: Broker, resource: Any, change: Any, validate_only: bool) -> tuple[Any, Any]:
-    """Run ``change(topic) -> new overrides`` on a topic resource; returns (code, message)."""
+def _documentation(key: ConfigKey) -> str:
+    if key.no_effect is None:
+        return key.doc
+    return f"{key.doc} No effect in Sluice: {key.no_effect}."
+
+
+def _apply(
+    broker: Broker,
+    resource: Any,
+    change: Callable[[Mapping[str, str], Callable[[str], str | None]], Mapping[str, str | None]],
+    validate_only: bool,
+) -> tuple[Any, Any]:
+    """Run ``change(current overrides, current value of) -> new overrides`` on a resource;
+    returns (code, message)."""
+    if resource.resource_type == BROKER:
+        return _apply_broker(broker, resource, change, validate_only)
     if resource.resource_type != TOPIC:
-        return (
-            ErrorCode.invalid_request,
-            "broker configuration is static (server.properties); alter topics instead",
-        )
+        return ErrorCode.invalid_request, f"unsupported resource type {resource.resource_type}"
     topic = broker.topics.get(resource.resource_name)
     if topic is None:
         return ErrorCode.unknown_topic_or_partition, f"unknown topic {resource.resource_name!r}"
     try:
-        overrides = broker.topics.check_configs(change(topic))
+        for_topic = lambda name: _known_topic_value(topic, name)  # noqa: E731
+        overrides = broker.topics.check_configs(change(topic.overrides, for_topic))
     except KafkaError as exc:
         return exc.code, exc.message
     if not validate_only:
@@ -135,24 +187,70 @@ def _apply(broker: Broker, resource: Any, change: Any, validate_only: bool) -> t
     return ErrorCode.none, None
 
 
+def _known_topic_value(topic: Topic, name: str) -> str | None:
+    if name not in TOPIC_KEYS:
+        raise KafkaError(ErrorCode.invalid_config, f"Unknown topic config name: {name}")
+    return render(topic.config[name])
+
+
+def _apply_broker(
+    broker: Broker,
+    resource: Any,
+    change: Callable[[Mapping[str, str], Callable[[str], str | None]], Mapping[str, str | None]],
+    validate_only: bool,
+) -> tuple[Any, Any]:
+    dynamic = broker.dynamic_configs
+    entity = dynamic.entity_of(resource.resource_name)
+    if entity is None:
+        return (
+            ErrorCode.invalid_request,
+            f"broker {resource.resource_name!r} is not this broker ({broker.node_id})",
+        )
+    where = f"ConfigResource(type=BROKER, name='{resource.resource_name}')"
+
+    def value_of(name: str) -> str | None:
+        if name not in BROKER_KEYS:
+            raise ConfigError(f"Unknown broker config name: {name}")
+        return render(broker.config[name])
+
+    try:
+        overrides = dynamic.check(change(dynamic.overrides(entity), value_of))
+    except ConfigError as exc:
+        return ErrorCode.invalid_request, f"Invalid config value for resource {where}: {exc}"
+    except KafkaError as exc:
+        return exc.code, exc.message
+    if not validate_only:
+        try:
+            broker.apply_config(dynamic.replace(entity, overrides))
+        except (StorageError, OSError) as exc:
+            return ErrorCode.kafka_storage_error, f"cannot persist the broker config: {exc}"
+    return ErrorCode.none, None
+
+
 def _alter(
     broker: Broker,
     request: Any,
     api: Any,
-    overrides_of: Callable[[Topic, Any], Mapping[str, str | None]],
+    overrides_of: Callable[
+        [Mapping[str, str], Callable[[str], str | None], Any], Mapping[str, str | None]
+    ],
 ) -> Any:
-    """AlterConfigs and IncrementalAlterConfigs: ``overrides_of(topic, resource.configs)`` is
-    the topic's new set of overrides, applied per resource unless ``validate_only``."""
+    """AlterConfigs and IncrementalAlterConfigs: ``overrides_of(overrides, value_of,
+    resource.configs)`` is the resource's new set of overrides, applied per resource unless
+    ``validate_only``."""
     schema = response_schema(api, request.__version__)
     result_cls = nested(schema, "responses")
     results = []
     for resource in request.resources:
-        code, message = _apply(
-            broker,
-            resource,
-            lambda topic, r=resource: overrides_of(topic, r.configs),
-            request.validate_only,
-        )
+
+        def change(
+            overrides: Mapping[str, str],
+            value_of: Callable[[str], str | None],
+            configs: Any = resource.configs,
+        ) -> Mapping[str, str | None]:
+            return overrides_of(overrides, value_of, configs)
+
+        code, message = _apply(broker, resource, change, request.validate_only)
         results.append(
             make(
                 result_cls,
@@ -167,17 +265,19 @@ def _alter(
 
 async def alter_configs(broker: Broker, request: Any, _client: Connection) -> Any:
     return _alter(
-        broker, request, ALTER_CONFIGS, lambda _topic, configs: {c.name: c.value for c in configs}
+        broker,
+        request,
+        ALTER_CONFIGS,
+        lambda _overrides, _value_of, configs: {c.name: c.value for c in configs},
     )
 
 
-def _incremental(topic: Topic, configs: Any) -> dict[str, str | None]:
-    overrides: dict[str, str | None] = dict(topic.overrides)
+def _incremental(
+    current: Mapping[str, str], value_of: Callable[[str], str | None], configs: Any
+) -> dict[str, str | None]:
+    overrides: dict[str, str | None] = dict(current)
     for config in configs:
-        if config.name not in TOPIC_KEYS:
-            raise KafkaError(ErrorCode.invalid_config, f"unknown topic config {config.name!r}")
-        current = render(topic.config[config.name]) or ""
-        items = [v for v in current.split(",") if v]
+        items = [v for v in (value_of(config.name) or "").split(",") if v]
         value = config.value or ""
         op = config.config_operation
         if op == SET:
@@ -185,7 +285,8 @@ def _incremental(topic: Topic, configs: Any) -> dict[str, str | None]:
         elif op == DELETE:
             overrides.pop(config.name, None)
         elif op in (APPEND, SUBTRACT):
-            if TOPIC_KEYS[config.name].type.name != "LIST":
+            key = TOPIC_KEYS.get(config.name) or BROKER_KEYS[config.name]
+            if key.type.name != "LIST":
                 raise KafkaError(
                     ErrorCode.invalid_config,
                     f"{config.name} is not a list: APPEND/SUBTRACT do not apply",

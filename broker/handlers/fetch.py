@@ -11,6 +11,12 @@ append to any of its partitions. ``read_uncommitted`` reads up to the high water
 transaction), and the response lists the aborted transactions in the range read so that the
 client drops their records. Fetch sessions (KIP-227) are not kept: the response's session id
 is 0, which tells clients to send full fetch requests.
+
+From v13 topics are named by their topic id (KIP-516), in the request and the response: the id is
+resolved once per topic with a dict lookup, and an unknown id (a deleted topic, or one deleted
+and re-created, which has a new id) is answered UNKNOWN_TOPIC_ID for each of its partitions, so
+that the client refreshes its metadata. Versions 15 and 16 add only fields of replica fetches
+and of leader changes, which a single node does not use.
 """
 
 from __future__ import annotations
@@ -25,10 +31,15 @@ from sluice.broker.log import OffsetOutOfRangeError
 from sluice.broker.protocol.codec import make, millis, nested, response_schema
 from sluice.broker.protocol.context import Connection
 from sluice.broker.protocol.versions import FETCH
-from sluice.broker.topics import Partition
+from sluice.broker.topics import Partition, Topic
 from sluice.errors import StorageError
 
 READ_COMMITTED = 1
+TOPIC_IDS_FROM = 13
+"""The first version that names topics by id."""
+
+# one topic of the response: (name, id, [(partition or None, the partition's response fields)])
+_TopicResult = tuple[str | None, Any, list[tuple[Partition | None, dict[str, Any]]]]
 
 
 async def handle(broker: Broker, request: Any, _client: Connection) -> Any:
@@ -58,14 +69,12 @@ async def handle(broker: Broker, request: Any, _client: Connection) -> Any:
                 partition.waiters.discard(waiter)
 
     topics = []
-    for name, partitions in results:
-        for fields in partitions:  # metrics: bytes out, once per partition that returns data
-            if fields["records"]:
-                read = broker.topics.partition(name, fields["partition_index"])
-                if read is not None:
-                    read.bytes_out += len(fields["records"])
-        entries = tuple(make(partition_cls, **fields) for fields in partitions)
-        topics.append(make(topic_cls, topic=name, partitions=entries))
+    for name, topic_id, partitions in results:
+        for read, fields in partitions:  # metrics: bytes out, once per partition with data
+            if read is not None and fields["records"]:
+                read.bytes_out += len(fields["records"])
+        entries = tuple(make(partition_cls, **fields) for _, fields in partitions)
+        topics.append(make(topic_cls, topic=name, topic_id=topic_id, partitions=entries))
     return make(
         schema, throttle_time=0, error_code=ErrorCode.none, session_id=0, responses=tuple(topics)
     )
@@ -73,14 +82,26 @@ async def handle(broker: Broker, request: Any, _client: Connection) -> Any:
 
 def _read_all(
     broker: Broker, request: Any, max_bytes: int, committed: bool, aborted_cls: type[Any]
-) -> tuple[list[tuple[str, list[dict[str, Any]]]], int, list[Partition]]:
+) -> tuple[list[_TopicResult], int, list[Partition]]:
     total = 0
-    results: list[tuple[str, list[dict[str, Any]]]] = []
+    results: list[_TopicResult] = []
     waitable: list[Partition] = []
+    by_id = request.__version__ >= TOPIC_IDS_FROM
     for topic in request.topics:
-        entries: list[dict[str, Any]] = []
+        found: Topic | None
+        if by_id:
+            found = broker.topics.by_id(topic.topic_id) if topic.topic_id is not None else None
+            missing = ErrorCode.unknown_topic_id
+        else:
+            found = broker.topics.get(topic.topic)
+            missing = ErrorCode.unknown_topic_or_partition
+        entries: list[tuple[Partition | None, dict[str, Any]]] = []
         for wanted in topic.partitions:
-            partition = broker.topics.partition(topic.topic, wanted.partition)
+            partition = (
+                found.partitions[wanted.partition]
+                if found is not None and 0 <= wanted.partition < len(found.partitions)
+                else None
+            )
             entry: dict[str, Any] = {
                 "partition_index": wanted.partition,
                 "error_code": ErrorCode.none,
@@ -91,9 +112,11 @@ def _read_all(
                 "preferred_read_replica": -1,
                 "records": b"",
             }
-            entries.append(entry)
+            entries.append((partition, entry))
             if partition is None:
-                entry["error_code"] = ErrorCode.unknown_topic_or_partition
+                entry["error_code"] = (
+                    missing if found is None else ErrorCode.unknown_topic_or_partition
+                )
                 continue
             plog = partition.log
             hwm, lso = plog.high_watermark, plog.last_stable_offset
@@ -125,5 +148,8 @@ def _read_all(
                     )
             else:
                 waitable.append(partition)
-        results.append((topic.topic, entries))
+        if by_id:
+            results.append((None, topic.topic_id, entries))
+        else:
+            results.append((topic.topic, None, entries))
     return results, total, waitable

@@ -1,6 +1,8 @@
 """FindCoordinator and the group membership APIs: JoinGroup, SyncGroup, Heartbeat, LeaveGroup,
 DescribeGroups, ListGroups, DeleteGroups. The decisions are the coordinator's
 (:mod:`sluice.broker.group.coordinator`); this module translates requests and responses.
+DescribeGroups answers ``authorized_operations`` as Kafka without an authorizer does
+(:mod:`sluice.broker.protocol.authorized_operations`).
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from kio.schema.errors import ErrorCode
 
 from sluice.broker.broker import Broker
 from sluice.broker.group.group import GroupState
+from sluice.broker.protocol.authorized_operations import GROUP_OPERATIONS, authorized
 from sluice.broker.protocol.codec import make, millis, nested, response_schema
 from sluice.broker.protocol.context import Connection
 from sluice.broker.protocol.versions import (
@@ -25,7 +28,6 @@ from sluice.broker.protocol.versions import (
 )
 
 GROUP_KEY, TXN_KEY = 0, 1
-INT32_MIN = -(2**31)
 
 
 async def find_coordinator(broker: Broker, request: Any, _client: Connection) -> Any:
@@ -144,6 +146,9 @@ async def describe_groups(broker: Broker, request: Any, _client: Connection) -> 
     schema = response_schema(DESCRIBE_GROUPS, request.__version__)
     group_cls = nested(schema, "groups")
     member_cls = nested(schema, "groups", "members")
+    operations = authorized(
+        GROUP_OPERATIONS, requested=getattr(request, "include_authorized_operations", False)
+    )
     described = []
     for group_id in request.groups:
         group = broker.groups.describe(group_id)
@@ -157,7 +162,7 @@ async def describe_groups(broker: Broker, request: Any, _client: Connection) -> 
                     protocol_type="",
                     protocol_data="",
                     members=(),
-                    authorized_operations=INT32_MIN,
+                    authorized_operations=operations,
                 )
             )
             continue
@@ -183,7 +188,7 @@ async def describe_groups(broker: Broker, request: Any, _client: Connection) -> 
                 protocol_type=group.protocol_type or "",
                 protocol_data=(group.protocol or "") if stable else "",
                 members=members,
-                authorized_operations=INT32_MIN,
+                authorized_operations=operations,
             )
         )
     return make(schema, throttle_time=0, groups=tuple(described))

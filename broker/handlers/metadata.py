@@ -1,36 +1,50 @@
-"""Metadata: the broker, and the topics with their partitions' leader, replicas and ISR.
+"""Metadata: the broker, and the topics with their ids, partitions' leader, replicas and ISR.
 
-One node leads every partition. Leader epochs are reported as -1 (unknown) and authorized
-operations as INT32_MIN (not requested), which is what clients expect from a broker without
-ACLs. Unknown topics are created when ``auto.create.topics.enable`` and the request allows it.
+One node leads every partition. Leader epochs are reported as -1 (unknown). Authorized
+operations are answered as Kafka without an authorizer answers them
+(:mod:`sluice.broker.protocol.authorized_operations`): every operation the topic or cluster
+supports when the request asks, INT32_MIN when it does not. Unknown topics are created when
+``auto.create.topics.enable`` and the request allows it (by name only, as Kafka).
+
+Topic ids (v10+): every topic entry carries its id. From v12 a requested topic may be named by
+id alone (name null): an unknown id is answered UNKNOWN_TOPIC_ID with a null name; an id
+together with a name that is not that topic's is INCONSISTENT_TOPIC_ID. In v10 and v11 a
+requested topic must have a name and no id (INVALID_REQUEST otherwise), as in Kafka.
 """
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 from kio.schema.errors import ErrorCode
 
 from sluice.broker.broker import Broker
 from sluice.broker.errors import KafkaError
+from sluice.broker.protocol.authorized_operations import (
+    CLUSTER_OPERATIONS,
+    TOPIC_OPERATIONS,
+    authorized,
+)
 from sluice.broker.protocol.codec import make, nested, response_schema
 from sluice.broker.protocol.context import Connection
 from sluice.broker.protocol.versions import METADATA
 from sluice.broker.topics import Topic, validate_topic_name
 
-INT32_MIN = -(2**31)
+LOOKUP_BY_ID_FROM = 12
+"""The first version in which a requested topic may be named by its id alone."""
 
 
 async def handle(broker: Broker, request: Any, _client: Connection) -> Any:
-    schema = response_schema(METADATA, request.__version__)
+    version = request.__version__
+    schema = response_schema(METADATA, version)
     topic_cls = nested(schema, "topics")
     partition_cls = nested(schema, "topics", "partitions")
     allow_create = getattr(request, "allow_auto_topic_creation", True)
-
-    if request.topics is None:
-        wanted = [t.name for t in broker.topics.topics.values()]
-    else:
-        wanted = [t.name for t in request.topics if t.name is not None]
+    topic_operations = authorized(
+        TOPIC_OPERATIONS,
+        requested=getattr(request, "include_topic_authorized_operations", False),
+    )
 
     def describe(topic: Topic) -> Any:
         node = broker.node_id
@@ -54,32 +68,51 @@ async def handle(broker: Broker, request: Any, _client: Connection) -> Any:
             topic_id=topic.topic_id,
             is_internal=topic.internal,
             partitions=partitions,
-            topic_authorized_operations=INT32_MIN,
+            topic_authorized_operations=topic_operations,
         )
 
-    topics = []
-    for name in wanted:
+    def refuse(code: ErrorCode, name: str | None, topic_id: uuid.UUID | None = None) -> Any:
+        return make(
+            topic_cls,
+            error_code=code,
+            name=name,
+            topic_id=topic_id,
+            is_internal=False,
+            partitions=(),
+            topic_authorized_operations=topic_operations,
+        )
+
+    def by_name(name: str) -> Any:
         topic = broker.topics.get(name)
         if topic is None and allow_create:
             topic = broker.auto_create(name)
         if topic is not None:
-            topics.append(describe(topic))
-            continue
+            return describe(topic)
         try:
             validate_topic_name(name)
-            code = ErrorCode.unknown_topic_or_partition
+            return refuse(ErrorCode.unknown_topic_or_partition, name)
         except KafkaError as exc:
-            code = exc.code
-        topics.append(
-            make(
-                topic_cls,
-                error_code=code,
-                name=name,
-                is_internal=False,
-                partitions=(),
-                topic_authorized_operations=INT32_MIN,
-            )
-        )
+            return refuse(exc.code, name)
+
+    topics: list[Any] = []
+    if request.topics is None:
+        topics = [describe(t) for t in list(broker.topics.topics.values())]
+    else:
+        for wanted in request.topics:
+            name: str | None = wanted.name
+            topic_id: uuid.UUID | None = getattr(wanted, "topic_id", None)
+            if topic_id is None and name is not None:
+                topics.append(by_name(name))
+            elif version < LOOKUP_BY_ID_FROM:  # names are not nullable in these responses
+                topics.append(refuse(ErrorCode.invalid_request, name or "", topic_id))
+            elif topic_id is None:  # neither a name nor an id
+                topics.append(refuse(ErrorCode.invalid_request, name))
+            elif (topic := broker.topics.by_id(topic_id)) is None:
+                topics.append(refuse(ErrorCode.unknown_topic_id, None, topic_id))
+            elif name is not None and name != topic.name:
+                topics.append(refuse(ErrorCode.inconsistent_topic_id, name, topic_id))
+            else:
+                topics.append(describe(topic))
 
     broker_entry = make(
         nested(schema, "brokers"),
@@ -91,9 +124,13 @@ async def handle(broker: Broker, request: Any, _client: Connection) -> Any:
     return make(
         schema,
         throttle_time=0,
+        error_code=ErrorCode.none,
         brokers=(broker_entry,),
         cluster_id=broker.cluster_id,
         controller_id=broker.node_id,
         topics=tuple(topics),
-        cluster_authorized_operations=INT32_MIN,
+        cluster_authorized_operations=authorized(
+            CLUSTER_OPERATIONS,
+            requested=getattr(request, "include_cluster_authorized_operations", False),
+        ),
     )

@@ -16,6 +16,12 @@ Checks, with the error code Kafka answers:
 - not exactly one well-formed v2 batch → INVALID_RECORD (magic < 2: UNSUPPORTED_FOR_MESSAGE_FORMAT)
 - a record without a key on a compacted topic → INVALID_RECORD (the cleaner would drop it; the
   one case where the records are decoded)
+
+A batch refused because of some of its records (:class:`~sluice.broker.log.errors.
+RecordValidationError`: keyless records on a compacted topic, INVALID_RECORD; bad timestamps,
+INVALID_TIMESTAMP) is refused whole, as Kafka's ``LogValidator`` does, and the response (v8+)
+lists each bad record's ``batch_index`` and message in ``record_errors``, with Kafka's summary in
+``error_message``, so that a client fails exactly those records.
 - CRC mismatch or torn batch → CORRUPT_MESSAGE
 - idempotence: sequence gaps → OUT_OF_ORDER_SEQUENCE_NUMBER, stale epoch →
   INVALID_PRODUCER_EPOCH, unknown producer → UNKNOWN_PRODUCER_ID; a duplicate of one of the
@@ -28,6 +34,7 @@ acks: 0 (no response), 1 and -1 (all) — on a single node the leader is the who
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -39,6 +46,7 @@ from sluice.broker.log import (
     OutOfOrderSequenceError,
     UnknownProducerIdError,
 )
+from sluice.broker.log.errors import RecordValidationError
 from sluice.broker.protocol.codec import make, nested, response_schema
 from sluice.broker.protocol.context import Connection
 from sluice.broker.protocol.versions import PRODUCE
@@ -57,6 +65,7 @@ async def handle(broker: Broker, request: Any, _client: Connection) -> Any:
     schema = response_schema(PRODUCE, request.__version__)
     topic_cls = nested(schema, "responses")
     partition_cls = nested(schema, "responses", "partition_responses")
+    record_error_cls = nested(schema, "responses", "partition_responses", "record_errors")
     now = broker.clock()
     topics = []
     for topic_data in request.topic_data:
@@ -64,6 +73,7 @@ async def handle(broker: Broker, request: Any, _client: Connection) -> Any:
         for data in topic_data.partition_data:
             base_offset, append_time, start = -1, -1, -1
             code, message = ErrorCode.none, None
+            record_errors: tuple[Any, ...] = ()
             if acks not in (0, 1, -1):
                 code = ErrorCode.invalid_required_acks
             elif (partition := broker.topics.partition(topic_data.name, data.index)) is None:
@@ -75,6 +85,15 @@ async def handle(broker: Broker, request: Any, _client: Connection) -> Any:
                 except KafkaError as exc:
                     code, message = exc.code, exc.message
                     partition.failed_produce_requests += 1
+                except RecordValidationError as exc:
+                    code, message = ErrorCode(exc.code), str(exc)
+                    start = partition.log.log_start_offset
+                    partition.failed_produce_requests += 1
+                    if record_error_cls is not type(None):
+                        record_errors = tuple(
+                            make(record_error_cls, batch_index=i, batch_index_error_message=text)
+                            for i, text in exc.record_errors
+                        )
             partitions.append(
                 make(
                     partition_cls,
@@ -83,7 +102,7 @@ async def handle(broker: Broker, request: Any, _client: Connection) -> Any:
                     base_offset=base_offset,
                     log_append_time=append_time,
                     log_start_offset=start,
-                    record_errors=(),
+                    record_errors=record_errors,
                     error_message=message,
                 )
             )
@@ -127,8 +146,8 @@ def _append(
             f"{header.last_offset_delta}",
         )
     if "compact" in config["cleanup.policy"]:
-        _require_keys(records, header)
-    data = _writable(_recompressed(records, header, config["compression.type"]))
+        _require_keys(records, header, f"{partition.topic}-{partition.index}")
+    data = _writable(_recompressed(records, header, config))
     try:
         result = partition.log.append(data, now_ms=now)
     except OutOfOrderSequenceError as exc:
@@ -147,26 +166,32 @@ def _append(
     return result.base_offset, result.log_append_time_ms, result.log_start_offset
 
 
-def _require_keys(records: bytes | memoryview, header: rb.BatchHeader) -> None:
-    """Compaction keeps the latest record per key: refuse keyless records, as Kafka does."""
+def _require_keys(records: bytes | memoryview, header: rb.BatchHeader, where: str) -> None:
+    """Compaction keeps the latest record per key: refuse keyless records, as Kafka does, naming
+    each one (:class:`RecordValidationError`, INVALID_RECORD)."""
     try:
         decoded = decode_records(records, header)
     except rb.InvalidBatchError as exc:
         code = ErrorCode.corrupt_message if exc.corrupt else ErrorCode.unsupported_compression_type
         raise KafkaError(code, exc.reason) from None
-    if any(record.key is None for record in decoded):
-        raise KafkaError(
-            ErrorCode.invalid_record, "a compacted topic cannot accept a record without a key"
-        )
+    message = f"Compacted topic cannot accept message without key in topic partition {where}."
+    keyless = [(i, message) for i, record in enumerate(decoded) if record.key is None]
+    if keyless:
+        raise RecordValidationError(keyless)
 
 
 def _recompressed(
-    records: bytes | memoryview, header: rb.BatchHeader, topic_codec: str
+    records: bytes | memoryview, header: rb.BatchHeader, config: Mapping[str, Any]
 ) -> bytes | memoryview:
-    """The batch as the topic's ``compression.type`` wants it stored."""
+    """The batch as the topic's ``compression.type`` (at its ``compression.<codec>.level``)
+    wants it stored."""
+    topic_codec = config["compression.type"]
     if topic_codec == "producer" or CODECS[topic_codec] == header.compression:
         return records
-    return recompress(records, header, CODECS[topic_codec])
+    level = config.get(f"compression.{topic_codec}.level")
+    if topic_codec == "gzip" and level == -1:
+        level = None  # Kafka's -1: the codec's default
+    return recompress(records, header, CODECS[topic_codec], level=level)
 
 
 def _writable(data: bytes | memoryview) -> bytearray | memoryview:

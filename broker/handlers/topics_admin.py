@@ -4,16 +4,21 @@ Every entry is checked before anything changes (``validate_only`` stops there): 
 new name, a positive partition count (-1: ``num.partitions``), a replication factor one node can
 satisfy (-1 or 1), manual assignments only to this node, and known, valid configs. Partitions
 can only be added, never removed (INVALID_PARTITIONS), as in Kafka.
+
+Topic ids: CreateTopics (v7) answers the new topic's id; DeleteTopics (v6) deletes by name or by
+id (UNKNOWN_TOPIC_ID for an id no topic has) and answers both.
 """
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 from kio.schema.errors import ErrorCode
 
 from sluice.broker.broker import Broker
 from sluice.broker.errors import KafkaError
+from sluice.broker.log.partition_metadata import format_topic_id
 from sluice.broker.protocol.codec import make, nested, response_schema
 from sluice.broker.protocol.context import Connection
 from sluice.broker.protocol.versions import CREATE_PARTITIONS, CREATE_TOPICS, DELETE_TOPICS
@@ -30,6 +35,7 @@ async def create_topics(broker: Broker, request: Any, _client: Connection) -> An
         partitions, factor = wanted.num_partitions, wanted.replication_factor
         fields: dict[str, Any] = {
             "name": wanted.name,
+            "topic_id": None,  # v7: the zero id unless the topic is created
             "error_code": ErrorCode.none,
             "error_message": None,
             "num_partitions": -1,
@@ -88,20 +94,44 @@ async def create_topics(broker: Broker, request: Any, _client: Connection) -> An
 
 
 async def delete_topics(broker: Broker, request: Any, _client: Connection) -> Any:
+    """Delete topics by name, or from v6 by topic id (one of the two per topic, as Kafka)."""
     schema = response_schema(DELETE_TOPICS, request.__version__)
     result_cls = nested(schema, "responses")
-    names = list(getattr(request, "topic_names", None) or [t.name for t in request.topics])
+    wanted: list[tuple[str | None, uuid.UUID | None]]
+    if (names := getattr(request, "topic_names", None)) is not None:
+        wanted = [(name, None) for name in names]
+    else:
+        wanted = [(t.name, t.topic_id) for t in request.topics]
     results = []
-    for name in names:
+    for asked_name, asked_id in wanted:
+        name, topic_id = asked_name, asked_id
         code, message = ErrorCode.none, None
-        topic = broker.topics.get(name)
-        if not broker.config["delete.topic.enable"]:
+        topic = broker.topics.get(name) if name is not None else None
+        if asked_id is not None and asked_name is not None:
+            code, message = ErrorCode.invalid_request, "give a topic name or a topic id, not both"
+        elif asked_id is None and asked_name is None:
+            code, message = ErrorCode.invalid_request, "give a topic name or a topic id"
+        elif not broker.config["delete.topic.enable"]:
             code, message = ErrorCode.topic_deletion_disabled, "delete.topic.enable is false"
+        elif asked_id is not None:
+            topic = broker.topics.by_id(asked_id)
+            if topic is None:
+                code = ErrorCode.unknown_topic_id
+                message = f"unknown topic id {format_topic_id(asked_id)}"
         elif topic is None:
             code, message = ErrorCode.unknown_topic_or_partition, f"unknown topic {name!r}"
-        else:
+        if code == ErrorCode.none and topic is not None:
+            name, topic_id = topic.name, topic.topic_id
             broker.topics.delete(topic)
-        results.append(make(result_cls, name=name, error_code=code, error_message=message))
+        results.append(
+            make(
+                result_cls,
+                name=name,
+                topic_id=topic_id,
+                error_code=code,
+                error_message=message,
+            )
+        )
     return make(schema, throttle_time=0, responses=tuple(results))
 
 

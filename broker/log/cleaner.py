@@ -8,7 +8,8 @@ One pass over a log, as Kafka's ``LogCleaner``:
    transaction), whichever is lowest. The part from ``cleaner-offset-checkpoint`` (the previous
    pass's end) on is *dirty*. The pass is skipped while dirty bytes are below
    ``min.cleanable.dirty.ratio`` of the cleanable bytes, unless the delete horizon of a kept
-   tombstone has passed.
+   tombstone has passed or the first dirty record is older than ``max.compaction.lag.ms``
+   (whose deadline also rolls the active segment: ``LogConfig.max_segment_ms``).
 2. A map key → latest offset is built from the dirty segments (records of aborted
    transactions left out, so they never shadow a committed record).
 3. The cleanable segments are rewritten in groups (consecutive segments whose sum fits
@@ -60,6 +61,7 @@ from sluice.broker.records.batch import (
     read_header,
 )
 from sluice.broker.records.codec import Record, decode_records, encode_batch
+from sluice.config import LONG_MAX
 from sluice.errors import CorruptRecordError
 
 if TYPE_CHECKING:
@@ -87,8 +89,10 @@ def clean(log: Log, now_ms: int) -> int:
     dirty = [s for s in cleanable if s.next_offset > first_dirty]
     total = sum(s.size for s in cleanable)
     dirty_bytes = sum(s.size for s in dirty)
-    if (not total or dirty_bytes / total < config.min_cleanable_dirty_ratio) and not (
-        0 <= horizon <= now_ms
+    if (
+        (not total or dirty_bytes / total < config.min_cleanable_dirty_ratio)
+        and not (0 <= horizon <= now_ms)
+        and not _past_max_lag(dirty, config.max_compaction_lag_ms, now_ms)
     ):
         return 0
     latest: dict[bytes, int] = {}
@@ -110,6 +114,16 @@ def clean(log: Log, now_ms: int) -> int:
         horizons += group_horizons
     write_checkpoint(log.directory / CHECKPOINT, [end, min(horizons, default=-1)])
     return removed
+
+
+def _past_max_lag(dirty: list[LogSegment], max_lag_ms: int, now_ms: int) -> bool:
+    """Whether the first dirty record waited longer than ``max.compaction.lag.ms`` (the
+    first batch's timestamp of the first dirty segment, as Kafka's
+    ``LogCleanerManager.maxCompactionDelay``)."""
+    if not dirty or max_lag_ms >= LONG_MAX:
+        return False
+    first = dirty[0].rolling_timestamp
+    return first >= 0 and now_ms - first > max_lag_ms
 
 
 def _first_uncleanable(log: Log, segments: list[LogSegment], first_dirty: int, now_ms: int) -> int:
@@ -227,7 +241,7 @@ def _clean_group(
         with contextlib.suppress(OSError):
             out.delete()
         raise
-    log.replace_segments(group, out)
+    log.replace_segments(group, out, now_ms=now_ms)
     return removed, horizons
 
 

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from sluice.config import TOPIC_KEYS
+from sluice.config import LONG_MAX, TOPIC_KEYS
 
 __all__ = ["LogConfig"]
 
@@ -25,6 +25,7 @@ class LogConfig:
 
     segment_bytes: int
     segment_ms: int
+    segment_jitter_ms: int
     segment_index_bytes: int
     index_interval_bytes: int
     retention_ms: int
@@ -32,10 +33,17 @@ class LogConfig:
     cleanup_policy: tuple[str, ...]
     delete_retention_ms: int
     min_compaction_lag_ms: int
+    max_compaction_lag_ms: int
     min_cleanable_dirty_ratio: float
     flush_messages: int
     flush_ms: int
     message_timestamp_type: str
+    timestamp_before_max_ms: int
+    """How far a CreateTime timestamp may lie behind the broker's clock
+    (``message.timestamp.before.max.ms``, else the legacy ``difference.max.ms``)."""
+    timestamp_after_max_ms: int
+    """How far it may lie ahead (``message.timestamp.after.max.ms``, else the same legacy key)."""
+    file_delete_delay_ms: int
 
     @classmethod
     def from_mapping(cls, config: Mapping[str, Any]) -> LogConfig:
@@ -45,11 +53,15 @@ class LogConfig:
             value = config.get(name)
             return TOPIC_KEYS[name].default if value is None else value
 
+        difference = int(get("message.timestamp.difference.max.ms"))
+        before = int(get("message.timestamp.before.max.ms"))
+        after = int(get("message.timestamp.after.max.ms"))
         policy = get("cleanup.policy")
         policy = [policy] if isinstance(policy, str) else list(policy)
         return cls(
             segment_bytes=int(get("segment.bytes")),
             segment_ms=int(get("segment.ms")),
+            segment_jitter_ms=int(get("segment.jitter.ms")),
             segment_index_bytes=int(get("segment.index.bytes")),
             index_interval_bytes=int(get("index.interval.bytes")),
             retention_ms=int(get("retention.ms")),
@@ -57,10 +69,14 @@ class LogConfig:
             cleanup_policy=tuple(str(p) for p in policy),
             delete_retention_ms=int(get("delete.retention.ms")),
             min_compaction_lag_ms=int(get("min.compaction.lag.ms")),
+            max_compaction_lag_ms=int(get("max.compaction.lag.ms")),
             min_cleanable_dirty_ratio=float(get("min.cleanable.dirty.ratio")),
             flush_messages=int(get("flush.messages")),
             flush_ms=int(get("flush.ms")),
             message_timestamp_type=str(get("message.timestamp.type")),
+            timestamp_before_max_ms=before if before != LONG_MAX else difference,
+            timestamp_after_max_ms=after if after != LONG_MAX else difference,
+            file_delete_delay_ms=int(get("file.delete.delay.ms")),
         )
 
     @property
@@ -72,6 +88,22 @@ class LogConfig:
     def delete(self) -> bool:
         """``cleanup.policy`` contains ``delete``."""
         return "delete" in self.cleanup_policy
+
+    @property
+    def max_segment_ms(self) -> int:
+        """Age at which the active segment rolls: ``segment.ms``, or ``max.compaction.lag.ms``
+        when it is shorter on a compacted topic, so that no record waits in the active
+        segment (which is never cleaned) past its compaction deadline (Kafka's rule)."""
+        if self.compact and self.max_compaction_lag_ms > 0:
+            return min(self.segment_ms, self.max_compaction_lag_ms)
+        return self.segment_ms
+
+    @property
+    def timestamps_bounded(self) -> bool:
+        """CreateTime timestamps are checked against the broker's clock on append."""
+        return not self.log_append_time and (
+            self.timestamp_before_max_ms != LONG_MAX or self.timestamp_after_max_ms != LONG_MAX
+        )
 
     @property
     def log_append_time(self) -> bool:

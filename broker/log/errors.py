@@ -7,7 +7,8 @@ The tree (each error carries the Kafka ``code`` the broker answers with)::
     │   ├── OffsetOutOfRangeError         read below the log start or past the log end   (1)
     │   ├── OutOfOrderSequenceError       a gap in an idempotent producer's sequence     (45)
     │   ├── InvalidProducerEpochError     a producer epoch older than the known one      (47)
-    │   └── UnknownProducerIdError        an unknown producer whose sequence is not 0    (59)
+    │   ├── UnknownProducerIdError        an unknown producer whose sequence is not 0    (59)
+    │   └── RecordValidationError         records of a batch refused, each by index (87 or 32)
     └── StorageError                      (sluice.errors) the disk failed; the log stays readable
         └── CorruptRecordError            bytes on disk that fail validation
 
@@ -22,6 +23,7 @@ answers it with the offsets the batch got the first time (``AppendResult.duplica
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from sluice.errors import SluiceError
@@ -32,6 +34,7 @@ __all__ = [
     "LogError",
     "OffsetOutOfRangeError",
     "OutOfOrderSequenceError",
+    "RecordValidationError",
     "UnknownProducerIdError",
 ]
 
@@ -70,6 +73,52 @@ class UnknownProducerIdError(LogError):
     """The log knows nothing of this producer id and the batch does not start at sequence 0."""
 
     code = 59
+
+
+INVALID_RECORD = 87
+INVALID_TIMESTAMP = 32
+
+
+class RecordValidationError(LogError):
+    """Records of a batch that fail validation (Kafka's ``RecordValidationException``).
+
+    The whole batch is refused, as Kafka's ``LogValidator`` does, but each bad record is named by
+    its index in the batch with its own message (``record_errors``), which the Produce response
+    (v8+) lists so that a client fails exactly those records. Collect every bad record of the
+    batch before raising. ``code`` is INVALID_TIMESTAMP (32) when any record was refused for its
+    timestamp (``invalid_timestamp=True``), else INVALID_RECORD (87); the message is Kafka's.
+
+    >>> error = RecordValidationError([(1, "Compacted topic cannot accept message without key")])
+    >>> error.code, error.record_errors
+    (87, [(1, 'Compacted topic cannot accept message without key')])
+    >>> str(error)  # doctest: +NORMALIZE_WHITESPACE
+    "One or more records have been rejected due to 1 record errors in total, and only showing
+    the first three errors at most: [RecordError(batchIndex=1,
+    message='Compacted topic cannot accept message without key')]"
+    >>> str(RecordValidationError([(0, "bad timestamp")], invalid_timestamp=True))
+    'One or more records have been rejected due to invalid timestamp'
+    """
+
+    def __init__(
+        self, record_errors: Sequence[tuple[int, str]], *, invalid_timestamp: bool = False
+    ) -> None:
+        self.record_errors = list(record_errors)
+        """``(batch index, message)`` of each refused record, in batch order."""
+        if invalid_timestamp:
+            self.code = INVALID_TIMESTAMP
+            message = "One or more records have been rejected due to invalid timestamp"
+        else:
+            self.code = INVALID_RECORD
+            shown = ", ".join(
+                f"RecordError(batchIndex={index}, message='{text}')"
+                for index, text in self.record_errors[:3]
+            )
+            message = (
+                f"One or more records have been rejected due to {len(self.record_errors)} "
+                f"record errors in total, and only showing the first three errors at most: "
+                f"[{shown}]"
+            )
+        super().__init__(message)
 
 
 @dataclass(frozen=True, slots=True)

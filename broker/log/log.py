@@ -20,6 +20,12 @@ AppendResult(base_offset=0, last_offset=1, log_append_time_ms=-1, log_start_offs
 (70, 3)
 >>> log.close()
 
+Segments that leave the log (retention, DeleteRecords, compaction) are *retired* as Kafka's
+``asyncDeleteSegment`` does: closed, their files renamed ``*.deleted``, and removed by
+:meth:`Log.remove_retired` once ``file.delete.delay.ms`` has passed (0: at once). On append,
+CreateTime timestamps are checked against ``message.timestamp.before/after.max.ms``
+(:func:`.timestamps.check_bounds`).
+
 Idempotent producers and transactions (markers, the last stable offset, aborted transactions,
 and the producer state loaded at open) are mixed in from :mod:`sluice.broker.log.transactions`.
 
@@ -113,6 +119,9 @@ class Log(LogTransactions):
         self._flushes = flushes
         self._unflushed_messages = 0
         self._first_unflushed_ms: int | None = None
+        self._retired: list[tuple[int | None, LogSegment]] = []
+        """Segments out of the log whose ``*.deleted`` files go at the given time (None: at the
+        next :meth:`remove_retired` plus ``file.delete.delay.ms``)."""
         self._closed = False
 
     @classmethod
@@ -194,6 +203,14 @@ class Log(LogTransactions):
             return AppendResult(
                 duplicate.base_offset, duplicate.last_offset, -1, self._log_start_offset, True
             )
+        if self.settings.timestamps_bounded and not header.is_control:
+            timestamps.check_bounds(
+                records,
+                header,
+                now_ms=now_ms,
+                before_max_ms=self.settings.timestamp_before_max_ms,
+                after_max_ms=self.settings.timestamp_after_max_ms,
+            )
         abort = False
         if header.is_control:
             try:
@@ -251,6 +268,7 @@ class Log(LogTransactions):
 
     def flush_if_due(self, now_ms: int) -> bool:
         """Flush when the oldest unflushed append is ``flush.ms`` old (the broker's timer)."""
+        self.remove_retired(now_ms)
         first = self._first_unflushed_ms
         if first is None or now_ms - first < self.settings.flush_ms:
             return False
@@ -307,7 +325,7 @@ class Log(LogTransactions):
 
     # -- deleting ------------------------------------------------------------------------------
 
-    def delete_records_before(self, offset: int) -> int:
+    def delete_records_before(self, offset: int, *, now_ms: int | None = None) -> int:
         """DeleteRecords: make ``offset`` the log start offset (persisted), delete the segments
         wholly below it; returns the log start offset."""
         if not 0 <= offset <= self.log_end_offset:
@@ -320,34 +338,60 @@ class Log(LogTransactions):
             count = 0
             while count + 1 < len(self._segments) and self._bases[count + 1] <= offset:
                 count += 1
-            self._delete_oldest(count)
+            self._delete_oldest(count, now_ms)
         return self._log_start_offset
 
     def enforce_retention(self, now_ms: int) -> int:
         """Delete segments past ``retention.ms``/``retention.bytes`` or below the log start
         offset; returns how many were deleted."""
+        self.remove_retired(now_ms)
         count = deletable_segments(
             self._segments, self.settings, now_ms=now_ms, log_start_offset=self._log_start_offset
         )
         if count == len(self._segments):
             self.roll(now_ms)
-        self._delete_oldest(count)
+        self._delete_oldest(count, now_ms)
         return count
 
-    def _delete_oldest(self, count: int) -> None:
+    def _retire(self, segments: list[LogSegment], now_ms: int | None) -> None:
+        """Take ``segments`` out of use: removed at once when ``file.delete.delay.ms`` is 0,
+        else renamed ``*.deleted`` and removed by :meth:`remove_retired` after the delay."""
+        delay = self.settings.file_delete_delay_ms
+        for segment in segments:
+            if delay <= 0:
+                segment.delete()
+            else:
+                segment.retire()
+                self._retired.append((None if now_ms is None else now_ms + delay, segment))
+
+    def remove_retired(self, now_ms: int) -> int:
+        """Remove the files of retired segments whose ``file.delete.delay.ms`` has passed;
+        returns how many segments went (called by the broker's timers with its clock)."""
+        due: list[tuple[int, LogSegment]] = []
+        waiting: list[tuple[int | None, LogSegment]] = []
+        for when, segment in self._retired:
+            at = now_ms + self.settings.file_delete_delay_ms if when is None else when
+            (due if at <= now_ms else waiting).append((at, segment))
+        self._retired = waiting
+        for _, segment in due:
+            segment.delete()
+        return len(due)
+
+    def _delete_oldest(self, count: int, now_ms: int | None = None) -> None:
         if count:
             self._flushes.wait()
-        for segment in self._segments[:count]:
-            segment.delete()
+        self._retire(self._segments[:count], now_ms)
         del self._segments[:count], self._bases[:count]
         self._log_start_offset = max(self._log_start_offset, self._bases[0])
 
-    def replace_segments(self, old: list[LogSegment], new: LogSegment) -> None:
-        """Put the cleaned ``new`` (files suffixed ``.swap``) in place of ``old`` (consecutive)."""
+    def replace_segments(
+        self, old: list[LogSegment], new: LogSegment, *, now_ms: int | None = None
+    ) -> None:
+        """Put the cleaned ``new`` (files suffixed ``.swap``) in place of ``old`` (consecutive;
+        retired as retention's are)."""
         first = self._segments.index(old[0])
         self._flushes.wait()
-        for segment in old:
-            segment.delete()
+        self._retire(old, now_ms)
         new.change_suffix("")
         fsync_dir(self.directory)
         self._segments[first : first + len(old)] = [new]

@@ -30,6 +30,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import random
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -57,11 +58,20 @@ from sluice.broker.records.batch import (
 )
 from sluice.errors import CorruptRecordError, StorageError
 
-__all__ = ["LogSegment"]
+__all__ = ["LogSegment", "random_jitter"]
 
 log = logging.getLogger(__name__)
 
 INT_MAX = 2**31 - 1
+
+
+def random_jitter(config: LogConfig) -> int:
+    """A segment's share of ``segment.jitter.ms``: uniform in ``[0, min(jitter, segment.ms))``,
+    drawn once per segment so that segments of many partitions do not all roll at once
+    (Kafka's ``LogConfig.randomSegmentJitter``)."""
+    if config.segment_jitter_ms <= 0:
+        return 0
+    return random.randrange(min(config.segment_jitter_ms, config.segment_ms))
 
 
 class LogSegment:
@@ -80,6 +90,8 @@ class LogSegment:
         self.txn_index_stale = False
         """The aborted-transaction index must be rebuilt by the log (see the module doc)."""
         self.index_interval_bytes = config.index_interval_bytes
+        self.roll_jitter_ms = random_jitter(config)
+        """Subtracted from ``segment.ms`` for this segment (``segment.jitter.ms``)."""
         self.size = 0
         self.created_ms: int | None = None
         self.bytes_since_index = 0
@@ -208,7 +220,7 @@ class LogSegment:
             waited = now_ms - self.created_ms
         return (
             self.size + size > config.segment_bytes
-            or waited > config.segment_ms
+            or waited > config.max_segment_ms - self.roll_jitter_ms
             or self.index.is_full
             or self.time_index.is_full
             or last_offset - self.base_offset > INT_MAX
@@ -395,6 +407,13 @@ class LogSegment:
         os.replace(self.log_path, new_log)
         self.log_path = new_log
 
+    def retire(self) -> None:
+        """Close and rename every file to ``*.deleted``: the segment is out of the log, its
+        files wait for ``file.delete.delay.ms`` before :meth:`delete` removes them (a restart
+        removes them at once: :mod:`sluice.broker.log.loader`)."""
+        self.close()
+        self.change_suffix(DELETED_SUFFIX)
+
     def close(self) -> None:
         if self._fd >= 0:
             os.close(self._fd)
@@ -404,10 +423,11 @@ class LogSegment:
         """Close and remove the files (the log first, renamed ``.deleted``, so that a crash
         leaves only orphans that the next open removes)."""
         self.close()
-        if self.log_path.exists():
+        if self.log_path.exists() and self.suffix != DELETED_SUFFIX:
             doomed = self.log_path.with_name(self.log_path.name + DELETED_SUFFIX)
             os.replace(self.log_path, doomed)
             doomed.unlink()
+        self.log_path.unlink(missing_ok=True)
         self.index.delete()
         self.time_index.delete()
         self.txn_index.delete()

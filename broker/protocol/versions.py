@@ -1,5 +1,9 @@
 """The APIs and versions the broker serves (DESIGN.md §1), by API key.
 
+Above DESIGN.md's starting profile: the versions that carry topic ids (Fetch 13+, Metadata 10+,
+CreateTopics 7, DeleteTopics 6) and what lies between (Fetch 14–16 and Metadata 13 add nothing a
+single node needs), so that librdkafka 2.x uses them: it picks Fetch 16 and Metadata 13.
+
 >>> SUPPORTED[18]
 (0, 3)
 """
@@ -20,12 +24,12 @@ DESCRIBE_LOG_DIRS = 35
 
 SUPPORTED: Final[dict[int, tuple[int, int]]] = {
     PRODUCE: (3, 9),
-    FETCH: (4, 12),
+    FETCH: (4, 16),
     LIST_OFFSETS: (1, 7),
-    METADATA: (1, 9),
+    METADATA: (1, 13),
     API_VERSIONS: (0, 3),
-    CREATE_TOPICS: (2, 5),
-    DELETE_TOPICS: (1, 5),
+    CREATE_TOPICS: (2, 7),
+    DELETE_TOPICS: (1, 6),
     DELETE_RECORDS: (0, 2),
     INIT_PRODUCER_ID: (0, 4),
     DESCRIBE_CONFIGS: (1, 4),

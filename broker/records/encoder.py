@@ -176,14 +176,20 @@ def encode_batch(
     )
 
 
-def recompress(buf: bytes | bytearray | memoryview, header: BatchHeader, compression: int) -> bytes:
+def recompress(
+    buf: bytes | bytearray | memoryview,
+    header: BatchHeader,
+    compression: int,
+    *,
+    level: int | None = None,
+) -> bytes:
     """The batch that ``header`` describes, its records compressed with ``compression`` instead.
 
     Offsets, timestamps, producer fields and the other attribute bits stay as they are; the
-    length and CRC are recomputed. The records are decompressed but not parsed: use
-    :func:`decode_records` to check them. Raises :class:`~.batch.InvalidBatchError` when the
-    records cannot be decompressed and :class:`~.compression.UnsupportedCompressionError` for
-    an unknown target codec.
+    length and CRC are recomputed; ``level`` is the codec's level (None: its default). The
+    records are decompressed but not parsed: use :func:`decode_records` to check them. Raises
+    :class:`~.batch.InvalidBatchError` when the records cannot be decompressed and
+    :class:`~.compression.UnsupportedCompressionError` for an unknown target codec.
     """
     if compression & ~COMPRESSION_MASK:
         raise _compression.UnsupportedCompressionError(compression)
@@ -201,7 +207,9 @@ def recompress(buf: bytes | bytearray | memoryview, header: BatchHeader, compres
     except _compression.DecompressionError as exc:
         raise InvalidBatchError(str(exc), corrupt=True) from exc
     body = (
-        payload if compression == _compression.NONE else _compression.compress(compression, payload)
+        payload
+        if compression == _compression.NONE
+        else _compression.compress(compression, payload, level=level)
     )
     return _assemble(
         base_offset=header.base_offset,

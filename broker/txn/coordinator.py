@@ -15,6 +15,9 @@ A crash between 1 and 3 repeats step 2 at the next start; a partition that gets 
 ignores the second. ``transaction.timeout.ms`` is enforced every
 ``transaction.abort.timed.out.transaction.cleanup.interval.ms``: a timed-out transaction is
 aborted with the producer's epoch bumped, which fences the producer that left it open.
+A transactional id idle (no transaction in progress) for ``transactional.id.expiration.ms`` is
+forgotten every ``transaction.remove.expired.transaction.cleanup.interval.ms``, a tombstone
+written for it (:meth:`TransactionCoordinator.expire_transactional_ids`).
 Not thread-safe: the broker's event loop only.
 """
 
@@ -58,6 +61,7 @@ class TransactionCoordinator:
         self.producer_ids = producer_ids
         self.clock = clock
         self.max_timeout = int(config["transaction.max.timeout.ms"])
+        self.id_expiration_ms = int(config["transactional.id.expiration.ms"])
         self.store = InternalTopic(
             topics,
             TXN_TOPIC,
@@ -281,6 +285,31 @@ class TransactionCoordinator:
                 except StorageError as exc:
                     log.error("could not abort %s: %s", meta.transactional_id, exc)
         return aborted
+
+    def expire_transactional_ids(self) -> int:
+        """Forget the transactional ids idle for ``transactional.id.expiration.ms``: no
+        transaction in progress (Empty, CompleteCommit, CompleteAbort) and no update since.
+        A tombstone in ``__transaction_state`` keeps them forgotten after a restart (Kafka's
+        ``TransactionStateManager.removeExpiredTransactionalIds``); returns how many went."""
+        horizon = self.clock() - self.id_expiration_ms
+        idle = (T.EMPTY, T.COMPLETE_COMMIT, T.COMPLETE_ABORT)
+        expired = 0
+        for meta in list(self.txns.values()):
+            if meta.state not in idle or meta.last_update_timestamp > horizon:
+                continue
+            key = meta.transactional_id
+            try:
+                self.store.append(key, [(rec.encode_key(key), None)])
+            except StorageError as exc:
+                log.error("could not expire transactional id %s: %s", key, exc)
+                continue
+            meta.state = T.DEAD
+            del self.txns[key]
+            expired += 1
+            log.info(
+                "expired transactional id %s: idle for more than %d ms", key, self.id_expiration_ms
+            )
+        return expired
 
     def describe(self, txn_id: str) -> TxnMetadata | None:
         return self.txns.get(txn_id)

@@ -65,8 +65,10 @@ def test_retention_ms_deletes_expired_segments_and_keeps_the_newest(retention_br
         broker.bootstrap, "aging", config={"segment.bytes": "2048", "retention.ms": "600000"}
     )
     now = int(time.time() * 1000)
-    old = [f"old-{i:02d}".encode() * 150 for i in range(20)]
-    new = [f"new-{i:02d}".encode() * 150 for i in range(5)]
+    # 6 bytes x 220: two batches never fit one 2 kB segment (with x 150 they did, and an old
+    # record could share a segment with a new one, depending on when a retention check rolled)
+    old = [f"old-{i:02d}".encode() * 220 for i in range(20)]
+    new = [f"new-{i:02d}".encode() * 220 for i in range(5)]
     produce_values(
         broker.bootstrap,
         "aging",
