@@ -239,8 +239,9 @@ def test_quickstart_runs_heals_stops_and_resumes(folder: Path, runs: list[Up]) -
     state = json.loads((folder / ".sluice/up.json").read_text())
     assert state["pid"] is None
     # everything stopped, but the generator, which completed its 60 orders
-    assert {c["name"]: c["state"] for c in state["components"]}.pop("generator") == "completed"
-    assert {c["state"] for c in state["components"] if c["name"] != "generator"} == {"stopped"}
+    states = {c["name"]: c["state"] for c in state["components"]}
+    assert states.pop("generator-0") == "completed", states
+    assert set(states.values()) == {"stopped"}, states
 
     # a second run resumes: the generator goes on to 90 orders, nothing is counted twice
     second = Up(folder, orders=90)
