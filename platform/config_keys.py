@@ -378,7 +378,6 @@ TOPIC_KEYS: dict[str, ConfigKey] = {
             "Replicas that must acknowledge an acks=all write.",
             "min.insync.replicas",
             _at_least(1),
-            _ONE_NODE + ": an acks=all write is acknowledged by it alone",
         ),
         ConfigKey(
             "preallocate",

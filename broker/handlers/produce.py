@@ -28,7 +28,8 @@ lists each bad record's ``batch_index`` and message in ``record_errors``, with K
   producer's last five batches is answered with its original offset and not appended again
 - the disk refused the write → KAFKA_STORAGE_ERROR (the log stays readable)
 
-acks: 0 (no response), 1 and -1 (all) — on a single node the leader is the whole ISR.
+acks: 0 (no response), 1 and -1 (all) — on a single node the leader is the whole ISR, so an
+acks=-1 write to a topic whose ``min.insync.replicas`` is above 1 gets NOT_ENOUGH_REPLICAS (19).
 """
 
 from __future__ import annotations
@@ -78,6 +79,17 @@ async def handle(broker: Broker, request: Any, _client: Connection) -> Any:
                 code = ErrorCode.invalid_required_acks
             elif (partition := broker.topics.partition(topic_data.name, data.index)) is None:
                 code = ErrorCode.unknown_topic_or_partition
+            elif acks == -1 and partition.log.settings.min_insync_replicas > 1:
+                # one node: the in-sync replica set is this broker alone
+                code = ErrorCode.not_enough_replicas
+                message = (
+                    f"The size of the current ISR Set({broker.node_id}) is insufficient to "
+                    f"satisfy the min.isr requirement of "
+                    f"{partition.log.settings.min_insync_replicas} for partition "
+                    f"{topic_data.name}-{data.index}"
+                )
+                partition.total_produce_requests += 1
+                partition.failed_produce_requests += 1
             else:
                 partition.total_produce_requests += 1
                 try:

@@ -44,6 +44,9 @@ class LogConfig:
     timestamp_after_max_ms: int
     """How far it may lie ahead (``message.timestamp.after.max.ms``, else the same legacy key)."""
     file_delete_delay_ms: int
+    min_insync_replicas: int
+    """Replicas that must hold an ``acks=all`` write: above 1, a single node refuses it (its
+    in-sync replica set is itself), as Kafka refuses it for a partition with too few in sync."""
 
     @classmethod
     def from_mapping(cls, config: Mapping[str, Any]) -> LogConfig:
@@ -77,6 +80,7 @@ class LogConfig:
             timestamp_before_max_ms=before if before != LONG_MAX else difference,
             timestamp_after_max_ms=after if after != LONG_MAX else difference,
             file_delete_delay_ms=int(get("file.delete.delay.ms")),
+            min_insync_replicas=int(get("min.insync.replicas")),
         )
 
     @property

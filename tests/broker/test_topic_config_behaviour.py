@@ -264,3 +264,24 @@ def test_recompression_uses_the_topic_level(
         )
         distinguishable |= body != compression.compress(number, payload, level=other)
     assert distinguishable, "levels are indistinguishable on this data: the test cannot fail"
+
+
+# --- min.insync.replicas -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("acks", "expected"), [("all", KafkaError.NOT_ENOUGH_REPLICAS), ("1", None)]
+)
+def test_min_insync_replicas_above_one_refuses_acks_all_on_one_node(
+    shared_broker: BrokerProcess, acks: str, expected: int | None
+) -> None:
+    topic = f"min-isr-{acks}"
+    create_topic(shared_broker.bootstrap, topic, config={"min.insync.replicas": "2"})
+    producer = Producer(
+        {"bootstrap.servers": shared_broker.bootstrap, "acks": acks, "retries": 0, "linger.ms": 0}
+    )
+    outcome: list[Any] = []
+    producer.produce(topic, value=b"v", on_delivery=lambda err, _m: outcome.append(err))
+    assert producer.flush(30) == 0
+    [error] = outcome
+    assert (error.code() if error is not None else None) == expected, error
