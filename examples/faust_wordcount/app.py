@@ -37,6 +37,8 @@ PARTITIONS = int(os.environ.get("WORDCOUNT_PARTITIONS", "4"))
 
 WORD = re.compile(r"[\w']+")
 
+os.makedirs(DATA_DIR, exist_ok=True)  # faust makes only the last level
+
 app = faust.App(
     "wordcount",
     broker=BOOTSTRAP if "://" in BOOTSTRAP else f"kafka://{BOOTSTRAP}",

@@ -47,9 +47,12 @@ class Command:
 
     @property
     def background(self) -> bool:
-        first = self.text.splitlines()[0]
-        command = first.split("#", 1)[0].strip()
-        return command in LONG_RUNNING_COMMANDS or bool(KEEPS_RUNNING.search(first))
+        """Whether it keeps running; its comment ends the first line, or the last one of a
+        command continued with ``\\``."""
+        lines = self.text.splitlines()
+        command = lines[0].split("#", 1)[0].strip()
+        ends = (lines[0], lines[-1])
+        return command in LONG_RUNNING_COMMANDS or any(KEEPS_RUNNING.search(e) for e in ends)
 
     @property
     def skipped(self) -> bool:
@@ -157,15 +160,7 @@ class Session:
     """One ``bash`` for a page: commands run in it in order; background ones in groups of their
     own, each stopped with SIGINT at :meth:`close`."""
 
-    def __init__(
-        self,
-        folder: Path,
-        work: Path,
-        environment: dict[str, str],
-        user: tuple[int, int] | None = None,
-    ) -> None:
-        """``user``: the (uid, gid) the shell runs as (default: ours); ``work`` must be
-        writable by it."""
+    def __init__(self, folder: Path, work: Path, environment: dict[str, str]) -> None:
         self.folder = folder
         self.work = work
         self.count = 0
@@ -179,9 +174,6 @@ class Session:
             stderr=subprocess.DEVNULL,
             text=True,
             start_new_session=True,
-            user=None if user is None else user[0],
-            group=None if user is None else user[1],
-            extra_groups=None if user is None else [],
         )
 
     def _send(self, script: str) -> None:
@@ -230,7 +222,13 @@ class Session:
                 f"line {command.line}: {command.text!r} did not start"
             )
             time.sleep(0.05)
-        self.background.append((int(pid.read_text()), log, command))
+        group = int(pid.read_text())
+        while not _group_made(group):  # until setsid ran: else close() would not find it
+            assert time.monotonic() < deadline, (
+                f"line {command.line}: {command.text!r} did not start"
+            )
+            time.sleep(0.01)
+        self.background.append((group, log, command))
         return log
 
     def close(self) -> list[str]:
@@ -269,6 +267,14 @@ def _group_alive(pgid: int) -> bool:
         return True
     # a group whose members are all zombies is gone for our purposes
     return any(_state(pid) not in ("Z", "") for pid in _members(pgid))
+
+
+def _group_made(pid: int) -> bool:
+    """Whether ``pid`` leads its process group by now (or has exited already)."""
+    try:
+        return os.getpgid(pid) == pid
+    except ProcessLookupError:
+        return True
 
 
 def _members(pgid: int) -> list[int]:
@@ -312,7 +318,7 @@ def run_page(session: Session, page: Path) -> None:
         if failures and not block.retry:
             raise AssertionError("\n".join(failures) + f":\n{output}")
         for regex in block.wait:
-            _wait_for(page, block, started, regex)
+            _wait_for(page, block, session, started, regex)
         missing = output_matches(output, block) + failures
         deadline = time.monotonic() + WAIT_S
         while missing and block.retry and time.monotonic() < deadline:
@@ -329,12 +335,27 @@ def run_page(session: Session, page: Path) -> None:
         )
 
 
-def _wait_for(page: Path, block: Block, logs: list[Path], regex: str) -> None:
+def _wait_for(page: Path, block: Block, session: Session, logs: list[Path], regex: str) -> None:
+    """Until a log of ``logs`` matches; fails at once when their commands have all exited."""
     assert logs, f"{page.name}:{block.line}: wait: without a background command"
+    pids = [pid for pid, log, _ in session.background if log in logs]
     deadline = time.monotonic() + WAIT_S
+    running = True
     while time.monotonic() < deadline:
-        if any(re.search(regex, log.read_text(errors="replace"), re.MULTILINE) for log in logs):
+        running = any(_group_alive(pid) for pid in pids)
+        if any(re.search(regex, _read(log), re.MULTILINE) for log in logs):
             return
+        if not running:
+            break
         time.sleep(0.5)
-    text = "\n".join(log.read_text(errors="replace")[-3000:] for log in logs)
-    raise AssertionError(f"{page.name}:{block.line}: waited {WAIT_S:.0f} s for {regex!r}:\n{text}")
+    why = "they exited" if not running else f"waited {WAIT_S:.0f} s"
+    text = "\n".join(_read(log)[-3000:] for log in logs)
+    raise AssertionError(f"{page.name}:{block.line}: {why} before printing {regex!r}:\n{text}")
+
+
+def _read(log: Path) -> str:
+    """What a background command printed so far (its shell may not have opened the log yet)."""
+    try:
+        return log.read_text(errors="replace")
+    except FileNotFoundError:
+        return ""

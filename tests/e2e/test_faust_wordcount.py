@@ -73,6 +73,8 @@ class FaustWorker:
             "info",
             "--web-host",
             "127.0.0.1",
+            "--web-bind",  # faust binds 0.0.0.0 unless told: loopback only
+            "127.0.0.1",
             "--web-port",
             str(self.web_port),
         ]
