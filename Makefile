@@ -61,7 +61,7 @@ contracts: install $(TYPECHECK)
 # Two processes, each file's tests in one of them (module fixtures stay whole); each process
 # starts its own shared broker, PostgreSQL and Spark session.
 unit: install
-	$(BIN)/pytest -n 2 --dist loadfile
+	$(BIN)/pytest -n 2 --dist loadfile --durations=25
 
 clean:
 	rm -rf build .pytest_cache .mypy_cache .ruff_cache
