@@ -1,12 +1,13 @@
 """Fusion: from each source, runs of built-in operators become plain functions of a record's fields.
 
 A processor class that defines ``fuse(downstream)`` (the built-in stateless operators, stream
-aggregations, ``to_stream``; see :mod:`sluice.streams.operators.stateless`) is chained by plain
+aggregations, ``to_stream``; see :mod:`sluice.streams.operators.base`) is chained by plain
 calls of ``(key, value, timestamp, headers)``, down to the sinks, which serialize and hand the
 record to the :class:`RecordCollector` (straight to librdkafka's ``produce`` when it is a Kafka
 producer). A record that only passes such nodes never becomes a :class:`Record`; any other
-processor gets a new ``Record`` of the fields, and a node with several children one ``Record``
-shared by them all.
+processor gets a new ``Record`` of the fields. A node with several children calls the function
+of each in turn. A :class:`~sluice.streams.operators.base.FusedOperator` that a processor which
+is not fused forwards to runs the same fused function from there on (its ``fused``).
 
 >>> from sluice.streams.topology import Topology
 >>> class Memory:
@@ -28,7 +29,7 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from sluice.streams.errors import StreamsError
-from sluice.streams.operators.stateless import Emit
+from sluice.streams.operators.base import Emit, FusedOperator
 from sluice.streams.processor import Processor
 from sluice.streams.record import Headers, Record
 from sluice.streams.topology import ProcessorNode, SinkNode, SourceNode, Topology
@@ -197,14 +198,14 @@ class _Fuser:
             return self.emit_of(names[0])
         if not names:
             return _drop_fields, True
-        calls = [self.processors[name].process for name in names]
+        emits = [self.emit_of(name) for name in names]
+        calls = [emit for emit, _ in emits]
 
         def fan_out(key: Any, value: Any, timestamp: int, headers: Headers) -> None:
-            record = Record(key, value, timestamp, headers)  # shared, as a forward does
             for call in calls:
-                call(record)
+                call(key, value, timestamp, headers)
 
-        return fan_out, False
+        return fan_out, all(fused for _, fused in emits)
 
     def emit_of(self, name: str) -> tuple[Emit, bool]:
         known = self._emits.get(name)
@@ -237,4 +238,9 @@ def sources_of(
             source = Source(node, emit, fused)
             for topic in node.topics:
                 sources[topic] = source
+    for name in nodes:
+        # what a processor that is not fused forwards to: fused from there on
+        processor = processors.get(name)
+        if isinstance(processor, FusedOperator) and "fuse" in type(processor).__dict__:
+            processor.fused = fuser.emit_of(name)[0]
     return sources

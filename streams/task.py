@@ -7,7 +7,8 @@ seen), drives the processors by plain calls (each built-in operator calls its ch
 in the runtime, in-memory topics in the test driver).
 
 From each source, the nodes are fused into plain functions of the record's fields
-(:mod:`sluice.streams.fusion`); :meth:`StreamTask.process_messages` is the loop that feeds them.
+(:mod:`sluice.streams.fusion`); :meth:`StreamTask.process_messages` is the one loop that feeds
+them (:meth:`StreamTask.process`, one record by its fields, is a batch of one).
 """
 
 from __future__ import annotations
@@ -133,6 +134,28 @@ def _drop(record: Record) -> None:
     pass
 
 
+class _Message(tuple[int, bytes | None, bytes | None, tuple[int, int], Headers]):
+    """``(offset, key, value, (timestamp type, timestamp), headers)``: one input record given by
+    its fields, read as :meth:`StreamTask.process_messages` reads a consumer message."""
+
+    __slots__ = ()
+
+    def offset(self) -> int:
+        return self[0]
+
+    def key(self) -> bytes | None:
+        return self[1]
+
+    def value(self) -> bytes | None:
+        return self[2]
+
+    def timestamp(self) -> tuple[int, int]:
+        return self[3]
+
+    def headers(self) -> Headers:
+        return self[4]
+
+
 class StreamTask:
     """One sub-topology over one partition; see the module docstring."""
 
@@ -244,46 +267,22 @@ class StreamTask:
         timestamp: int,
         headers: Headers,
     ) -> None:
-        """Handle one input record; raises :class:`RecordError` unless a handler says go on."""
-        source = self.sources[topic]
-        self._topic = topic
-        self._partition = partition
-        self._offset = offset
-        try:
-            record_key = None if key is None else source.deserialize_key(key)
-            record_value = None if value is None else source.deserialize_value(value)
-            if source.extractor is not None:
-                timestamp = source.extractor(
-                    Record(record_key, record_value, timestamp, headers), self.stream_time
-                )
-        except Exception as error:  # a serde or extractor raised
-            self._unreadable(error, key, value, timestamp, headers)
-            return
-        if timestamp < 0:
-            self._negative_timestamp()
-            return
-        if timestamp > self.stream_time:  # noqa: PLR1730 - faster than max() per record
-            self.stream_time = timestamp
-        try:
-            source.emit(record_key, record_value, timestamp, headers)
-        except SinkFailure as failure:
-            self._unwritable(failure, key, value, timestamp, headers)
-        except StreamsError:
-            raise
-        except Exception as error:
-            self._failed(error, key, value, timestamp, headers)
-        self.processed_records += 1
-        if self.stream_time >= self._next_stream_punctuation:
-            self._punctuate(self._stream_schedules, self.stream_time)
+        """Handle one input record given by its fields: :meth:`process_messages` with a batch
+        of one (raises :class:`RecordError` unless a handler says go on)."""
+        # (1: TIMESTAMP_CREATE_TIME, as confluent-kafka gives it)
+        message = _Message((offset, key, value, (1, timestamp), headers))
+        self.process_messages(topic, partition, [message])
 
     def process_messages(self, topic: str, partition: int, messages: list[Any]) -> None:
-        """:meth:`process` for a run of consumer messages of one partition, in one tight loop.
+        """Handle a run of input records of one partition, in one tight loop; raises
+        :class:`RecordError` for a record unless its handler says go on.
 
-        The runtime's hot path: the per-record work is inlined here rather than spread over
-        calls (``messages`` are confluent-kafka ``Message`` objects, or anything with their
-        ``offset() key() value() timestamp() headers()`` methods). When every node the source
-        reaches is fused, nothing can ask for the record's metadata while it is processed, so
-        the offset is only looked up for an error (and kept for the last record).
+        The one path every input record takes (:meth:`process` is a batch of one): the
+        per-record work is inlined here rather than spread over calls (``messages`` are
+        confluent-kafka ``Message`` objects, or anything with their ``offset() key() value()
+        timestamp() headers()`` methods). When every node the source reaches is fused, nothing
+        can ask for the record's metadata while it is processed, so the offset is only looked up
+        for an error (and kept for the last record).
         """
         if not messages:
             return

@@ -18,10 +18,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from sluice.streams.operators.stateless import Emit, _FusedOperator, _Operator
+from sluice.streams.operators.base import Emit, FusedOperator, Operator, StoreOperator
 from sluice.streams.processor import ProcessorContext
 from sluice.streams.record import Change, Headers, Record
-from sluice.streams.state.keyvalue import KeyValueStore
 
 __all__ = ["StreamAggregate", "TableAggregate", "TableSource", "ToTable"]
 
@@ -29,18 +28,7 @@ Initializer = Callable[[], Any]
 Aggregator = Callable[[Any, Any, Any], Any]
 
 
-class _StoreOperator(_Operator):
-    store_name: str
-    store: KeyValueStore
-
-    def init(self, context: ProcessorContext) -> None:
-        super().init(context)
-        store = context.get_state_store(self.store_name)
-        assert isinstance(store, KeyValueStore)
-        self.store = store
-
-
-class StreamAggregate(_FusedOperator, _StoreOperator):
+class StreamAggregate(FusedOperator, StoreOperator):
     """``aggregator(key, value, aggregate) -> aggregate``, starting from ``initializer()``."""
 
     def __init__(self, store_name: str, initializer: Initializer, aggregator: Aggregator) -> None:
@@ -73,7 +61,7 @@ class StreamAggregate(_FusedOperator, _StoreOperator):
         return aggregate
 
 
-class TableAggregate(_StoreOperator):
+class TableAggregate(StoreOperator):
     """Aggregates of a re-grouped table: ``subtractor`` takes the old value out, ``adder`` adds."""
 
     def __init__(
@@ -105,7 +93,7 @@ class TableAggregate(_StoreOperator):
         self.forward(Record(key, Change(current, old), timestamp, record.headers))
 
 
-class TableSource(_StoreOperator):
+class TableSource(StoreOperator):
     """Materializes a changelog topic: puts each record in the store, forwards the change.
 
     With ``store_name`` None the table is not materialized and the old value is unknown (None).
@@ -119,7 +107,7 @@ class TableSource(_StoreOperator):
         if self.materialized:
             super().init(context)
         else:
-            _Operator.init(self, context)
+            Operator.init(self, context)
 
     def process(self, record: Record) -> None:
         key = record.key

@@ -24,8 +24,7 @@ from collections.abc import Callable
 from typing import Any
 
 from sluice.serde import Serde
-from sluice.streams.operators.aggregate import _StoreOperator
-from sluice.streams.operators.stateless import _Operator
+from sluice.streams.operators.base import Operator, StoreOperator
 from sluice.streams.processor import ProcessorContext
 from sluice.streams.record import Change, Record
 from sluice.streams.state.keyvalue import KeyValueStore
@@ -77,7 +76,7 @@ def response_serde(right_serde: Serde) -> Serde:
     return Serde(serialize, deserialize, f"fk-response({right_serde.name})")
 
 
-class FkSubscribe(_Operator):
+class FkSubscribe(Operator):
     """Left updates → (un)subscriptions keyed by foreign key."""
 
     def __init__(
@@ -108,7 +107,7 @@ class FkSubscribe(_Operator):
                 self.forward(Record(None, (DELETE, _NO_HASH, pk), ts))
 
 
-class _Subscribers(_StoreOperator):
+class _Subscribers(StoreOperator):
     """Shares the subscription store and the right table's store."""
 
     def __init__(self, subscriptions: str, right_store: str, pk_serde: Serde) -> None:
@@ -157,7 +156,7 @@ class FkRightUpdate(_Subscribers):
             self.forward(Record(pk, (bytes.fromhex(digest_hex), new), record.timestamp))
 
 
-class FkResolve(_StoreOperator):
+class FkResolve(StoreOperator):
     """Responses in; joined rows out if the left row still matches."""
 
     def __init__(

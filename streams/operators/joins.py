@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from sluice.streams.operators.aggregate import _StoreOperator
+from sluice.streams.operators.base import StoreOperator
 from sluice.streams.processor import ProcessorContext
 from sluice.streams.record import Change, Record
 from sluice.streams.state.keyvalue import KeyValueStore
@@ -32,7 +32,7 @@ __all__ = ["StreamGlobalTableJoin", "StreamTableJoin", "TableTableJoin"]
 Joiner = Callable[[Any, Any], Any]
 
 
-class StreamTableJoin(_StoreOperator):
+class StreamTableJoin(StoreOperator):
     """Join each stream record with the table row of its key."""
 
     def __init__(self, store_name: str, joiner: Joiner, *, left: bool) -> None:
@@ -77,7 +77,7 @@ class StreamGlobalTableJoin(StreamTableJoin):
         )
 
 
-class TableTableJoin(_StoreOperator):
+class TableTableJoin(StoreOperator):
     """One side of a table–table join: updates here meet the other side's store.
 
     ``kind`` is ``inner``, ``left`` or ``outer``; ``this_is_left`` says which argument of the

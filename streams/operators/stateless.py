@@ -2,12 +2,10 @@
 
 User functions take ``(key, value)`` except the ``*_values`` mappers, which take the value.
 
-Each operator also has ``fuse(downstream)``: the same operator as a plain function of the record's
-fields, ``(key, value, timestamp, headers)``, that calls ``downstream`` with the fields of what it
-would forward. A task chains these from its sources to its sinks, so that a record passing a run of
-stateless operators costs a few function calls and no intermediate :class:`Record` (a processor
-that has no ``fuse`` gets a new ``Record`` of the fields). ``fuse`` is used only when the class
-itself defines it: a subclass that overrides ``process`` alone is called through ``process``.
+Each operator but ``Branch`` is a :class:`~sluice.streams.operators.base.FusedOperator`, written
+once as ``fuse(downstream)``: a plain function of the record's fields, ``(key, value, timestamp,
+headers)``, that calls ``downstream`` with the fields of what it would forward; its ``process``
+runs that same function (see :mod:`sluice.streams.operators.base`).
 
 >>> from sluice.streams.record import Record
 >>> seen = []
@@ -21,11 +19,11 @@ itself defines it: a subclass that overrides ``process`` alone is called through
 
 from __future__ import annotations
 
-from abc import abstractmethod
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from sluice.streams.processor import Processor, ProcessorContext
+from sluice.streams.operators.base import Emit, FusedOperator
+from sluice.streams.processor import Processor
 from sluice.streams.record import Headers, Record
 
 __all__ = [
@@ -42,50 +40,14 @@ __all__ = [
 ]
 
 KeyValueFn = Callable[[Any, Any], Any]
-Emit = Callable[[Any, Any, int, Headers], None]
-"""A record given by its fields: ``emit(key, value, timestamp, headers)``."""
 
 
-class _Operator(Processor):
-    """A processor that forwards to all children through one fast callable."""
-
-    forward: Callable[[Record], None]
-
-    def init(self, context: ProcessorContext) -> None:
-        super().init(context)
-        self.forward = context.forwarder()
-
-
-class _FusedOperator(_Operator):
-    """An operator written once, as :meth:`fuse`; :meth:`process` runs the fused function
-    (made on first use, when the store and context are in place) with a forward of Records."""
-
-    _fused: Emit | None = None
-
-    @abstractmethod
-    def fuse(self, downstream: Emit) -> Emit:
-        """The operator as a function of a record's fields that calls ``downstream``."""
-
-    def process(self, record: Record) -> None:
-        fused = self._fused
-        if fused is None:
-            fused = self._fused = self.fuse(self._forward_fields)
-        fused(record.key, record.value, record.timestamp, record.headers)
-
-    def _forward_fields(self, key: Any, value: Any, timestamp: int, headers: Headers) -> None:
-        self.forward(Record(key, value, timestamp, headers))
-
-
-class Filter(_Operator):
+class Filter(FusedOperator):
     """Keep records for which ``predicate(key, value)`` is true (false with ``negate``)."""
 
     def __init__(self, predicate: KeyValueFn, negate: bool = False) -> None:
         self.predicate = predicate
         self.negate = negate
-
-    def process(self, record: Record) -> None:
-        if bool(self.predicate(record.key, record.value)) is not self.negate:
-            self.forward(record)
 
     def fuse(self, downstream: Emit) -> Emit:
         predicate = self.predicate
@@ -104,15 +66,11 @@ class Filter(_Operator):
         return filter_
 
 
-class Map(_Operator):
+class Map(FusedOperator):
     """Replace key and value with ``mapper(key, value) -> (key, value)``."""
 
     def __init__(self, mapper: KeyValueFn) -> None:
         self.mapper = mapper
-
-    def process(self, record: Record) -> None:
-        key, value = self.mapper(record.key, record.value)
-        self.forward(Record(key, value, record.timestamp, record.headers))
 
     def fuse(self, downstream: Emit) -> Emit:
         mapper = self.mapper
@@ -124,19 +82,12 @@ class Map(_Operator):
         return map_
 
 
-class MapValues(_Operator):
+class MapValues(FusedOperator):
     """Replace the value with ``mapper(value)`` (``mapper(key, value)`` with ``with_key``)."""
 
     def __init__(self, mapper: Callable[..., Any], with_key: bool = False) -> None:
         self.mapper = mapper
         self.with_key = with_key
-
-    def process(self, record: Record) -> None:
-        if self.with_key:
-            value = self.mapper(record.key, record.value)
-        else:
-            value = self.mapper(record.value)
-        self.forward(Record(record.key, value, record.timestamp, record.headers))
 
     def fuse(self, downstream: Emit) -> Emit:
         mapper = self.mapper
@@ -153,16 +104,11 @@ class MapValues(_Operator):
         return map_values
 
 
-class FlatMap(_Operator):
+class FlatMap(FusedOperator):
     """Zero or more records from ``mapper(key, value) -> iterable of (key, value)``."""
 
     def __init__(self, mapper: Callable[[Any, Any], Iterable[tuple[Any, Any]]]) -> None:
         self.mapper = mapper
-
-    def process(self, record: Record) -> None:
-        forward = self.forward
-        for key, value in self.mapper(record.key, record.value):
-            forward(Record(key, value, record.timestamp, record.headers))
 
     def fuse(self, downstream: Emit) -> Emit:
         mapper = self.mapper
@@ -174,16 +120,11 @@ class FlatMap(_Operator):
         return flat_map
 
 
-class FlatMapValues(_Operator):
+class FlatMapValues(FusedOperator):
     """Zero or more records, same key, from ``mapper(value) -> iterable of values``."""
 
     def __init__(self, mapper: Callable[[Any], Iterable[Any]]) -> None:
         self.mapper = mapper
-
-    def process(self, record: Record) -> None:
-        forward = self.forward
-        for value in self.mapper(record.value):
-            forward(Record(record.key, value, record.timestamp, record.headers))
 
     def fuse(self, downstream: Emit) -> Emit:
         mapper = self.mapper
@@ -195,15 +136,11 @@ class FlatMapValues(_Operator):
         return flat_map_values
 
 
-class SelectKey(_Operator):
+class SelectKey(FusedOperator):
     """Replace the key with ``selector(key, value)``."""
 
     def __init__(self, selector: KeyValueFn) -> None:
         self.selector = selector
-
-    def process(self, record: Record) -> None:
-        key = self.selector(record.key, record.value)
-        self.forward(Record(key, record.value, record.timestamp, record.headers))
 
     def fuse(self, downstream: Emit) -> Emit:
         selector = self.selector
@@ -214,15 +151,11 @@ class SelectKey(_Operator):
         return select_key
 
 
-class Peek(_Operator):
+class Peek(FusedOperator):
     """Call ``action(key, value)`` and pass the record on unchanged."""
 
     def __init__(self, action: KeyValueFn) -> None:
         self.action = action
-
-    def process(self, record: Record) -> None:
-        self.action(record.key, record.value)
-        self.forward(record)
 
     def fuse(self, downstream: Emit) -> Emit:
         action = self.action
@@ -234,14 +167,11 @@ class Peek(_Operator):
         return peek
 
 
-class Foreach(Processor):
+class Foreach(FusedOperator):
     """Call ``action(key, value)``; a terminal operator."""
 
     def __init__(self, action: KeyValueFn) -> None:
         self.action = action
-
-    def process(self, record: Record) -> None:
-        self.action(record.key, record.value)
 
     def fuse(self, downstream: Emit) -> Emit:
         action = self.action
@@ -265,11 +195,8 @@ class Branch(Processor):
                 return
 
 
-class Passthrough(_Operator):
+class Passthrough(FusedOperator):
     """Forward every record (the node where merged streams meet)."""
-
-    def process(self, record: Record) -> None:
-        self.forward(record)
 
     def fuse(self, downstream: Emit) -> Emit:
         return downstream

@@ -27,13 +27,13 @@ import heapq
 import itertools
 from typing import Any
 
-from sluice.streams.operators.aggregate import _StoreOperator
+from sluice.streams.operators.base import StoreOperator
 from sluice.streams.record import Change, Record, Windowed
 
 __all__ = ["Suppress"]
 
 
-class Suppress(_StoreOperator):
+class Suppress(StoreOperator):
     """Hold windowed updates until their window closes; emit the final one."""
 
     def __init__(self, store_name: str, grace_ms: int) -> None:

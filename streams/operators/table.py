@@ -15,14 +15,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from sluice.streams.operators.aggregate import _StoreOperator
-from sluice.streams.operators.stateless import Emit, _FusedOperator, _Operator
+from sluice.streams.operators.base import Emit, FusedOperator, Operator, StoreOperator
 from sluice.streams.record import Change, Headers, Record
 
 __all__ = ["TableFilter", "TableMapValues", "TableMaterialize", "TableRegroup", "TableToStream"]
 
 
-class TableFilter(_Operator):
+class TableFilter(Operator):
     """Keep rows for which ``predicate(key, value)`` holds; a row that stops matching is deleted."""
 
     def __init__(self, predicate: Callable[[Any, Any], Any], negate: bool = False) -> None:
@@ -43,7 +42,7 @@ class TableFilter(_Operator):
         self.forward(Record(record.key, Change(new, old), record.timestamp, record.headers))
 
 
-class TableMapValues(_Operator):
+class TableMapValues(Operator):
     """Map both the new and the old value with ``mapper(value)``."""
 
     def __init__(self, mapper: Callable[[Any], Any]) -> None:
@@ -56,7 +55,7 @@ class TableMapValues(_Operator):
         self.forward(Record(record.key, Change(new, old), record.timestamp, record.headers))
 
 
-class TableMaterialize(_StoreOperator):
+class TableMaterialize(StoreOperator):
     """Keep the table's current rows in a store (for joins and queries), forward the change."""
 
     def __init__(self, store_name: str) -> None:
@@ -71,7 +70,7 @@ class TableMaterialize(_StoreOperator):
         self.forward(Record(record.key, Change(change.new, old), record.timestamp, record.headers))
 
 
-class TableToStream(_FusedOperator):
+class TableToStream(FusedOperator):
     """Each table update as a stream record; deletions become records with a None value."""
 
     def fuse(self, downstream: Emit) -> Emit:
@@ -81,7 +80,7 @@ class TableToStream(_FusedOperator):
         return to_stream
 
 
-class TableRegroup(_Operator):
+class TableRegroup(Operator):
     """``KTable.group_by``: the old row leaves its group, the new row joins its group.
 
     ``selector(key, value) -> (group key, value)``. When the group key stays the same, one

@@ -31,7 +31,7 @@ from collections.abc import Callable
 from typing import Any
 
 from sluice.streams.operators.aggregate import Aggregator, Initializer
-from sluice.streams.operators.stateless import Emit, _FusedOperator, _Operator
+from sluice.streams.operators.base import Emit, FusedOperator, Operator
 from sluice.streams.processor import ProcessorContext
 from sluice.streams.record import Change, Headers, Record, Windowed
 from sluice.streams.state.session import SessionStore
@@ -43,7 +43,7 @@ __all__ = ["SessionAggregate", "SlidingAggregate", "WindowedAggregate"]
 Merger = Callable[[Any, Any, Any], Any]
 
 
-class _WindowOperator(_Operator):
+class _WindowOperator(Operator):
     store_name: str
     dropped = 0
 
@@ -52,7 +52,7 @@ class _WindowOperator(_Operator):
         self.store = context.get_state_store(self.store_name)
 
 
-class WindowedAggregate(_FusedOperator, _WindowOperator):
+class WindowedAggregate(FusedOperator, _WindowOperator):
     """Aggregates per key and time window."""
 
     store: WindowStore

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from typing import Any
 
 from sluice.serde import Serde
-from sluice.streams.operators.stateless import _Operator
+from sluice.streams.operators.base import Operator
 from sluice.streams.processor import ProcessorContext
 from sluice.streams.record import Record
 from sluice.streams.state.window import WindowStore
@@ -43,7 +43,7 @@ def side_serde(left: Serde, right: Serde) -> Serde:
     return Serde(serialize, deserialize, f"join-side({left.name},{right.name})")
 
 
-class StreamStreamJoin(_Operator):
+class StreamStreamJoin(Operator):
     """One side of a windowed stream–stream join; ``kind`` is inner, left or outer."""
 
     dropped = 0

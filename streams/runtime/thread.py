@@ -252,18 +252,9 @@ class StreamThread:
             self._groups[task.id].add(partition, run, [m.timestamp()[1] for m in run])
 
     def _process_message(self, task: StreamTask, message: Any) -> None:
-        topic, partition, offset = message.topic(), message.partition(), message.offset()
-        headers = message.headers()
-        task.process(
-            topic,
-            partition,
-            offset,
-            message.key(),
-            message.value(),
-            message.timestamp()[1],
-            tuple(headers) if headers else (),
-        )
-        self._offsets[(topic, partition)] = offset + 1
+        topic, partition = message.topic(), message.partition()
+        task.process_messages(topic, partition, [message])
+        self._offsets[(topic, partition)] = message.offset() + 1
         self.processed += 1
 
     def _has_unfetched(self, partition: Partition) -> bool:
