@@ -19,8 +19,8 @@ import uvloop
 
 from sluice.broker import metrics
 from sluice.broker.broker import Broker
+from sluice.broker.config import BrokerConfig
 from sluice.broker.server import Server
-from sluice.config import BrokerConfig
 from sluice.metrics import AsyncMetricsServer, serve_metrics_async
 
 log = logging.getLogger("sluice.broker")

@@ -15,6 +15,7 @@ import uuid
 from collections.abc import Callable
 from pathlib import Path
 
+from sluice.broker.config import BrokerConfig
 from sluice.broker.dynamic_config import DynamicBrokerConfigs
 from sluice.broker.errors import KafkaError
 from sluice.broker.group.coordinator import OFFSETS_TOPIC, GroupCoordinator
@@ -22,7 +23,6 @@ from sluice.broker.log.files import write_atomically
 from sluice.broker.producer_ids import ProducerIdManager
 from sluice.broker.topics import Topic, TopicManager
 from sluice.broker.txn.coordinator import TXN_TOPIC, TransactionCoordinator
-from sluice.config import BrokerConfig
 from sluice.errors import ConfigError, StorageError
 
 log = logging.getLogger(__name__)

@@ -2,7 +2,7 @@
 
 Two levels, as Kafka's ``DynamicBrokerConfig``: the cluster default (BROKER resource named
 ``""``) and this broker (named by its id), the latter winning, both over ``server.properties``.
-Only :data:`~sluice.config.DYNAMIC_BROKER_KEYS` may be set; any other key is refused with
+Only :data:`~sluice.broker.config.DYNAMIC_BROKER_KEYS` may be set; any other key is refused with
 Kafka's "Cannot update these configs dynamically" message. The broker-level synonyms of topic
 keys (``log.retention.ms``, ``log.cleanup.policy``, ``message.max.bytes``, ...) change the
 defaults of every topic at once: topics without an override follow them.
@@ -22,8 +22,8 @@ import logging
 from collections.abc import Mapping
 from pathlib import Path
 
+from sluice.broker.config import BROKER_KEYS, DYNAMIC_BROKER_KEYS, BrokerConfig
 from sluice.broker.log.files import write_atomically
-from sluice.config import BROKER_KEYS, DYNAMIC_BROKER_KEYS, BrokerConfig
 from sluice.errors import ConfigError
 
 __all__ = ["DEFAULT_ENTITY", "FILE_NAME", "DynamicBrokerConfigs"]

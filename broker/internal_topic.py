@@ -4,7 +4,8 @@ Like Kafka, an internal topic is created on first use (``cleanup.policy=compact`
 partition count and segment size) and each key — a group id, a transactional id — always goes to
 partition ``abs(hashCode(key)) % partitions``. Writes are ordinary appends to the partition's log
 (so they share its flush policy and crash recovery); at start the whole topic is replayed, oldest
-first per partition, to rebuild the coordinators' state. Transactional offset commits are written
+first, one partition at a time: each partition rebuilds one coordinator shard
+(:meth:`InternalTopic.replay_partition`). Transactional offset commits are written
 as transactional batches and resolved by the commit or abort markers that follow them.
 """
 
@@ -90,6 +91,11 @@ class InternalTopic:
         self.partitions = len(topic.partitions)
         return topic
 
+    def partition_count(self) -> int:
+        """The partitions of the topic: as created, or as configured while it does not exist."""
+        topic = self.topics.get(self.name)
+        return self.partitions if topic is None else len(topic.partitions)
+
     def partition_of(self, key: str) -> Partition:
         topic = self.ensure()
         return topic.partitions[partition_for(key, len(topic.partitions))]
@@ -123,23 +129,23 @@ class InternalTopic:
         )
         self.partition_of(key).log.append(bytearray(data), now_ms=now)
 
-    def replay(self) -> Iterator[ReplayedBatch]:
-        """Every batch of the topic, oldest first per partition."""
+    def replay_partition(self, index: int) -> Iterator[ReplayedBatch]:
+        """Every batch of partition ``index``, oldest first (none while the topic or the
+        partition does not exist)."""
         topic = self.topics.get(self.name)
-        if topic is None:
+        if topic is None or not 0 <= index < len(topic.partitions):
             return
-        for partition in topic.partitions:
-            plog = partition.log
-            offset = plog.log_start_offset
-            while offset < plog.log_end_offset:
-                data = plog.read(offset, _READ_CHUNK).data
-                if not data:
-                    break
-                for header in iter_headers(data):
-                    offset = header.next_offset
-                    yield ReplayedBatch(
-                        header.producer_id,
-                        header.is_transactional,
-                        header.is_control,
-                        decode_records(data, header),
-                    )
+        plog = topic.partitions[index].log
+        offset = plog.log_start_offset
+        while offset < plog.log_end_offset:
+            data = plog.read(offset, _READ_CHUNK).data
+            if not data:
+                break
+            for header in iter_headers(data):
+                offset = header.next_offset
+                yield ReplayedBatch(
+                    header.producer_id,
+                    header.is_transactional,
+                    header.is_control,
+                    decode_records(data, header),
+                )

@@ -10,7 +10,8 @@ replica manager's counts, consumer-group lag — is computed when Prometheus scr
 :func:`sluice.metrics.serve_metrics_async`), so that it reads the broker's state from the only
 thread that changes it.
 
-Names (the full table with Kafka's JMX names is in ``docs/broker.md``, "Metrics"):
+Names (the full table with Kafka's JMX names is in ``docs/broker.md``, "Metrics"; the
+``request`` label is the metric name of the API's row in :data:`sluice.broker.handlers.APIS`):
 
 - ``kafka_server_broker_topic_metrics_{bytes_in,bytes_out,messages_in}_total{topic}``,
   ``…_{total,failed}_produce_requests_total{topic}`` (BrokerTopicMetrics);
@@ -29,13 +30,11 @@ Names (the full table with Kafka's JMX names is in ``docs/broker.md``, "Metrics"
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
 from prometheus_client.registry import Collector, CollectorRegistry
-
-from sluice.broker.protocol import versions as v
 
 if TYPE_CHECKING:
     from prometheus_client.metrics_core import Metric
@@ -43,42 +42,8 @@ if TYPE_CHECKING:
     from sluice.broker.broker import Broker
     from sluice.broker.server import Server
 
-__all__ = ["LATENCY_BUCKETS_MS", "REQUEST_NAMES", "BrokerCollector", "RequestMetrics", "registry"]
+__all__ = ["LATENCY_BUCKETS_MS", "BrokerCollector", "RequestMetrics", "registry"]
 
-REQUEST_NAMES: dict[int, str] = {
-    v.PRODUCE: "Produce",
-    # Kafka tells consumers' fetches from followers'; on one node every fetch is a consumer's
-    v.FETCH: "FetchConsumer",
-    v.LIST_OFFSETS: "ListOffsets",
-    v.METADATA: "Metadata",
-    v.API_VERSIONS: "ApiVersions",
-    v.CREATE_TOPICS: "CreateTopics",
-    v.DELETE_TOPICS: "DeleteTopics",
-    v.DELETE_RECORDS: "DeleteRecords",
-    v.INIT_PRODUCER_ID: "InitProducerId",
-    v.DESCRIBE_CONFIGS: "DescribeConfigs",
-    v.ALTER_CONFIGS: "AlterConfigs",
-    v.CREATE_PARTITIONS: "CreatePartitions",
-    v.INCREMENTAL_ALTER_CONFIGS: "IncrementalAlterConfigs",
-    v.OFFSET_COMMIT: "OffsetCommit",
-    v.OFFSET_FETCH: "OffsetFetch",
-    v.FIND_COORDINATOR: "FindCoordinator",
-    v.JOIN_GROUP: "JoinGroup",
-    v.HEARTBEAT: "Heartbeat",
-    v.LEAVE_GROUP: "LeaveGroup",
-    v.SYNC_GROUP: "SyncGroup",
-    v.DESCRIBE_GROUPS: "DescribeGroups",
-    v.LIST_GROUPS: "ListGroups",
-    v.DELETE_GROUPS: "DeleteGroups",
-    v.OFFSET_DELETE: "OffsetDelete",
-    v.ADD_PARTITIONS_TO_TXN: "AddPartitionsToTxn",
-    v.ADD_OFFSETS_TO_TXN: "AddOffsetsToTxn",
-    v.END_TXN: "EndTxn",
-    v.TXN_OFFSET_COMMIT: "TxnOffsetCommit",
-    v.DESCRIBE_TRANSACTIONS: "DescribeTransactions",
-    v.LIST_TRANSACTIONS: "ListTransactions",
-}
-"""Kafka's request names (the ``request`` label), by API key."""
 
 LATENCY_BUCKETS_MS: tuple[float, ...] = (
     0.25, 0.5, 1, 2.5, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 30000
@@ -97,13 +62,17 @@ class _Histogram:
 class RequestMetrics:
     """Request counts and latencies per API (what the server records for every request).
 
-    >>> m = RequestMetrics()
+    ``names`` are Kafka's request names (the ``request`` label) by API key: the server passes
+    :data:`sluice.broker.handlers.METRIC_NAMES`, derived from the API table.
+
+    >>> m = RequestMetrics({0: "Produce"})
     >>> m.record(0, 0.003); m.record(0, 0.0001)
     >>> m.count(0), round(m.sum_ms(0), 1)
     (2, 3.1)
     """
 
-    def __init__(self) -> None:
+    def __init__(self, names: Mapping[int, str]) -> None:
+        self._names = names
         self._by_api: dict[int, _Histogram] = {}
 
     def record(self, api_key: int, seconds: float) -> None:
@@ -138,7 +107,7 @@ class RequestMetrics:
             labels=["request"],
         )
         for api_key, histogram in sorted(self._by_api.items()):
-            name = REQUEST_NAMES.get(api_key, str(api_key))
+            name = self._names.get(api_key, str(api_key))
             cumulative, buckets = 0, []
             for bound, count in zip(LATENCY_BUCKETS_MS, histogram.counts, strict=False):
                 cumulative += count

@@ -25,9 +25,10 @@ from typing import Any
 
 from sluice.broker.broker import Broker
 from sluice.broker.framing import FrameProtocol
-from sluice.broker.handlers import HANDLERS
+from sluice.broker.handlers import BY_KEY, METRIC_NAMES, SUPPORTED
 from sluice.broker.handlers.api_versions import unsupported_version_response
 from sluice.broker.metrics import RequestMetrics
+from sluice.broker.protocol.api_keys import API_VERSIONS
 from sluice.broker.protocol.codec import (
     MalformedRequestError,
     decode_request,
@@ -35,7 +36,6 @@ from sluice.broker.protocol.codec import (
     read_prefix,
 )
 from sluice.broker.protocol.context import Connection
-from sluice.broker.protocol.versions import API_VERSIONS, is_supported
 
 log = logging.getLogger(__name__)
 
@@ -51,7 +51,7 @@ class Server:
         self.max_request = int(broker.config["socket.request.max.bytes"])
         self._server: asyncio.Server | None = None
         self._connections: set[asyncio.Task[None]] = set()
-        self.requests = RequestMetrics()
+        self.requests = RequestMetrics(METRIC_NAMES)
         """Count and latency of the requests answered, per API (:mod:`sluice.broker.metrics`)."""
 
     @property
@@ -122,16 +122,16 @@ class Server:
         """
         started = perf_counter()
         prefix = read_prefix(frame)
-        if not is_supported(prefix.api_key, prefix.api_version):
+        spec = BY_KEY.get(prefix.api_key)
+        if spec is None or not spec.serves(prefix.api_version):
             if prefix.api_key == API_VERSIONS:
-                return unsupported_version_response(prefix.correlation_id)
+                return unsupported_version_response(prefix.correlation_id, SUPPORTED)
             raise MalformedRequestError(
                 f"unsupported API {prefix.api_key} version {prefix.api_version}"
             )
         header, request = decode_request(frame, prefix)
         client.client_id = header.client_id
-        handler = HANDLERS[prefix.api_key]
-        response = await handler(self.broker, request, client)
+        response = await spec.handler(self.broker, request, client)
         if response is None:
             self.requests.record(prefix.api_key, perf_counter() - started)
             return None

@@ -41,6 +41,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from sluice.broker.config import TOPIC_KEYS, BrokerConfig, parse_topic_value, render
 from sluice.broker.errors import KafkaError
 from sluice.broker.log import Log
 from sluice.broker.log.files import write_atomically
@@ -50,7 +51,6 @@ from sluice.broker.log.partition_metadata import (
     read_partition_metadata,
     write_partition_metadata,
 )
-from sluice.config import TOPIC_KEYS, BrokerConfig, parse_topic_value, render
 from sluice.errors import ConfigError
 
 log = logging.getLogger(__name__)

@@ -28,7 +28,6 @@ import io
 import socket
 import struct
 import typing
-from collections.abc import Callable
 from dataclasses import dataclass, fields, is_dataclass
 from functools import cache
 from types import TracebackType
@@ -42,11 +41,11 @@ from kio.serial.readers import (
     read_compact_array_length,
     read_int64,
     read_legacy_array_length,
-    read_unsigned_varint,
 )
 from kio.static.primitive import TZAware, i16, i32
 
 from sluice.errors import SluiceError
+from sluice.kio_compat import Reader, read_tagged_fields, tagged_readers
 
 __all__ = [
     "DESCRIBE_TRANSACTIONS",
@@ -158,7 +157,7 @@ def _response_codec(api_key: int, version: int) -> tuple[Any, Any]:
 # (DescribeTransactions' start time of a transactional id in state Empty). Bodies of such
 # schemas are read field by field with kio's own field readers, except those timestamps, which
 # become datetimes before the epoch (-1 -> 1969-12-31T23:59:59.999Z). Unknown tagged fields
-# are skipped, as Kafka's readers do.
+# are skipped, as Kafka's readers do (sluice.kio_compat, shared with the broker's codec).
 
 
 def _element(annotation: Any) -> Any:
@@ -177,8 +176,7 @@ def _has_timestamp(schema: type[Any]) -> bool:
     return False
 
 
-_Reader = Callable[[Any, int], tuple[Any, int]]
-"""kio's reader protocol: ``(buffer, offset) -> (value, bytes read)``."""
+_Reader = Reader
 
 
 def _read_timestamp(buffer: Any, offset: int) -> tuple[datetime.datetime, int]:
@@ -211,23 +209,21 @@ def _lenient_reader(schema: type[Any]) -> _Reader:
     if (cached := _LENIENT.get(schema)) is not None:
         return cached
     plain: list[tuple[str, _Reader]] = []
-    tagged: dict[int, tuple[str, _Reader]] = {}
+    tagged = tagged_readers(schema)
     for f in fields(schema):
-        tag = f.metadata.get("tag")
+        if f.metadata.get("tag") is not None:
+            continue
         kind = _element(f.type)
         reader: _Reader
-        if tag is None and kind is TZAware and f.type is TZAware:
+        if kind is TZAware and f.type is TZAware:
             reader = _read_timestamp
-        elif tag is None and is_dataclass(kind) and _has_timestamp(cast(type[Any], kind)):
+        elif is_dataclass(kind) and _has_timestamp(cast(type[Any], kind)):
             reader = _lenient_reader(cast(type[Any], kind))
             if f.type is not kind:
                 reader = _array_of(schema, reader)
         else:
-            reader = get_field_reader(schema, f, False, tag is not None)
-        if tag is None:
-            plain.append((f.name, reader))
-        else:
-            tagged[int(tag)] = (f.name, reader)
+            reader = get_field_reader(schema, f, False, False)
+        plain.append((f.name, reader))
 
     def read(buffer: Any, offset: int) -> tuple[Any, int]:
         start = offset
@@ -236,17 +232,7 @@ def _lenient_reader(schema: type[Any]) -> _Reader:
             values[name], size = field_reader(buffer, offset)
             offset += size
         if schema.__flexible__:
-            count, size = read_unsigned_varint(buffer, offset)
-            offset += size
-            for _ in range(count):
-                tag, size = read_unsigned_varint(buffer, offset)
-                offset += size
-                length, size = read_unsigned_varint(buffer, offset)
-                offset += size
-                if tag in tagged:
-                    name, field_reader = tagged[tag]
-                    values[name], _ = field_reader(buffer, offset)
-                offset += length
+            offset = read_tagged_fields(buffer, offset, tagged, values)
         return schema(**values), offset - start
 
     _LENIENT[schema] = read

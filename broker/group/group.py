@@ -9,8 +9,9 @@ States, as Kafka's ``GroupMetadata``::
     any ──delete / offsets expired with no members──▶ Dead
 
 This module holds the data and the small decisions (protocol choice, who is leader); the
-transitions with their timers live in :mod:`sluice.broker.group.rebalance` (methods of
-:class:`~sluice.broker.group.coordinator.GroupCoordinator`).
+transitions with their timers live in
+:class:`~sluice.broker.group.metadata_manager.GroupMetadataManager`, the offsets' rules in
+:class:`~sluice.broker.group.offset_manager.OffsetMetadataManager`.
 Not thread-safe: the broker's event loop only.
 """
 

@@ -1,12 +1,24 @@
-"""Request handlers, one module per API: ``async handle(broker, request, client)``.
+"""The APIs the broker serves: one table, :data:`APIS`, and what is derived from it.
 
-A handler returns the response, or None when none is due (acks=0).
+Each row (:class:`~sluice.broker.handlers.spec.ApiSpec`) names an API's key, its name, the
+versions served, its handler (one module per API or family of APIs in this package) and its
+metric name. ApiVersions advertises :data:`SUPPORTED`, the server dispatches through
+:data:`BY_KEY`, the request metrics are labelled by :data:`METRIC_NAMES`, and
+``tests/broker/test_api_table.py`` checks the API table of ``docs/broker.md`` against it.
+
+Above DESIGN.md's starting profile: the versions that carry topic ids (Fetch 13+, Metadata 10+,
+CreateTopics 7, DeleteTopics 6) and what lies between (Fetch 14–16 and Metadata 13 add nothing a
+single node needs), so that librdkafka 2.x uses them: it picks Fetch 16 and Metadata 13.
+
+>>> SUPPORTED[18], BY_KEY[1].metric, is_supported(0, 9), is_supported(0, 2), is_supported(99, 0)
+((0, 3), 'FetchConsumer', True, False, False)
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-from typing import Any
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Any, Final
 
 from sluice.broker.broker import Broker
 from sluice.broker.handlers import (
@@ -24,43 +36,81 @@ from sluice.broker.handlers import (
     topics_admin,
     transactions,
 )
-from sluice.broker.protocol import versions as v
+from sluice.broker.handlers.spec import ApiSpec
+from sluice.broker.protocol import api_keys as k
 from sluice.broker.protocol.context import Connection
+from sluice.broker.protocol.messages import ApiVersionsRequest, ApiVersionsResponse
 
-Handler = Callable[[Broker, Any, Connection], Awaitable[Any]]
+__all__ = ["APIS", "BY_KEY", "METRIC_NAMES", "SUPPORTED", "ApiSpec", "is_supported"]
 
-HANDLERS: dict[int, Handler] = {
-    v.PRODUCE: produce.handle,
-    v.FETCH: fetch.handle,
-    v.LIST_OFFSETS: list_offsets.handle,
-    v.METADATA: metadata.handle,
-    v.API_VERSIONS: api_versions.handle,
-    v.CREATE_TOPICS: topics_admin.create_topics,
-    v.DELETE_TOPICS: topics_admin.delete_topics,
-    v.CREATE_PARTITIONS: topics_admin.create_partitions,
-    v.DELETE_RECORDS: delete_records.handle,
-    v.INIT_PRODUCER_ID: init_producer_id.handle,
-    v.DESCRIBE_CONFIGS: configs.describe_configs,
-    v.ALTER_CONFIGS: configs.alter_configs,
-    v.INCREMENTAL_ALTER_CONFIGS: configs.incremental_alter_configs,
-    v.FIND_COORDINATOR: groups.find_coordinator,
-    v.JOIN_GROUP: groups.join_group,
-    v.SYNC_GROUP: groups.sync_group,
-    v.HEARTBEAT: groups.heartbeat,
-    v.LEAVE_GROUP: groups.leave_group,
-    v.DESCRIBE_GROUPS: groups.describe_groups,
-    v.LIST_GROUPS: groups.list_groups,
-    v.DELETE_GROUPS: groups.delete_groups,
-    v.OFFSET_COMMIT: offsets.offset_commit,
-    v.OFFSET_FETCH: offsets.offset_fetch,
-    v.OFFSET_DELETE: offsets.offset_delete,
-    v.ADD_PARTITIONS_TO_TXN: transactions.add_partitions_to_txn,
-    v.ADD_OFFSETS_TO_TXN: transactions.add_offsets_to_txn,
-    v.END_TXN: transactions.end_txn,
-    v.TXN_OFFSET_COMMIT: transactions.txn_offset_commit,
-    v.DESCRIBE_TRANSACTIONS: transactions.describe_transactions,
-    v.LIST_TRANSACTIONS: transactions.list_transactions,
-    v.DESCRIBE_LOG_DIRS: log_dirs.handle,
-}
 
-assert set(HANDLERS) == set(v.SUPPORTED), "every supported API needs a handler"
+async def _api_versions(
+    _broker: Broker, request: ApiVersionsRequest, _client: Connection
+) -> ApiVersionsResponse:
+    return api_versions.response(request.__version__, SUPPORTED)
+
+
+APIS: Final[tuple[ApiSpec[Any, Any], ...]] = (
+    ApiSpec(k.PRODUCE, "Produce", 3, 9, produce.handle),
+    # Kafka tells consumers' fetches from followers'; on one node every fetch is a consumer's
+    ApiSpec(k.FETCH, "Fetch", 4, 16, fetch.handle, metric_name="FetchConsumer"),
+    ApiSpec(k.LIST_OFFSETS, "ListOffsets", 1, 7, list_offsets.handle),
+    ApiSpec(k.METADATA, "Metadata", 1, 13, metadata.handle),
+    ApiSpec(k.OFFSET_COMMIT, "OffsetCommit", 2, 8, offsets.offset_commit),
+    ApiSpec(k.OFFSET_FETCH, "OffsetFetch", 1, 7, offsets.offset_fetch),
+    ApiSpec(k.FIND_COORDINATOR, "FindCoordinator", 0, 3, groups.find_coordinator),
+    ApiSpec(k.JOIN_GROUP, "JoinGroup", 0, 7, groups.join_group),
+    ApiSpec(k.HEARTBEAT, "Heartbeat", 0, 4, groups.heartbeat),
+    ApiSpec(k.LEAVE_GROUP, "LeaveGroup", 0, 4, groups.leave_group),
+    ApiSpec(k.SYNC_GROUP, "SyncGroup", 0, 5, groups.sync_group),
+    ApiSpec(k.DESCRIBE_GROUPS, "DescribeGroups", 0, 5, groups.describe_groups),
+    ApiSpec(k.LIST_GROUPS, "ListGroups", 0, 4, groups.list_groups),
+    ApiSpec(k.API_VERSIONS, "ApiVersions", 0, 3, _api_versions),
+    ApiSpec(k.CREATE_TOPICS, "CreateTopics", 2, 7, topics_admin.create_topics),
+    ApiSpec(k.DELETE_TOPICS, "DeleteTopics", 1, 6, topics_admin.delete_topics),
+    ApiSpec(k.DELETE_RECORDS, "DeleteRecords", 0, 2, delete_records.handle),
+    ApiSpec(k.INIT_PRODUCER_ID, "InitProducerId", 0, 4, init_producer_id.handle),
+    ApiSpec(
+        k.ADD_PARTITIONS_TO_TXN, "AddPartitionsToTxn", 0, 3, transactions.add_partitions_to_txn
+    ),
+    ApiSpec(k.ADD_OFFSETS_TO_TXN, "AddOffsetsToTxn", 0, 3, transactions.add_offsets_to_txn),
+    ApiSpec(k.END_TXN, "EndTxn", 0, 3, transactions.end_txn),
+    ApiSpec(k.TXN_OFFSET_COMMIT, "TxnOffsetCommit", 0, 3, transactions.txn_offset_commit),
+    ApiSpec(k.DESCRIBE_CONFIGS, "DescribeConfigs", 1, 4, configs.describe_configs),
+    ApiSpec(k.ALTER_CONFIGS, "AlterConfigs", 0, 2, configs.alter_configs),
+    ApiSpec(k.DESCRIBE_LOG_DIRS, "DescribeLogDirs", 1, 4, log_dirs.handle),
+    ApiSpec(k.CREATE_PARTITIONS, "CreatePartitions", 0, 3, topics_admin.create_partitions),
+    ApiSpec(k.DELETE_GROUPS, "DeleteGroups", 0, 2, groups.delete_groups),
+    ApiSpec(
+        k.INCREMENTAL_ALTER_CONFIGS,
+        "IncrementalAlterConfigs",
+        0,
+        1,
+        configs.incremental_alter_configs,
+    ),
+    ApiSpec(k.OFFSET_DELETE, "OffsetDelete", 0, 0, offsets.offset_delete),
+    ApiSpec(
+        k.DESCRIBE_TRANSACTIONS, "DescribeTransactions", 0, 0, transactions.describe_transactions
+    ),
+    ApiSpec(k.LIST_TRANSACTIONS, "ListTransactions", 0, 0, transactions.list_transactions),
+)
+"""Every API the broker serves, by key."""
+
+BY_KEY: Final[Mapping[int, ApiSpec[Any, Any]]] = MappingProxyType({s.key: s for s in APIS})
+"""The rows of :data:`APIS` by API key (what the server dispatches on)."""
+
+assert len(BY_KEY) == len(APIS), "an API key appears twice in APIS"
+
+SUPPORTED: Final[Mapping[int, tuple[int, int]]] = MappingProxyType(
+    {s.key: (s.min_version, s.max_version) for s in APIS}
+)
+"""``api_key -> (min_version, max_version)``: what ApiVersions advertises."""
+
+METRIC_NAMES: Final[Mapping[int, str]] = MappingProxyType({s.key: s.metric for s in APIS})
+"""Kafka's request names (the ``request`` label of the request metrics), by API key."""
+
+
+def is_supported(api_key: int, version: int) -> bool:
+    """Whether ``version`` of ``api_key`` is served."""
+    spec = BY_KEY.get(api_key)
+    return spec is not None and spec.serves(version)

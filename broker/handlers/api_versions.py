@@ -1,28 +1,33 @@
 """ApiVersions: which APIs and versions the broker serves.
 
-A request above the highest supported version is answered, as Kafka does, with a v0 body
-carrying UNSUPPORTED_VERSION and the supported list, so that the client retries with a version
-it can use.
+The list comes from the API table (:data:`sluice.broker.handlers.SUPPORTED`), which passes it in
+(its ApiVersions row calls :func:`response`). A request above the highest supported version is
+answered, as Kafka does, with a v0 body carrying UNSUPPORTED_VERSION and the supported list, so
+that the client retries with a version it can use.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
 
 from kio.schema.api_versions.v0.response import ApiVersionsResponse as ApiVersionsResponseV0
 from kio.schema.errors import ErrorCode
 
-from sluice.broker.broker import Broker
-from sluice.broker.protocol.codec import encode_response, make, nested, response_schema
-from sluice.broker.protocol.context import Connection
-from sluice.broker.protocol.versions import API_VERSIONS, SUPPORTED
+from sluice.broker.protocol.api_keys import API_VERSIONS
+from sluice.broker.protocol.codec import encode_response, make, nested
+from sluice.broker.protocol.messages import ApiVersionsResponse, response_schema
+
+Supported = Mapping[int, tuple[int, int]]
+"""``api_key -> (min_version, max_version)``."""
 
 
-def _response(schema: type[Any], error: ErrorCode) -> Any:
+def _response(
+    schema: type[ApiVersionsResponse], error: ErrorCode, supported: Supported
+) -> ApiVersionsResponse:
     api_version = nested(schema, "api_keys")
     keys = tuple(
         make(api_version, api_key=key, min_version=low, max_version=high)
-        for key, (low, high) in sorted(SUPPORTED.items())
+        for key, (low, high) in sorted(supported.items())
     )
     return make(
         schema,
@@ -36,11 +41,12 @@ def _response(schema: type[Any], error: ErrorCode) -> Any:
     )
 
 
-async def handle(broker: Broker, request: Any, _client: Connection) -> Any:
-    return _response(response_schema(API_VERSIONS, request.__version__), ErrorCode.none)
+def response(version: int, supported: Supported) -> ApiVersionsResponse:
+    """The answer to an ApiVersions request of ``version``: the APIs in ``supported``."""
+    return _response(response_schema(API_VERSIONS, version), ErrorCode.none, supported)
 
 
-def unsupported_version_response(correlation_id: int) -> bytes:
+def unsupported_version_response(correlation_id: int, supported: Supported) -> bytes:
     """The whole response frame for an ApiVersions request of a too-new version."""
-    body = _response(ApiVersionsResponseV0, ErrorCode.unsupported_version)
+    body = _response(ApiVersionsResponseV0, ErrorCode.unsupported_version, supported)
     return encode_response(API_VERSIONS, 0, correlation_id, body)

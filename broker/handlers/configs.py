@@ -17,22 +17,12 @@ INVALID_REQUEST "Cannot update these configs dynamically: ...", as Kafka answers
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 from kio.schema.errors import ErrorCode
 
 from sluice.broker.broker import Broker
-from sluice.broker.dynamic_config import DEFAULT_ENTITY
-from sluice.broker.errors import KafkaError
-from sluice.broker.protocol.codec import make, nested, response_schema
-from sluice.broker.protocol.context import Connection
-from sluice.broker.protocol.versions import (
-    ALTER_CONFIGS,
-    DESCRIBE_CONFIGS,
-    INCREMENTAL_ALTER_CONFIGS,
-)
-from sluice.broker.topics import Topic
-from sluice.config import (
+from sluice.broker.config import (
     BROKER_KEYS,
     DYNAMIC_BROKER_KEYS,
     TOPIC_KEYS,
@@ -40,6 +30,25 @@ from sluice.config import (
     ConfigSource,
     render,
 )
+from sluice.broker.dynamic_config import DEFAULT_ENTITY
+from sluice.broker.errors import KafkaError
+from sluice.broker.protocol.api_keys import (
+    ALTER_CONFIGS,
+    DESCRIBE_CONFIGS,
+    INCREMENTAL_ALTER_CONFIGS,
+)
+from sluice.broker.protocol.codec import make, nested
+from sluice.broker.protocol.context import Connection
+from sluice.broker.protocol.messages import (
+    AlterConfigsRequest,
+    AlterConfigsResponse,
+    DescribeConfigsRequest,
+    DescribeConfigsResponse,
+    IncrementalAlterConfigsRequest,
+    IncrementalAlterConfigsResponse,
+    response_schema,
+)
+from sluice.broker.topics import Topic
 from sluice.errors import ConfigError, StorageError
 
 TOPIC, BROKER = 2, 4
@@ -110,7 +119,9 @@ def _describe_one(broker: Broker, resource: Any) -> tuple[Any, str | None, list[
     return ErrorCode.invalid_request, "unsupported resource", rows
 
 
-async def describe_configs(broker: Broker, request: Any, _client: Connection) -> Any:
+async def describe_configs(
+    broker: Broker, request: DescribeConfigsRequest, _client: Connection
+) -> DescribeConfigsResponse:
     schema = response_schema(DESCRIBE_CONFIGS, request.__version__)
     result_cls = nested(schema, "results")
     entry_cls = nested(schema, "results", "configs")
@@ -227,18 +238,20 @@ def _apply_broker(
     return ErrorCode.none, None
 
 
+T = TypeVar("T")
+
+
 def _alter(
     broker: Broker,
     request: Any,
-    api: Any,
+    schema: type[T],
     overrides_of: Callable[
         [Mapping[str, str], Callable[[str], str | None], Any], Mapping[str, str | None]
     ],
-) -> Any:
+) -> T:
     """AlterConfigs and IncrementalAlterConfigs: ``overrides_of(overrides, value_of,
     resource.configs)`` is the resource's new set of overrides, applied per resource unless
     ``validate_only``."""
-    schema = response_schema(api, request.__version__)
     result_cls = nested(schema, "responses")
     results = []
     for resource in request.resources:
@@ -263,12 +276,12 @@ def _alter(
     return make(schema, throttle_time=0, responses=tuple(results))
 
 
-async def alter_configs(broker: Broker, request: Any, _client: Connection) -> Any:
+async def alter_configs(
+    broker: Broker, request: AlterConfigsRequest, _client: Connection
+) -> AlterConfigsResponse:
+    schema = response_schema(ALTER_CONFIGS, request.__version__)
     return _alter(
-        broker,
-        request,
-        ALTER_CONFIGS,
-        lambda _overrides, _value_of, configs: {c.name: c.value for c in configs},
+        broker, request, schema, lambda _old, _value_of, new: {c.name: c.value for c in new}
     )
 
 
@@ -303,5 +316,8 @@ def _incremental(
     return overrides
 
 
-async def incremental_alter_configs(broker: Broker, request: Any, _client: Connection) -> Any:
-    return _alter(broker, request, INCREMENTAL_ALTER_CONFIGS, _incremental)
+async def incremental_alter_configs(
+    broker: Broker, request: IncrementalAlterConfigsRequest, _client: Connection
+) -> IncrementalAlterConfigsResponse:
+    schema = response_schema(INCREMENTAL_ALTER_CONFIGS, request.__version__)
+    return _alter(broker, request, schema, _incremental)

@@ -6,18 +6,23 @@ An offset above the high watermark is refused with OFFSET_OUT_OF_RANGE.
 
 from __future__ import annotations
 
-from typing import Any
-
 from kio.schema.errors import ErrorCode
 
 from sluice.broker.broker import Broker
-from sluice.broker.protocol.codec import make, nested, response_schema
+from sluice.broker.protocol.api_keys import DELETE_RECORDS
+from sluice.broker.protocol.codec import make, nested
 from sluice.broker.protocol.context import Connection
-from sluice.broker.protocol.versions import DELETE_RECORDS
+from sluice.broker.protocol.messages import (
+    DeleteRecordsRequest,
+    DeleteRecordsResponse,
+    response_schema,
+)
 from sluice.errors import StorageError
 
 
-async def handle(broker: Broker, request: Any, _client: Connection) -> Any:
+async def handle(
+    broker: Broker, request: DeleteRecordsRequest, _client: Connection
+) -> DeleteRecordsResponse:
     schema = response_schema(DELETE_RECORDS, request.__version__)
     topic_cls = nested(schema, "topics")
     partition_cls = nested(schema, "topics", "partitions")

@@ -28,9 +28,10 @@ from kio.schema.errors import ErrorCode
 
 from sluice.broker.broker import Broker
 from sluice.broker.log import OffsetOutOfRangeError
-from sluice.broker.protocol.codec import make, millis, nested, response_schema
+from sluice.broker.protocol.api_keys import FETCH
+from sluice.broker.protocol.codec import make, millis, nested
 from sluice.broker.protocol.context import Connection
-from sluice.broker.protocol.versions import FETCH
+from sluice.broker.protocol.messages import FetchRequest, FetchResponse, response_schema
 from sluice.broker.topics import Partition, Topic
 from sluice.errors import StorageError
 
@@ -42,7 +43,7 @@ TOPIC_IDS_FROM = 13
 _TopicResult = tuple[str | None, Any, list[tuple[Partition | None, dict[str, Any]]]]
 
 
-async def handle(broker: Broker, request: Any, _client: Connection) -> Any:
+async def handle(broker: Broker, request: FetchRequest, _client: Connection) -> FetchResponse:
     schema = response_schema(FETCH, request.__version__)
     topic_cls = nested(schema, "responses")
     partition_cls = nested(schema, "responses", "partitions")

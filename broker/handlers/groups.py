@@ -7,16 +7,11 @@ DescribeGroups answers ``authorized_operations`` as Kafka without an authorizer 
 
 from __future__ import annotations
 
-from typing import Any
-
 from kio.schema.errors import ErrorCode
 
 from sluice.broker.broker import Broker
 from sluice.broker.group.group import GroupState
-from sluice.broker.protocol.authorized_operations import GROUP_OPERATIONS, authorized
-from sluice.broker.protocol.codec import make, millis, nested, response_schema
-from sluice.broker.protocol.context import Connection
-from sluice.broker.protocol.versions import (
+from sluice.broker.protocol.api_keys import (
     DELETE_GROUPS,
     DESCRIBE_GROUPS,
     FIND_COORDINATOR,
@@ -26,11 +21,35 @@ from sluice.broker.protocol.versions import (
     LIST_GROUPS,
     SYNC_GROUP,
 )
+from sluice.broker.protocol.authorized_operations import GROUP_OPERATIONS, authorized
+from sluice.broker.protocol.codec import make, millis, nested
+from sluice.broker.protocol.context import Connection
+from sluice.broker.protocol.messages import (
+    DeleteGroupsRequest,
+    DeleteGroupsResponse,
+    DescribeGroupsRequest,
+    DescribeGroupsResponse,
+    FindCoordinatorRequest,
+    FindCoordinatorResponse,
+    HeartbeatRequest,
+    HeartbeatResponse,
+    JoinGroupRequest,
+    JoinGroupResponse,
+    LeaveGroupRequest,
+    LeaveGroupResponse,
+    ListGroupsRequest,
+    ListGroupsResponse,
+    SyncGroupRequest,
+    SyncGroupResponse,
+    response_schema,
+)
 
 GROUP_KEY, TXN_KEY = 0, 1
 
 
-async def find_coordinator(broker: Broker, request: Any, _client: Connection) -> Any:
+async def find_coordinator(
+    broker: Broker, request: FindCoordinatorRequest, _client: Connection
+) -> FindCoordinatorResponse:
     """This node coordinates every group and transactional id; the internal topic is created
     on first use, as Kafka does."""
     schema = response_schema(FIND_COORDINATOR, request.__version__)
@@ -51,12 +70,14 @@ async def find_coordinator(broker: Broker, request: Any, _client: Connection) ->
     )
 
 
-async def join_group(broker: Broker, request: Any, client: Connection) -> Any:
+async def join_group(
+    broker: Broker, request: JoinGroupRequest, client: Connection
+) -> JoinGroupResponse:
     schema = response_schema(JOIN_GROUP, request.__version__)
     session = millis(request.session_timeout)
     rebalance = millis(getattr(request, "rebalance_timeout", session))
     broker.groups.store.ensure()
-    result = await broker.groups.join(
+    result = await broker.groups.membership(request.group_id).join(
         group_id=request.group_id,
         member_id=request.member_id,
         instance_id=getattr(request, "group_instance_id", None),
@@ -89,9 +110,11 @@ async def join_group(broker: Broker, request: Any, client: Connection) -> Any:
     )
 
 
-async def sync_group(broker: Broker, request: Any, _client: Connection) -> Any:
+async def sync_group(
+    broker: Broker, request: SyncGroupRequest, _client: Connection
+) -> SyncGroupResponse:
     schema = response_schema(SYNC_GROUP, request.__version__)
-    result = await broker.groups.sync(
+    result = await broker.groups.membership(request.group_id).sync(
         group_id=request.group_id,
         member_id=request.member_id,
         instance_id=getattr(request, "group_instance_id", None),
@@ -110,9 +133,11 @@ async def sync_group(broker: Broker, request: Any, _client: Connection) -> Any:
     )
 
 
-async def heartbeat(broker: Broker, request: Any, _client: Connection) -> Any:
+async def heartbeat(
+    broker: Broker, request: HeartbeatRequest, _client: Connection
+) -> HeartbeatResponse:
     schema = response_schema(HEARTBEAT, request.__version__)
-    code = broker.groups.heartbeat(
+    code = broker.groups.membership(request.group_id).heartbeat(
         group_id=request.group_id,
         member_id=request.member_id,
         instance_id=getattr(request, "group_instance_id", None),
@@ -121,13 +146,15 @@ async def heartbeat(broker: Broker, request: Any, _client: Connection) -> Any:
     return make(schema, throttle_time=0, error_code=code)
 
 
-async def leave_group(broker: Broker, request: Any, _client: Connection) -> Any:
+async def leave_group(
+    broker: Broker, request: LeaveGroupRequest, _client: Connection
+) -> LeaveGroupResponse:
     schema = response_schema(LEAVE_GROUP, request.__version__)
     if hasattr(request, "members"):
         leaving = [(m.member_id, m.group_instance_id) for m in request.members]
     else:
         leaving = [(request.member_id, None)]
-    code, codes = broker.groups.leave(request.group_id, leaving)
+    code, codes = broker.groups.membership(request.group_id).leave(request.group_id, leaving)
     if not hasattr(request, "members") and codes:
         code = codes[0]
     member_cls = nested(schema, "members")
@@ -142,7 +169,9 @@ async def leave_group(broker: Broker, request: Any, _client: Connection) -> Any:
     return make(schema, throttle_time=0, error_code=code, members=members)
 
 
-async def describe_groups(broker: Broker, request: Any, _client: Connection) -> Any:
+async def describe_groups(
+    broker: Broker, request: DescribeGroupsRequest, _client: Connection
+) -> DescribeGroupsResponse:
     schema = response_schema(DESCRIBE_GROUPS, request.__version__)
     group_cls = nested(schema, "groups")
     member_cls = nested(schema, "groups", "members")
@@ -194,7 +223,9 @@ async def describe_groups(broker: Broker, request: Any, _client: Connection) -> 
     return make(schema, throttle_time=0, groups=tuple(described))
 
 
-async def list_groups(broker: Broker, request: Any, _client: Connection) -> Any:
+async def list_groups(
+    broker: Broker, request: ListGroupsRequest, _client: Connection
+) -> ListGroupsResponse:
     schema = response_schema(LIST_GROUPS, request.__version__)
     states = set(getattr(request, "states_filter", ()) or ())
     entry_cls = nested(schema, "groups")
@@ -211,7 +242,9 @@ async def list_groups(broker: Broker, request: Any, _client: Connection) -> Any:
     return make(schema, throttle_time=0, error_code=ErrorCode.none, groups=groups)
 
 
-async def delete_groups(broker: Broker, request: Any, _client: Connection) -> Any:
+async def delete_groups(
+    broker: Broker, request: DeleteGroupsRequest, _client: Connection
+) -> DeleteGroupsResponse:
     schema = response_schema(DELETE_GROUPS, request.__version__)
     result_cls = nested(schema, "results")
     return make(

@@ -11,19 +11,24 @@ aborted first.
 
 from __future__ import annotations
 
-from typing import Any
-
 from kio.schema.errors import ErrorCode
 
 from sluice.broker.broker import Broker
-from sluice.broker.protocol.codec import make, millis, response_schema
+from sluice.broker.protocol.api_keys import INIT_PRODUCER_ID
+from sluice.broker.protocol.codec import make, millis
 from sluice.broker.protocol.context import Connection
-from sluice.broker.protocol.versions import INIT_PRODUCER_ID
+from sluice.broker.protocol.messages import (
+    InitProducerIdRequest,
+    InitProducerIdResponse,
+    response_schema,
+)
 
 MAX_EPOCH = 2**15 - 1
 
 
-async def handle(broker: Broker, request: Any, _client: Connection) -> Any:
+async def handle(
+    broker: Broker, request: InitProducerIdRequest, _client: Connection
+) -> InitProducerIdResponse:
     schema = response_schema(INIT_PRODUCER_ID, request.__version__)
     producer_id = getattr(request, "producer_id", -1)
     epoch = getattr(request, "producer_epoch", -1)

@@ -7,21 +7,22 @@ last stable offset as "latest".
 
 from __future__ import annotations
 
-from typing import Any
-
 from kio.schema.errors import ErrorCode
 
 from sluice.broker.broker import Broker
-from sluice.broker.protocol.codec import make, nested, response_schema
+from sluice.broker.protocol.api_keys import LIST_OFFSETS
+from sluice.broker.protocol.codec import make, nested
 from sluice.broker.protocol.context import Connection
-from sluice.broker.protocol.versions import LIST_OFFSETS
+from sluice.broker.protocol.messages import ListOffsetsRequest, ListOffsetsResponse, response_schema
 from sluice.errors import StorageError
 
 LATEST, EARLIEST, MAX_TIMESTAMP = -1, -2, -3
 READ_COMMITTED = 1
 
 
-async def handle(broker: Broker, request: Any, _client: Connection) -> Any:
+async def handle(
+    broker: Broker, request: ListOffsetsRequest, _client: Connection
+) -> ListOffsetsResponse:
     schema = response_schema(LIST_OFFSETS, request.__version__)
     topic_cls = nested(schema, "topics")
     partition_cls = nested(schema, "topics", "partitions")

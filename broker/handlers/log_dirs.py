@@ -15,13 +15,20 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from sluice.broker.broker import Broker
-from sluice.broker.protocol.codec import make, nested, response_schema
+from sluice.broker.protocol.api_keys import DESCRIBE_LOG_DIRS
+from sluice.broker.protocol.codec import make, nested
 from sluice.broker.protocol.context import Connection
-from sluice.broker.protocol.versions import DESCRIBE_LOG_DIRS
+from sluice.broker.protocol.messages import (
+    DescribeLogDirsRequest,
+    DescribeLogDirsResponse,
+    response_schema,
+)
 from sluice.broker.topics import Partition
 
 
-async def handle(broker: Broker, request: Any, _client: Connection) -> Any:
+async def handle(
+    broker: Broker, request: DescribeLogDirsRequest, _client: Connection
+) -> DescribeLogDirsResponse:
     schema = response_schema(DESCRIBE_LOG_DIRS, request.__version__)
     result_cls = nested(schema, "results")
     topic_cls = nested(schema, "results", "topics")

@@ -21,21 +21,22 @@ from kio.schema.errors import ErrorCode
 
 from sluice.broker.broker import Broker
 from sluice.broker.errors import KafkaError
+from sluice.broker.protocol.api_keys import METADATA
 from sluice.broker.protocol.authorized_operations import (
     CLUSTER_OPERATIONS,
     TOPIC_OPERATIONS,
     authorized,
 )
-from sluice.broker.protocol.codec import make, nested, response_schema
+from sluice.broker.protocol.codec import make, nested
 from sluice.broker.protocol.context import Connection
-from sluice.broker.protocol.versions import METADATA
+from sluice.broker.protocol.messages import MetadataRequest, MetadataResponse, response_schema
 from sluice.broker.topics import Topic, validate_topic_name
 
 LOOKUP_BY_ID_FROM = 12
 """The first version in which a requested topic may be named by its id alone."""
 
 
-async def handle(broker: Broker, request: Any, _client: Connection) -> Any:
+async def handle(broker: Broker, request: MetadataRequest, _client: Connection) -> MetadataResponse:
     version = request.__version__
     schema = response_schema(METADATA, version)
     topic_cls = nested(schema, "topics")

@@ -8,14 +8,25 @@ offsets pending in an open transaction answers UNSTABLE_OFFSET_COMMIT, and the c
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeVar
 
 from kio.schema.errors import ErrorCode
 
 from sluice.broker.broker import Broker
-from sluice.broker.protocol.codec import make, nested, response_schema
+from sluice.broker.protocol.api_keys import OFFSET_COMMIT, OFFSET_DELETE, OFFSET_FETCH
+from sluice.broker.protocol.codec import make, nested
 from sluice.broker.protocol.context import Connection
-from sluice.broker.protocol.versions import OFFSET_COMMIT, OFFSET_DELETE, OFFSET_FETCH
+from sluice.broker.protocol.messages import (
+    OffsetCommitRequest,
+    OffsetCommitResponse,
+    OffsetDeleteRequest,
+    OffsetDeleteResponse,
+    OffsetFetchRequest,
+    OffsetFetchResponse,
+    response_schema,
+)
+
+T = TypeVar("T")
 
 
 def commit_entries(request: Any) -> list[tuple[str, int, int, int, str | None]]:
@@ -33,7 +44,7 @@ def commit_entries(request: Any) -> list[tuple[str, int, int, int, str | None]]:
     ]
 
 
-def commit_response(schema: type[Any], request: Any, codes: list[ErrorCode]) -> Any:
+def commit_response(schema: type[T], request: Any, codes: list[ErrorCode]) -> T:
     """The (Txn)OffsetCommit response: one error code per partition, in request order."""
     topic_cls = nested(schema, "topics")
     partition_cls = nested(schema, "topics", "partitions")
@@ -52,8 +63,10 @@ def commit_response(schema: type[Any], request: Any, codes: list[ErrorCode]) -> 
     return make(schema, throttle_time=0, topics=topics)
 
 
-async def offset_commit(broker: Broker, request: Any, _client: Connection) -> Any:
-    codes = broker.groups.commit(
+async def offset_commit(
+    broker: Broker, request: OffsetCommitRequest, _client: Connection
+) -> OffsetCommitResponse:
+    codes = broker.groups.offsets(request.group_id).commit(
         group_id=request.group_id,
         member_id=request.member_id,
         instance_id=getattr(request, "group_instance_id", None),
@@ -63,19 +76,22 @@ async def offset_commit(broker: Broker, request: Any, _client: Connection) -> An
     return commit_response(response_schema(OFFSET_COMMIT, request.__version__), request, codes)
 
 
-async def offset_fetch(broker: Broker, request: Any, _client: Connection) -> Any:
+async def offset_fetch(
+    broker: Broker, request: OffsetFetchRequest, _client: Connection
+) -> OffsetFetchResponse:
     schema = response_schema(OFFSET_FETCH, request.__version__)
     topic_cls = nested(schema, "topics")
     partition_cls = nested(schema, "topics", "partitions")
-    wanted = (
+    wanted: list[tuple[str, list[int]]] | None = (
         None
         if request.topics is None
         else [(t.name, list(t.partition_indexes)) for t in request.topics]
     )
     stable = getattr(request, "require_stable", False)
     by_topic: dict[str, list[Any]] = {}
-    for topic, partition, committed in broker.groups.fetch(request.group_id, wanted):
-        unstable = stable and broker.groups.has_pending(request.group_id, topic, partition)
+    offsets = broker.groups.offsets(request.group_id)
+    for topic, partition, committed in offsets.fetch(request.group_id, wanted):
+        unstable = stable and offsets.has_pending(request.group_id, topic, partition)
         by_topic.setdefault(topic, []).append(
             make(
                 partition_cls,
@@ -92,12 +108,16 @@ async def offset_fetch(broker: Broker, request: Any, _client: Connection) -> Any
     return make(schema, throttle_time=0, topics=topics, error_code=ErrorCode.none)
 
 
-async def offset_delete(broker: Broker, request: Any, _client: Connection) -> Any:
+async def offset_delete(
+    broker: Broker, request: OffsetDeleteRequest, _client: Connection
+) -> OffsetDeleteResponse:
     schema = response_schema(OFFSET_DELETE, request.__version__)
     topic_cls = nested(schema, "topics")
     partition_cls = nested(schema, "topics", "partitions")
-    wanted = [(t.name, p.partition_index) for t in request.topics for p in t.partitions]
-    code, codes = broker.groups.delete_offsets(request.group_id, wanted)
+    wanted: list[tuple[str, int]] = [
+        (t.name, p.partition_index) for t in request.topics for p in t.partitions
+    ]
+    code, codes = broker.groups.offsets(request.group_id).delete_offsets(request.group_id, wanted)
     results = iter(codes)
     topics = (
         ()

@@ -48,9 +48,10 @@ from sluice.broker.log import (
     UnknownProducerIdError,
 )
 from sluice.broker.log.errors import RecordValidationError
-from sluice.broker.protocol.codec import make, nested, response_schema
+from sluice.broker.protocol.api_keys import PRODUCE
+from sluice.broker.protocol.codec import make, nested
 from sluice.broker.protocol.context import Connection
-from sluice.broker.protocol.versions import PRODUCE
+from sluice.broker.protocol.messages import ProduceRequest, ProduceResponse, response_schema
 from sluice.broker.records import batch as rb
 from sluice.broker.records.codec import decode_records, recompress
 from sluice.broker.topics import Partition
@@ -61,7 +62,9 @@ log = logging.getLogger(__name__)
 CODECS = {"uncompressed": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
 
 
-async def handle(broker: Broker, request: Any, _client: Connection) -> Any:
+async def handle(
+    broker: Broker, request: ProduceRequest, _client: Connection
+) -> ProduceResponse | None:
     acks = request.acks
     schema = response_schema(PRODUCE, request.__version__)
     topic_cls = nested(schema, "responses")

@@ -14,25 +14,38 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+from kio.schema.delete_topics.v6.request import DeleteTopicsRequest as DeleteTopicsRequestV6
 from kio.schema.errors import ErrorCode
 
 from sluice.broker.broker import Broker
+from sluice.broker.config import ConfigSource, render
 from sluice.broker.errors import KafkaError
 from sluice.broker.log.partition_metadata import format_topic_id
-from sluice.broker.protocol.codec import make, nested, response_schema
+from sluice.broker.protocol.api_keys import CREATE_PARTITIONS, CREATE_TOPICS, DELETE_TOPICS
+from sluice.broker.protocol.codec import make, nested
 from sluice.broker.protocol.context import Connection
-from sluice.broker.protocol.versions import CREATE_PARTITIONS, CREATE_TOPICS, DELETE_TOPICS
-from sluice.config import ConfigSource, render
+from sluice.broker.protocol.messages import (
+    CreatePartitionsRequest,
+    CreatePartitionsResponse,
+    CreateTopicsRequest,
+    CreateTopicsResponse,
+    DeleteTopicsRequest,
+    DeleteTopicsResponse,
+    response_schema,
+)
 
 
-async def create_topics(broker: Broker, request: Any, _client: Connection) -> Any:
+async def create_topics(
+    broker: Broker, request: CreateTopicsRequest, _client: Connection
+) -> CreateTopicsResponse:
     schema = response_schema(CREATE_TOPICS, request.__version__)
     result_cls = nested(schema, "topics")
     config_cls = nested(schema, "topics", "configs")
     validate_only = getattr(request, "validate_only", False)
     results = []
     for wanted in request.topics:
-        partitions, factor = wanted.num_partitions, wanted.replication_factor
+        partitions: int = wanted.num_partitions
+        factor: int = wanted.replication_factor
         fields: dict[str, Any] = {
             "name": wanted.name,
             "topic_id": None,  # v7: the zero id unless the topic is created
@@ -93,15 +106,17 @@ async def create_topics(broker: Broker, request: Any, _client: Connection) -> An
     return make(schema, throttle_time=0, topics=tuple(results))
 
 
-async def delete_topics(broker: Broker, request: Any, _client: Connection) -> Any:
+async def delete_topics(
+    broker: Broker, request: DeleteTopicsRequest, _client: Connection
+) -> DeleteTopicsResponse:
     """Delete topics by name, or from v6 by topic id (one of the two per topic, as Kafka)."""
     schema = response_schema(DELETE_TOPICS, request.__version__)
     result_cls = nested(schema, "responses")
     wanted: list[tuple[str | None, uuid.UUID | None]]
-    if (names := getattr(request, "topic_names", None)) is not None:
-        wanted = [(name, None) for name in names]
-    else:
+    if isinstance(request, DeleteTopicsRequestV6):
         wanted = [(t.name, t.topic_id) for t in request.topics]
+    else:
+        wanted = [(name, None) for name in request.topic_names]
     results = []
     for asked_name, asked_id in wanted:
         name, topic_id = asked_name, asked_id
@@ -135,7 +150,9 @@ async def delete_topics(broker: Broker, request: Any, _client: Connection) -> An
     return make(schema, throttle_time=0, responses=tuple(results))
 
 
-async def create_partitions(broker: Broker, request: Any, _client: Connection) -> Any:
+async def create_partitions(
+    broker: Broker, request: CreatePartitionsRequest, _client: Connection
+) -> CreatePartitionsResponse:
     schema = response_schema(CREATE_PARTITIONS, request.__version__)
     result_cls = nested(schema, "results")
     results = []

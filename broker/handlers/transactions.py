@@ -8,15 +8,11 @@ stored by the group coordinator as pending and become committed with the transac
 
 from __future__ import annotations
 
-from typing import Any
-
 from kio.schema.errors import ErrorCode
 
 from sluice.broker.broker import Broker
 from sluice.broker.handlers.offsets import commit_entries, commit_response
-from sluice.broker.protocol.codec import make, nested, response_schema
-from sluice.broker.protocol.context import Connection
-from sluice.broker.protocol.versions import (
+from sluice.broker.protocol.api_keys import (
     ADD_OFFSETS_TO_TXN,
     ADD_PARTITIONS_TO_TXN,
     DESCRIBE_TRANSACTIONS,
@@ -24,9 +20,28 @@ from sluice.broker.protocol.versions import (
     LIST_TRANSACTIONS,
     TXN_OFFSET_COMMIT,
 )
+from sluice.broker.protocol.codec import make, nested
+from sluice.broker.protocol.context import Connection
+from sluice.broker.protocol.messages import (
+    AddOffsetsToTxnRequest,
+    AddOffsetsToTxnResponse,
+    AddPartitionsToTxnRequest,
+    AddPartitionsToTxnResponse,
+    DescribeTransactionsRequest,
+    DescribeTransactionsResponse,
+    EndTxnRequest,
+    EndTxnResponse,
+    ListTransactionsRequest,
+    ListTransactionsResponse,
+    TxnOffsetCommitRequest,
+    TxnOffsetCommitResponse,
+    response_schema,
+)
 
 
-async def add_partitions_to_txn(broker: Broker, request: Any, _client: Connection) -> Any:
+async def add_partitions_to_txn(
+    broker: Broker, request: AddPartitionsToTxnRequest, _client: Connection
+) -> AddPartitionsToTxnResponse:
     # v0-3 (the versions served) name their fields `v3_and_below_*` in kio's schemas
     schema = response_schema(ADD_PARTITIONS_TO_TXN, request.__version__)
     topics = request.v3_and_below_topics
@@ -52,7 +67,9 @@ async def add_partitions_to_txn(broker: Broker, request: Any, _client: Connectio
     return make(schema, throttle_time=0, results_by_topic_v3_and_below=results)
 
 
-async def add_offsets_to_txn(broker: Broker, request: Any, _client: Connection) -> Any:
+async def add_offsets_to_txn(
+    broker: Broker, request: AddOffsetsToTxnRequest, _client: Connection
+) -> AddOffsetsToTxnResponse:
     schema = response_schema(ADD_OFFSETS_TO_TXN, request.__version__)
     code = broker.transactions.add_offsets(
         request.transactional_id, request.producer_id, request.producer_epoch, request.group_id
@@ -60,7 +77,7 @@ async def add_offsets_to_txn(broker: Broker, request: Any, _client: Connection) 
     return make(schema, throttle_time=0, error_code=code)
 
 
-async def end_txn(broker: Broker, request: Any, _client: Connection) -> Any:
+async def end_txn(broker: Broker, request: EndTxnRequest, _client: Connection) -> EndTxnResponse:
     schema = response_schema(END_TXN, request.__version__)
     code = broker.transactions.end_txn(
         request.transactional_id, request.producer_id, request.producer_epoch, request.committed
@@ -68,7 +85,9 @@ async def end_txn(broker: Broker, request: Any, _client: Connection) -> Any:
     return make(schema, throttle_time=0, error_code=code)
 
 
-async def txn_offset_commit(broker: Broker, request: Any, _client: Connection) -> Any:
+async def txn_offset_commit(
+    broker: Broker, request: TxnOffsetCommitRequest, _client: Connection
+) -> TxnOffsetCommitResponse:
     entries = commit_entries(request)
     check = broker.transactions.check_offset_commit(
         request.transactional_id, request.producer_id, request.producer_epoch
@@ -76,7 +95,7 @@ async def txn_offset_commit(broker: Broker, request: Any, _client: Connection) -
     if check is not ErrorCode.none:
         codes: list[ErrorCode] = [check] * len(entries)
     else:
-        codes = broker.groups.txn_commit(
+        codes = broker.groups.offsets(request.group_id).txn_commit(
             group_id=request.group_id,
             producer_id=request.producer_id,
             producer_epoch=request.producer_epoch,
@@ -88,7 +107,9 @@ async def txn_offset_commit(broker: Broker, request: Any, _client: Connection) -
     return commit_response(response_schema(TXN_OFFSET_COMMIT, request.__version__), request, codes)
 
 
-async def describe_transactions(broker: Broker, request: Any, _client: Connection) -> Any:
+async def describe_transactions(
+    broker: Broker, request: DescribeTransactionsRequest, _client: Connection
+) -> DescribeTransactionsResponse:
     schema = response_schema(DESCRIBE_TRANSACTIONS, request.__version__)
     state_cls = nested(schema, "transaction_states")
     topic_cls = nested(schema, "transaction_states", "topics")
@@ -131,7 +152,9 @@ async def describe_transactions(broker: Broker, request: Any, _client: Connectio
     return make(schema, throttle_time=0, transaction_states=tuple(states))
 
 
-async def list_transactions(broker: Broker, request: Any, _client: Connection) -> Any:
+async def list_transactions(
+    broker: Broker, request: ListTransactionsRequest, _client: Connection
+) -> ListTransactionsResponse:
     schema = response_schema(LIST_TRANSACTIONS, request.__version__)
     state_cls = nested(schema, "transaction_states")
     known = {

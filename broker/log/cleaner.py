@@ -45,6 +45,7 @@ import dataclasses
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
+from sluice.broker.config import LONG_MAX
 from sluice.broker.log.files import (
     CLEANED_SUFFIX,
     SWAP_SUFFIX,
@@ -61,7 +62,6 @@ from sluice.broker.records.batch import (
     read_header,
 )
 from sluice.broker.records.codec import Record, decode_records, encode_batch
-from sluice.config import LONG_MAX
 from sluice.errors import CorruptRecordError
 
 if TYPE_CHECKING:

@@ -1,7 +1,7 @@
 """The topic configuration a partition log obeys, as one small immutable object.
 
 Built from a mapping of Kafka topic keys to typed values (what ``BrokerConfig.topic_config``
-returns); keys left out take the defaults of :data:`sluice.config.TOPIC_KEYS`.
+returns); keys left out take the defaults of :data:`sluice.broker.config.TOPIC_KEYS`.
 
 >>> config = LogConfig.from_mapping({"segment.bytes": 1024, "cleanup.policy": ["compact"]})
 >>> config.segment_bytes, config.compact, config.delete, config.retention_ms
@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from sluice.config import LONG_MAX, TOPIC_KEYS
+from sluice.broker.config import LONG_MAX, TOPIC_KEYS
 
 __all__ = ["LogConfig"]
 

@@ -26,8 +26,10 @@ Segments that leave the log (retention, DeleteRecords, compaction) are *retired*
 CreateTime timestamps are checked against ``message.timestamp.before/after.max.ms``
 (:func:`.timestamps.check_bounds`).
 
-Idempotent producers and transactions (markers, the last stable offset, aborted transactions,
-and the producer state loaded at open) are mixed in from :mod:`sluice.broker.log.transactions`.
+A log holds its segments and a :class:`~.producer_state.ProducerStateManager` (Kafka's
+``UnifiedLog`` with its ``ProducerStateManager``): idempotent producers and transactions
+(markers, the last stable offset, aborted transactions) are answered from those two, and the
+producer state is rebuilt at open by :func:`.transactions.rebuild_producer_state`.
 
 Thread-safety: none; the broker calls a log from its asyncio loop only, and only the flushes of
 rolled segments run elsewhere (:mod:`sluice.broker.log.flusher`). Crash behaviour: see
@@ -45,6 +47,7 @@ from collections.abc import Mapping
 from concurrent.futures import Executor
 from dataclasses import dataclass
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 from sluice.broker.log import cleaner, timestamps
@@ -53,11 +56,12 @@ from sluice.broker.log.errors import OffsetOutOfRangeError
 from sluice.broker.log.files import fsync_dir, read_checkpoint, write_atomically, write_checkpoint
 from sluice.broker.log.flusher import RollFlusher
 from sluice.broker.log.loader import CLEAN_SHUTDOWN, load_segments
-from sluice.broker.log.markers import decode_marker
-from sluice.broker.log.producer_state import ProducerStateManager
+from sluice.broker.log.markers import decode_marker, encode_marker
+from sluice.broker.log.producer_state import ProducerState, ProducerStateManager
 from sluice.broker.log.retention import deletable_segments
 from sluice.broker.log.segment import LogSegment
-from sluice.broker.log.transactions import LogTransactions
+from sluice.broker.log.transactions import collect_aborted_transactions, rebuild_producer_state
+from sluice.broker.log.txn_index import AbortedTxn
 from sluice.broker.records.batch import (
     InvalidBatchError,
     read_header,
@@ -95,7 +99,7 @@ class ReadResult:
     log_end_offset: int
 
 
-class Log(LogTransactions):
+class Log:
     """One partition's log. Open with :meth:`Log.open`."""
 
     def __init__(
@@ -148,7 +152,8 @@ class Log(LogTransactions):
         producers = ProducerStateManager(directory)
         flushes = RollFlusher(directory, flusher)
         opened = cls(directory, config, segments, log_start, producers, flushes)
-        opened._load_producer_state()
+        end = opened.log_end_offset  # finds (and recovers) a torn tail first
+        rebuild_producer_state(directory, opened._segments, producers, end)
         if len(segments) > 1:
             flushes.start_at(segments[-1].base_offset)
         return opened
@@ -322,6 +327,76 @@ class Log(LogTransactions):
         """``(offset, timestamp)`` of the record with the largest timestamp (the first such),
         or None when the log holds no timestamps."""
         return timestamps.max_timestamp(self._segments)
+
+    # -- producers and transactions ------------------------------------------------------------
+
+    def producer_state(self, producer_id: int) -> ProducerState | None:
+        """What the log knows of an idempotent producer (None: nothing)."""
+        return self._producers.producers.get(producer_id)
+
+    def producer_states(self) -> Mapping[int, ProducerState]:
+        """Every producer id the log knows, with its state (read-only view)."""
+        return MappingProxyType(self._producers.producers)
+
+    def first_unstable_offset(self) -> int | None:
+        """First offset of the oldest open transaction (None: none open)."""
+        return self._producers.first_unstable_offset()
+
+    @property
+    def last_stable_offset(self) -> int:
+        """The end of what read_committed consumers may read: the first offset of the oldest
+        open transaction, or the high watermark when none is open (never below the log start)."""
+        unstable = self._producers.first_unstable_offset()
+        if unstable is None:
+            return self.high_watermark
+        return max(min(unstable, self.high_watermark), self._log_start_offset)
+
+    def open_transactions(self) -> dict[int, int]:
+        """Producer id → first offset of its open transaction on this partition."""
+        return self._producers.open_transactions()
+
+    def aborted_transactions(self, start_offset: int, end_offset: int) -> list[tuple[int, int]]:
+        """``(producer_id, first_offset)`` of every aborted transaction overlapping
+        ``[start_offset, end_offset)``: what a read_committed Fetch of that range returns so
+        that the consumer drops the aborted records."""
+        return [
+            (t.producer_id, t.first_offset)
+            for t in self.collect_aborted_transactions(start_offset, end_offset)
+        ]
+
+    def collect_aborted_transactions(self, start_offset: int, end_offset: int) -> list[AbortedTxn]:
+        """The aborted-transaction index entries overlapping ``[start_offset, end_offset)``
+        (see :func:`.transactions.collect_aborted_transactions`)."""
+        return collect_aborted_transactions(
+            self._segments[self._floor(start_offset) :], start_offset, end_offset
+        )
+
+    def append_marker(
+        self,
+        *,
+        producer_id: int,
+        producer_epoch: int,
+        commit: bool,
+        coordinator_epoch: int,
+        now_ms: int,
+    ) -> int:
+        """Write a commit or abort marker (a control batch, see :mod:`.markers`) ending the
+        producer's open transaction on this partition; returns the marker's offset.
+
+        An abort records the transaction in the aborted-transaction index of the segment holding
+        the marker. A marker for a producer without an open transaction here is written too
+        (a coordinator retry) but records nothing. Raises
+        :class:`~sluice.broker.log.errors.InvalidProducerEpochError` when ``producer_epoch`` is
+        older than the producer's, :class:`~sluice.errors.StorageError` when the disk fails.
+        """
+        marker = encode_marker(
+            producer_id=producer_id,
+            producer_epoch=producer_epoch,
+            commit=commit,
+            coordinator_epoch=coordinator_epoch,
+            timestamp=now_ms,
+        )
+        return self.append(bytearray(marker), now_ms=now_ms).base_offset
 
     # -- deleting ------------------------------------------------------------------------------
 

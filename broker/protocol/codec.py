@@ -49,6 +49,8 @@ from kio.serial import entity_reader, entity_writer
 from kio.serial.readers import read_unsigned_varint
 from kio.static.primitive import TZAware, i32Timedelta, i64Timedelta
 
+from sluice.kio_compat import Reader, read_tagged_fields, tagged_readers
+
 T = TypeVar("T")
 
 _PREFIX = struct.Struct(">hhi")
@@ -117,7 +119,7 @@ VIEWS_FROM = 32 * 1024
 # (read-only frame for kio's readers, the frame to slice records from, offset) -> (value, size)
 _ViewFieldReader = typing.Callable[[Any, memoryview, int], tuple[Any, int]]
 # kio's own: (read-only frame, offset) -> (value, size)
-_KioReader = typing.Callable[[Any, int], tuple[Any, int]]
+_KioReader = Reader
 
 
 def _entity_of_array(annotation: Any) -> type[Any] | None:
@@ -143,7 +145,8 @@ class _ViewReader:
 
     Fields that hold no records (at any depth) are read by kio's own field readers, so only the
     path down to the records is walked here: for Produce, the request, its topics and their
-    partitions. Unknown tagged fields are skipped at every level walked, as Kafka does.
+    partitions. Unknown tagged fields are skipped at every level walked, as Kafka does
+    (:func:`sluice.kio_compat.read_tagged_fields`, shared with :mod:`sluice.wire`).
 
     With ``views=False`` it is the tolerant reader that :func:`decode_request` falls back on
     when kio's reader meets a tagged field it does not know: every array of messages is walked
@@ -163,12 +166,11 @@ class _ViewReader:
         self.flexible = bool(schema.__flexible__)
         # (name, reader, whether the reader takes the writable frame too)
         self.plain: list[tuple[str, Any, bool]] = []
-        self.tagged: dict[int, tuple[str, _KioReader]] = {}
+        self.tagged = tagged_readers(schema)
         for f in fields(schema):
-            tag = f.metadata.get("tag")
-            if tag is not None:
-                self.tagged[int(tag)] = (f.name, get_field_reader(schema, f, False, True))
-            elif views and f.metadata.get("kafka_type") == "records":
+            if f.metadata.get("tag") is not None:
+                continue
+            if views and f.metadata.get("kafka_type") == "records":
                 self.plain.append((f.name, _records_field(self.flexible), True))
             elif (entity := _entity_of_array(f.type)) is not None and (
                 _holds_records(entity) if views else self.flexible
@@ -190,7 +192,7 @@ class _ViewReader:
                 values[name], size = reader(readable, offset)
             offset += size
         if self.flexible:
-            offset = _read_tagged(readable, offset, self.tagged, values)
+            offset = read_tagged_fields(readable, offset, self.tagged, values)
         return self.schema(**values), offset - start
 
 
@@ -246,36 +248,11 @@ def _tolerant_reader(schema: type[Any]) -> _ViewReader:
     return reader
 
 
-def _read_tagged(
-    readable: Any, offset: int, tagged: dict[int, tuple[str, Any]], values: dict[str, Any]
-) -> int:
-    """Read a tagged-fields section at ``offset`` into ``values`` (fields whose tag is not in
-    ``tagged`` are skipped); returns the offset after it."""
-    count, size = read_unsigned_varint(readable, offset)
-    offset += size
-    for _ in range(count):
-        tag, size = read_unsigned_varint(readable, offset)
-        offset += size
-        length, size = read_unsigned_varint(readable, offset)
-        offset += size
-        if tag in tagged:
-            name, reader = tagged[tag]
-            values[name], _ = reader(readable, offset)
-        offset += length
-    return offset
-
-
 @cache
 def _response_codec(api_key: int, version: int) -> tuple[Any, Any, Any]:
     schema = load_response_schema(api_key, version)
     header_schema = schema.__header_schema__
     return entity_writer(header_schema), entity_writer(schema), header_schema
-
-
-@cache
-def response_schema(api_key: int, version: int) -> type[Any]:
-    """The response class for ``(api_key, version)`` (cached: kio resolves it by name)."""
-    return cast(type[Any], load_response_schema(api_key, version))
 
 
 def encode_response(api_key: int, version: int, correlation_id: int, response: Any) -> bytes:

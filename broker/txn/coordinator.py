@@ -18,6 +18,13 @@ aborted with the producer's epoch bumped, which fences the producer that left it
 A transactional id idle (no transaction in progress) for ``transactional.id.expiration.ms`` is
 forgotten every ``transaction.remove.expired.transaction.cleanup.interval.ms``, a tombstone
 written for it (:meth:`TransactionCoordinator.expire_transactional_ids`).
+
+The state of the transactional ids is held by a
+:class:`~sluice.broker.txn.state_manager.TransactionStateManager`, one shard per
+``__transaction_state`` partition, loaded and unloaded as a unit
+(:meth:`TransactionCoordinator.load_partition`, :meth:`TransactionCoordinator.unload_partition`);
+this class holds the protocol. The offsets a transaction commits are the group coordinator's,
+told when the markers are written.
 Not thread-safe: the broker's event loop only.
 """
 
@@ -28,14 +35,14 @@ from collections.abc import Callable, Iterable
 
 from kio.schema.errors import ErrorCode
 
+from sluice.broker.config import BrokerConfig
 from sluice.broker.errors import KafkaError
 from sluice.broker.group.coordinator import OFFSETS_TOPIC, GroupCoordinator
-from sluice.broker.internal_topic import InternalTopic, partition_for
+from sluice.broker.internal_topic import InternalTopic
 from sluice.broker.producer_ids import ProducerIdManager
 from sluice.broker.topics import TopicManager
-from sluice.broker.txn import records as rec
 from sluice.broker.txn.state import TxnMetadata, TxnState
-from sluice.config import BrokerConfig
+from sluice.broker.txn.state_manager import TransactionStateManager
 from sluice.errors import StorageError
 
 log = logging.getLogger(__name__)
@@ -69,22 +76,22 @@ class TransactionCoordinator:
             int(config["transaction.state.log.segment.bytes"]),
             clock,
         )
-        self.txns: dict[str, TxnMetadata] = {}
+        self.state = TransactionStateManager(self.store)
 
-    # -- recovery -------------------------------------------------------------------------
+    # -- loading --------------------------------------------------------------------------
 
     def load(self) -> None:
-        """Rebuild from ``__transaction_state`` and finish transactions caught mid-way."""
-        for batch in self.store.replay():
-            for record in batch.records:
-                if record.key is None:
-                    continue
-                txn_id = rec.decode_key(record.key)
-                if record.value is None:
-                    self.txns.pop(txn_id, None)
-                else:
-                    self.txns[txn_id] = rec.decode_value(txn_id, record.value)
-        for meta in self.txns.values():
+        """Load every partition of ``__transaction_state`` (one node leads them all)."""
+        count = 0
+        for index in range(self.state.partition_count()):
+            count += self.load_partition(index)
+        log.info("loaded %d transactional ids from %s", count, TXN_TOPIC)
+
+    def load_partition(self, index: int) -> int:
+        """Become the coordinator of partition ``index``: rebuild its transactional ids and
+        finish the transactions caught mid-way; returns how many ids it holds."""
+        loaded = self.state.load_partition(index)
+        for meta in list(loaded.txns.values()):
             if meta.state in (T.PREPARE_COMMIT, T.PREPARE_ABORT):
                 log.info(
                     "completing transaction %s left in %s", meta.transactional_id, meta.state.label
@@ -93,7 +100,11 @@ class TransactionCoordinator:
                     self._complete(meta)
                 except StorageError as exc:
                     log.error("could not complete %s: %s", meta.transactional_id, exc)
-        log.info("loaded %d transactional ids from %s", len(self.txns), TXN_TOPIC)
+        return len(loaded.txns)
+
+    def unload_partition(self, index: int) -> None:
+        """Stop coordinating partition ``index``: its transactional ids are forgotten here."""
+        self.state.unload_partition(index)
 
     # -- InitProducerId -------------------------------------------------------------------
 
@@ -105,13 +116,12 @@ class TransactionCoordinator:
         if not 0 < timeout_ms <= self.max_timeout:
             return ErrorCode.invalid_transaction_timeout, -1, -1
         self.store.ensure()
-        meta = self.txns.get(txn_id)
+        meta = self.state.get(txn_id)
         try:
             if meta is None:
                 meta = TxnMetadata(txn_id, self.producer_ids().next(), 0, timeout_ms)
                 meta.last_update_timestamp = self.clock()
-                self._persist(meta)
-                self.txns[txn_id] = meta
+                self.state.persist(meta)
                 return ErrorCode.none, meta.producer_id, meta.producer_epoch
             if producer_id >= 0 and (
                 producer_id != meta.producer_id or producer_epoch != meta.producer_epoch
@@ -131,7 +141,7 @@ class TransactionCoordinator:
             self._bump_epoch(meta)
             meta.state, meta.partitions, meta.timeout_ms = T.EMPTY, set(), timeout_ms
             meta.last_update_timestamp = self.clock()
-            self._persist(meta)
+            self.state.persist(meta)
         except StorageError as exc:
             log.error("InitProducerId %s failed: %s", txn_id, exc)
             return ErrorCode.coordinator_not_available, -1, -1
@@ -146,7 +156,7 @@ class TransactionCoordinator:
     # -- the transaction ------------------------------------------------------------------
 
     def _check(self, txn_id: str, producer_id: int, producer_epoch: int) -> TxnMetadata:
-        meta = self.txns.get(txn_id)
+        meta = self.state.get(txn_id)
         if meta is None or meta.producer_id != producer_id:
             raise KafkaError(
                 ErrorCode.invalid_producer_id_mapping,
@@ -189,7 +199,7 @@ class TransactionCoordinator:
         meta.last_update_timestamp = now
         try:
             if meta.partitions != before:
-                self._persist(meta)
+                self.state.persist(meta)
         except StorageError:
             meta.partitions = before
             return dict.fromkeys(wanted, ErrorCode.coordinator_not_available)
@@ -198,8 +208,7 @@ class TransactionCoordinator:
     def add_offsets(
         self, txn_id: str, producer_id: int, producer_epoch: int, group_id: str
     ) -> ErrorCode:
-        topic = self.groups.store.ensure()
-        partition = partition_for(group_id, len(topic.partitions))
+        partition = self.groups.partition_for(group_id)
         codes = self.add_partitions(
             txn_id, producer_id, producer_epoch, [(OFFSETS_TOPIC, partition)]
         )
@@ -240,7 +249,7 @@ class TransactionCoordinator:
     def _end(self, meta: TxnMetadata, *, commit: bool) -> None:
         meta.state = T.PREPARE_COMMIT if commit else T.PREPARE_ABORT
         meta.last_update_timestamp = self.clock()
-        self._persist(meta)
+        self.state.persist(meta)
         self._complete(meta)
 
     def _complete(self, meta: TxnMetadata) -> None:
@@ -263,7 +272,7 @@ class TransactionCoordinator:
         meta.state = T.COMPLETE_COMMIT if commit else T.COMPLETE_ABORT
         meta.partitions = set()
         meta.last_update_timestamp = self.clock()
-        self._persist(meta)
+        self.state.persist(meta)
 
     # -- timeouts and admin ---------------------------------------------------------------
 
@@ -271,7 +280,7 @@ class TransactionCoordinator:
         """Abort transactions open longer than their timeout, fencing their producer."""
         now = self.clock()
         aborted = 0
-        for meta in list(self.txns.values()):
+        for meta in self.state.all():
             if meta.state is T.ONGOING and meta.start_timestamp + meta.timeout_ms <= now:
                 log.info(
                     "aborting transaction %s: open for more than %d ms",
@@ -294,17 +303,16 @@ class TransactionCoordinator:
         horizon = self.clock() - self.id_expiration_ms
         idle = (T.EMPTY, T.COMPLETE_COMMIT, T.COMPLETE_ABORT)
         expired = 0
-        for meta in list(self.txns.values()):
+        for meta in self.state.all():
             if meta.state not in idle or meta.last_update_timestamp > horizon:
                 continue
             key = meta.transactional_id
             try:
-                self.store.append(key, [(rec.encode_key(key), None)])
+                self.state.remove(key)
             except StorageError as exc:
                 log.error("could not expire transactional id %s: %s", key, exc)
                 continue
             meta.state = T.DEAD
-            del self.txns[key]
             expired += 1
             log.info(
                 "expired transactional id %s: idle for more than %d ms", key, self.id_expiration_ms
@@ -312,16 +320,13 @@ class TransactionCoordinator:
         return expired
 
     def describe(self, txn_id: str) -> TxnMetadata | None:
-        return self.txns.get(txn_id)
+        """The state of ``txn_id`` (None: unknown)."""
+        return self.state.get(txn_id)
 
     def list(self, states: set[str], producer_ids: set[int]) -> list[TxnMetadata]:
         return [
             m
-            for m in self.txns.values()
+            for m in self.state.all()
             if (not states or m.state.label in states)
             and (not producer_ids or m.producer_id in producer_ids)
         ]
-
-    def _persist(self, meta: TxnMetadata) -> None:
-        key = meta.transactional_id
-        self.store.append(key, [(rec.encode_key(key), rec.encode_value(meta))])

@@ -5,7 +5,8 @@ protocol over a bare socket (kio message classes; hand-made frames when the poin
 frame), :func:`make_batch` builds v2 record batches, and :func:`produce_values` /
 :func:`read_partition` go through confluent-kafka, the client the rest of Sluice uses. The
 broker process itself comes from the ``broker`` / ``broker_factory`` fixtures of
-``tests/conftest.py``.
+``tests/conftest.py``; the ``in_process_broker`` fixture gives a broker answering in the test's own
+process (:mod:`tests.broker.inprocess`), for API tests that need no socket.
 """
 
 from __future__ import annotations
@@ -15,16 +16,21 @@ import socket
 import struct
 import time
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
+import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 from kio.index import load_response_schema
 from kio.serial import entity_reader, entity_writer
 
 from sluice.broker.records.codec import Record, encode_batch
+
+if TYPE_CHECKING:
+    from tests.broker.inprocess import InProcessBroker
 
 _SIZE = struct.Struct(">i")
 
@@ -269,3 +275,13 @@ def produce_values(
     remaining = producer.flush(30)
     assert remaining == 0 and not errors, f"{remaining} undelivered, errors: {errors[:5]}"
     return offsets
+
+
+@pytest.fixture
+def in_process_broker(tmp_path: Path) -> Iterator[InProcessBroker]:
+    """A broker with default configuration answering through ``Server.handle`` in this process
+    (no socket, no process: :mod:`tests.broker.inprocess`); closed after the test."""
+    from tests.broker.inprocess import InProcessBroker  # it uses this module's codec helpers
+
+    with InProcessBroker(tmp_path / "data") as broker:
+        yield broker

@@ -1,18 +1,25 @@
 """Authorized operations (KIP-430) as Kafka without an authorizer answers them: every operation
-the resource type supports when the client asks, INT32_MIN when it does not."""
+the resource type supports when the client asks, INT32_MIN when it does not.
+
+The raw Metadata check runs in-process (``in_process_broker``: no socket needed to test what a
+request gets back); the real clients' checks run against the broker process."""
 
 from __future__ import annotations
 
+import datetime
 import uuid
 
 import pytest
 from confluent_kafka import Consumer, TopicCollection
 from confluent_kafka.admin import AclOperation, AdminClient
+from kio.schema.create_topics.v5 import request as create_topics_v5
 from kio.schema.describe_groups.v5 import request as describe_groups_v5
+from kio.schema.errors import ErrorCode
 from kio.schema.metadata.v8 import request as metadata_v8
 from kio.schema.metadata.v12 import request as metadata_v12
 
 from tests.broker.conftest import Wire, create_topic
+from tests.broker.inprocess import InProcessBroker
 from tests.conftest import BrokerProcess
 
 pytestmark = pytest.mark.timeout(120)
@@ -64,33 +71,39 @@ def test_admin_client_gets_every_supported_operation_when_it_asks(
     assert not admin.describe_cluster().result(TIMEOUT).authorized_operations
 
 
-def test_metadata_answers_int32_min_unless_asked(shared_broker: BrokerProcess) -> None:
-    name = f"ops-{uuid.uuid4().hex[:8]}"
-    create_topic(shared_broker.bootstrap, name)
-    with Wire(shared_broker.bootstrap) as conn:
-        for include in (False, True):
-            v8 = conn.request(
-                metadata_v8.MetadataRequest(
-                    topics=(metadata_v8.MetadataRequestTopic(name=name),),
-                    allow_auto_topic_creation=False,
-                    include_cluster_authorized_operations=include,
-                    include_topic_authorized_operations=include,
-                )
+def test_metadata_answers_int32_min_unless_asked(in_process_broker: InProcessBroker) -> None:
+    broker = in_process_broker
+    (created,) = broker.request(
+        create_topics_v5.CreateTopicsRequest(
+            topics=(
+                create_topics_v5.CreatableTopic(
+                    name="ops", num_partitions=1, replication_factor=1, assignments=(), configs=()
+                ),
+            ),
+            timeout=datetime.timedelta(seconds=5),
+            validate_only=False,
+        )
+    ).topics
+    assert created.error_code == ErrorCode.none, created
+    for include in (False, True):
+        v8 = broker.request(
+            metadata_v8.MetadataRequest(
+                topics=(metadata_v8.MetadataRequestTopic(name="ops"),),
+                allow_auto_topic_creation=False,
+                include_cluster_authorized_operations=include,
+                include_topic_authorized_operations=include,
             )
-            assert v8.cluster_authorized_operations == (bits(CLUSTER) if include else INT32_MIN)
-            assert v8.topics[0].topic_authorized_operations == (
-                bits(TOPIC) if include else INT32_MIN
+        )
+        assert v8.cluster_authorized_operations == (bits(CLUSTER) if include else INT32_MIN)
+        assert v8.topics[0].topic_authorized_operations == (bits(TOPIC) if include else INT32_MIN)
+        v12 = broker.request(
+            metadata_v12.MetadataRequest(
+                topics=(metadata_v12.MetadataRequestTopic(name="ops", topic_id=None),),
+                allow_auto_topic_creation=False,
+                include_topic_authorized_operations=include,
             )
-            v12 = conn.request(
-                metadata_v12.MetadataRequest(
-                    topics=(metadata_v12.MetadataRequestTopic(name=name, topic_id=None),),
-                    allow_auto_topic_creation=False,
-                    include_topic_authorized_operations=include,
-                )
-            )
-            assert v12.topics[0].topic_authorized_operations == (
-                bits(TOPIC) if include else INT32_MIN
-            )
+        )
+        assert v12.topics[0].topic_authorized_operations == (bits(TOPIC) if include else INT32_MIN)
 
 
 def test_describe_groups_answers_the_group_operations_when_asked(

@@ -27,7 +27,7 @@ from kio.schema.describe_configs.v4.request import (
 )
 from kio.static.primitive import i8
 
-from sluice.config import TOPIC_KEYS
+from sluice.broker.config import TOPIC_KEYS
 from tests.broker.conftest import Wire
 from tests.conftest import BrokerProcess, create_topic
 

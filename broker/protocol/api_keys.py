@@ -1,0 +1,45 @@
+"""Kafka's API keys, by name (Kafka's ``ApiKeys`` enum, for the APIs the broker serves).
+
+Each is a ``Final`` literal, so that :func:`sluice.broker.protocol.messages.response_schema`
+knows which response class a key and version give. The versions served, the handler and the
+metric name of each API are in the one table of :mod:`sluice.broker.handlers` (``APIS``).
+
+>>> PRODUCE, API_VERSIONS
+(0, 18)
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+PRODUCE: Final = 0
+FETCH: Final = 1
+LIST_OFFSETS: Final = 2
+METADATA: Final = 3
+OFFSET_COMMIT: Final = 8
+OFFSET_FETCH: Final = 9
+FIND_COORDINATOR: Final = 10
+JOIN_GROUP: Final = 11
+HEARTBEAT: Final = 12
+LEAVE_GROUP: Final = 13
+SYNC_GROUP: Final = 14
+DESCRIBE_GROUPS: Final = 15
+LIST_GROUPS: Final = 16
+API_VERSIONS: Final = 18
+CREATE_TOPICS: Final = 19
+DELETE_TOPICS: Final = 20
+DELETE_RECORDS: Final = 21
+INIT_PRODUCER_ID: Final = 22
+ADD_PARTITIONS_TO_TXN: Final = 24
+ADD_OFFSETS_TO_TXN: Final = 25
+END_TXN: Final = 26
+TXN_OFFSET_COMMIT: Final = 28
+DESCRIBE_CONFIGS: Final = 32
+ALTER_CONFIGS: Final = 33
+DESCRIBE_LOG_DIRS: Final = 35
+CREATE_PARTITIONS: Final = 37
+DELETE_GROUPS: Final = 42
+INCREMENTAL_ALTER_CONFIGS: Final = 44
+OFFSET_DELETE: Final = 47
+DESCRIBE_TRANSACTIONS: Final = 65
+LIST_TRANSACTIONS: Final = 66

@@ -1,0 +1,95 @@
+"""The transactional ids of the coordinator, one :class:`TxnStatePartition` per
+``__transaction_state`` partition, as Kafka's ``TransactionStateManager`` with its
+``transactionMetadataCache``.
+
+A transactional id belongs to the partition its id hashes to (Java's ``String.hashCode`` modulo
+the partition count); that partition's records are its durable state, latest record per key
+winning, and a tombstone forgets it. A partition is loaded (replayed) and unloaded as a unit
+(:meth:`TransactionStateManager.load_partition`, :meth:`TransactionStateManager.unload_partition`),
+so the coordinator of a partition can move with its leadership. Every change is written before
+it is applied in memory by the caller (:meth:`TransactionStateManager.persist`).
+Not thread-safe: the broker's event loop only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from sluice.broker.internal_topic import InternalTopic, ReplayedBatch, partition_for
+from sluice.broker.txn import records as rec
+from sluice.broker.txn.state import TxnMetadata
+
+
+class TxnStatePartition:
+    """The transactional ids of one ``__transaction_state`` partition."""
+
+    def __init__(self, index: int) -> None:
+        self.index = index
+        self.txns: dict[str, TxnMetadata] = {}
+
+    def replay(self, batches: Iterable[ReplayedBatch]) -> None:
+        """Rebuild from the partition's batches, oldest first."""
+        for batch in batches:
+            for record in batch.records:
+                if record.key is None:
+                    continue
+                txn_id = rec.decode_key(record.key)
+                if record.value is None:
+                    self.txns.pop(txn_id, None)
+                else:
+                    self.txns[txn_id] = rec.decode_value(txn_id, record.value)
+
+
+class TransactionStateManager:
+    """Every loaded partition's transactional ids, and their records."""
+
+    def __init__(self, store: InternalTopic) -> None:
+        self.store = store
+        self._partitions: dict[int, TxnStatePartition] = {}
+
+    def load_partition(self, index: int) -> TxnStatePartition:
+        """Replay partition ``index`` into a new :class:`TxnStatePartition`."""
+        loaded = TxnStatePartition(index)
+        loaded.replay(self.store.replay_partition(index))
+        self._partitions[index] = loaded
+        return loaded
+
+    def unload_partition(self, index: int) -> None:
+        """Forget partition ``index``'s transactional ids (another node coordinates them)."""
+        self._partitions.pop(index, None)
+
+    def partition_count(self) -> int:
+        """The partitions of ``__transaction_state`` (see :meth:`InternalTopic.partition_count`)."""
+        return self.store.partition_count()
+
+    def _partition(self, txn_id: str) -> TxnStatePartition:
+        index = partition_for(txn_id, self.store.partition_count())
+        found = self._partitions.get(index)
+        if found is None:  # one node: every partition is ours, one not loaded yet is empty
+            found = self._partitions[index] = TxnStatePartition(index)
+        return found
+
+    def get(self, txn_id: str) -> TxnMetadata | None:
+        """The state of ``txn_id`` (None: unknown)."""
+        return self._partition(txn_id).txns.get(txn_id)
+
+    def all(self) -> list[TxnMetadata]:
+        """Every transactional id of the loaded partitions."""
+        return [
+            meta
+            for index in sorted(self._partitions)
+            for meta in self._partitions[index].txns.values()
+        ]
+
+    def persist(self, meta: TxnMetadata) -> None:
+        """Write ``meta``'s record, then hold it. Raises
+        :class:`~sluice.errors.StorageError` when the disk refuses the write."""
+        key = meta.transactional_id
+        self.store.append(key, [(rec.encode_key(key), rec.encode_value(meta))])
+        self._partition(key).txns[key] = meta
+
+    def remove(self, txn_id: str) -> None:
+        """Write ``txn_id``'s tombstone, then forget it. Raises
+        :class:`~sluice.errors.StorageError` when the disk refuses the write."""
+        self.store.append(txn_id, [(rec.encode_key(txn_id), None)])
+        self._partition(txn_id).txns.pop(txn_id, None)
