@@ -23,10 +23,10 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-from sluice.connect.api import SourceTask
-from sluice.connect.data import SourceBatch
-from sluice.connect.offsets import OffsetStore
-from sluice.connect.source_runner import SourceTaskRunner
+from sluice.connect.api.connector import SourceTask
+from sluice.connect.api.data import SourceBatch
+from sluice.connect.runtime.offsets import OffsetStore
+from sluice.connect.runtime.source_runner import SourceTaskRunner
 from sluice.connectors.postgres.catalog import CatalogColumn
 from sluice.connectors.postgres.changes import ChangeStream
 from sluice.connectors.postgres.config import Settings

@@ -1,5 +1,5 @@
 """Kafka Connect's REST API, served by FastAPI over a herder
-(:class:`~sluice.connect.herder_base.HerderBase`).
+(:class:`~sluice.connect.runtime.herder.HerderBase`).
 
 Same paths, status codes and bodies as Kafka Connect (3.6), so that its tooling works::
 
@@ -46,7 +46,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
 
-from sluice.connect.herder_base import BadRequestError, HerderBase, HerderError
+from sluice.connect.runtime.herder import BadRequestError, HerderBase, HerderError
 
 __all__ = ["RestServer", "create_app", "serve"]
 

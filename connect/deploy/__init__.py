@@ -120,10 +120,10 @@ bad.yaml:6: clas: unknown key; did you mean class? (the keys are name, class, ta
 config, transforms, predicates, errors)
 """
 
-from sluice.connect.config_providers import HIDDEN, PROVIDERS, is_sensitive, masked
 from sluice.connect.deploy.loader import STRUCTURED_KEYS, from_nodes, load, loads
 from sluice.connect.deploy.spec import STATES, ConnectorSpec, DeploymentError, State
 from sluice.connect.deploy.validate import COMMON_CONFIG, Lookup, resolve_class
+from sluice.connect.runtime.config_providers import HIDDEN, PROVIDERS, is_sensitive, masked
 
 __all__ = [
     "COMMON_CONFIG",

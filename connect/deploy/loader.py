@@ -10,10 +10,10 @@ from pathlib import Path
 
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
-from sluice.connect.config_providers import HIDDEN, SecretResolver
-from sluice.connect.deploy.nodes import Entry, compose, entries, is_null, line, text
 from sluice.connect.deploy.spec import STATES, ConnectorSpec, DeploymentError, State
+from sluice.connect.runtime.config_providers import HIDDEN, SecretResolver
 from sluice.errors import ConfigError
+from sluice.yaml_positions import Entry, compose, entries, is_null, line, text
 
 __all__ = ["STRUCTURED_KEYS", "from_nodes", "load", "loads"]
 

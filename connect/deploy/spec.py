@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from sluice.connect.config_providers import HIDDEN, is_sensitive, masked
+from sluice.connect.runtime.config_providers import HIDDEN, is_sensitive, masked
 from sluice.errors import ConfigError
 
 __all__ = ["STATES", "ConnectorSpec", "DeploymentError", "State"]
@@ -74,7 +74,7 @@ class ConnectorSpec:
         """``config`` with secrets shown as ``[hidden]`` (for REST answers and logs).
 
         Hidden are the keys in :attr:`secret_keys` and those that look secret by name (see
-        :func:`~sluice.connect.config_providers.is_sensitive`).
+        :func:`~sluice.connect.runtime.config_providers.is_sensitive`).
         """
         return masked(self.config, self.secret_keys)
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import difflib
 from collections.abc import Callable, Iterable, Mapping
 
-from sluice.connect.api import Connector, SinkConnector
-from sluice.connect.config_def import ConfigDef
+from sluice.connect.api.config_def import ConfigDef
+from sluice.connect.api.connector import Connector, SinkConnector
 from sluice.connect.deploy.spec import ConnectorSpec, DeploymentError
 from sluice.connect.transforms import TransformChain
 from sluice.errors import ConfigError

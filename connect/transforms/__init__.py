@@ -15,7 +15,7 @@ Every transformation Kafka ships is here, with its ``$Key``/``$Value`` variants 
 :class:`TransformChain` builds a connector's chain from Kafka's ``transforms=...`` /
 ``predicates=...`` settings.
 
->>> from sluice.connect.data import ConnectRecord
+>>> from sluice.connect.api.data import ConnectRecord
 >>> chain = TransformChain.from_config({
 ...     "transforms": "key,mask",
 ...     "transforms.key.type": "org.apache.kafka.connect.transforms.ValueToKey",
@@ -28,7 +28,7 @@ Every transformation Kafka ships is here, with its ``$Key``/``$Value`` variants 
 ({'id': 3}, {'id': 3, 'card': ''})
 """
 
-from sluice.connect.transforms.base import (
+from sluice.connect.api.transform import (
     ConfigKey,
     KeyOrValueTransformation,
     Predicate,

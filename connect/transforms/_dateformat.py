@@ -18,7 +18,7 @@ import datetime as dt
 import re
 from collections.abc import Callable
 
-from sluice.connect.logical import datetime_to_millis, millis_to_datetime
+from sluice.connect.api.logical import datetime_to_millis, millis_to_datetime
 
 __all__ = ["JavaDateFormat"]
 

@@ -11,7 +11,7 @@ truncated toward zero; booleans become ``1``/``0``; strings are parsed (``"true"
 true; anything else false). Floats stay Python floats: a ``float32`` value is not rounded to single
 precision. A null key or value passes unchanged.
 
->>> from sluice.connect.data import ConnectRecord
+>>> from sluice.connect.api.data import ConnectRecord
 >>> cast = CastValue()
 >>> cast.configure({"spec": "id:int8,price:string,active:boolean"})
 >>> record = ConnectRecord("t", 0, None, None, None, {"id": 300, "price": 2.5, "active": "TRUE"})
@@ -27,10 +27,10 @@ import re
 from decimal import Decimal
 from typing import Any
 
-from sluice.connect.data import Field, Schema, Struct
-from sluice.connect.errors import TransformError
-from sluice.connect.logical import LOGICAL_NAMES, java_string
-from sluice.connect.transforms.base import (
+from sluice.connect.api.data import Field, Schema, Struct
+from sluice.connect.api.errors import TransformError
+from sluice.connect.api.logical import LOGICAL_NAMES, java_string
+from sluice.connect.api.transform import (
     REPLACE_NULL,
     ConfigKey,
     KeyOrValueTransformation,

@@ -16,9 +16,9 @@ Transformations run in the order of ``transforms``; one guarded by a predicate a
 records the predicate matches (or, with ``negate=true``, does not match); the others pass through.
 A transformation that returns None drops the record and ends the chain. Bad settings raise
 :class:`~sluice.errors.ConfigError` naming the full key (``transforms.addSource.static.value``);
-a failure while transforming raises :class:`~sluice.connect.errors.TransformError` naming the alias.
+a failure while transforming raises :class:`~sluice.connect.TransformError` naming the alias.
 
->>> from sluice.connect.data import ConnectRecord
+>>> from sluice.connect.api.data import ConnectRecord
 >>> chain = TransformChain.from_config({
 ...     "transforms": "route",
 ...     "transforms.route.type": "RegexRouter",
@@ -39,9 +39,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sluice.connect.data import ConnectRecord
-from sluice.connect.errors import TransformError
-from sluice.connect.transforms.base import Predicate, R, Transformation
+from sluice.connect.api.data import ConnectRecord
+from sluice.connect.api.errors import TransformError
+from sluice.connect.api.transform import Predicate, R, Transformation
 from sluice.connect.transforms.registry import predicate_class, transform_class
 from sluice.errors import ConfigError
 

@@ -1,6 +1,6 @@
 """Transformations that add, drop, rename and mask fields, under Kafka's names and settings.
 
-Each works on schemaless data (a dict) and on schema'd data (a :class:`~sluice.connect.data.Struct`,
+Each works on schemaless data (a dict) and on schema'd data (a :class:`~sluice.connect.Struct`,
 whose schema is rewritten to match), in a ``$Key`` and a ``$Value`` variant:
 
 - ``InsertField``: add fields from the record's metadata (``topic.field``, ``partition.field``,
@@ -15,7 +15,7 @@ ExtractField, HoistField and Flatten, which change how deep data is nested, are 
 InsertField, ReplaceField and MaskField unchanged. Where a struct field is null and its schema has
 a default, the default is used unless ``replace.null.with.default=false`` (Kafka's KIP-1040).
 
->>> from sluice.connect.data import ConnectRecord
+>>> from sluice.connect.api.data import ConnectRecord
 >>> insert = InsertFieldValue()
 >>> insert.configure({"topic.field": "source", "static.field": "env", "static.value": "prod"})
 >>> insert.apply(ConnectRecord("orders", 0, None, None, None, {"id": 7})).value
@@ -29,10 +29,10 @@ import datetime as dt
 from decimal import Decimal
 from typing import Any
 
-from sluice.connect.data import Field, Schema, Struct
-from sluice.connect.errors import TransformError
-from sluice.connect.logical import EPOCH, EPOCH_DATE, millis_to_datetime, timestamp_schema
-from sluice.connect.transforms.base import (
+from sluice.connect.api.data import Field, Schema, Struct
+from sluice.connect.api.errors import TransformError
+from sluice.connect.api.logical import EPOCH, EPOCH_DATE, millis_to_datetime, timestamp_schema
+from sluice.connect.api.transform import (
     REPLACE_NULL,
     ConfigKey,
     KeyOrValueTransformation,

@@ -1,7 +1,7 @@
 """``Filter``: drop records, as Kafka's ``Filter`` does; useful only behind a predicate.
 
 >>> from sluice.connect.transforms import TransformChain
->>> from sluice.connect.data import ConnectRecord
+>>> from sluice.connect.api.data import ConnectRecord
 >>> chain = TransformChain.from_config({
 ...     "transforms": "dropTombstones",
 ...     "transforms.dropTombstones.type": "org.apache.kafka.connect.transforms.Filter",
@@ -17,7 +17,7 @@ True
 
 from __future__ import annotations
 
-from sluice.connect.transforms.base import R, Transformation
+from sluice.connect.api.transform import R, Transformation
 
 __all__ = ["Filter"]
 

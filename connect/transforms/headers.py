@@ -8,7 +8,7 @@
 
 Added headers go after the existing ones; headers are ``(key, value)`` pairs.
 
->>> from sluice.connect.data import ConnectRecord
+>>> from sluice.connect.api.data import ConnectRecord
 >>> move = HeaderFromValue()
 >>> move.configure({"fields": "id", "headers": "x-id", "operation": "move"})
 >>> moved = move.apply(ConnectRecord("t", 0, None, None, None, {"id": 7, "name": "Ada"}))
@@ -22,9 +22,9 @@ import dataclasses
 import re
 from typing import Any
 
-from sluice.connect.data import Schema, Struct
-from sluice.connect.errors import TransformError
-from sluice.connect.transforms.base import (
+from sluice.connect.api.data import Schema, Struct
+from sluice.connect.api.errors import TransformError
+from sluice.connect.api.transform import (
     REPLACE_NULL,
     ConfigKey,
     KeyOrValueTransformation,

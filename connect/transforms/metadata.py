@@ -2,9 +2,9 @@
 
 The schema keeps everything else (type, fields, optionality, default, doc); a struct value is
 rebuilt on the renamed schema. Schemaless data raises
-:class:`~sluice.connect.errors.TransformError`: there is no schema to rename.
+:class:`~sluice.connect.TransformError`: there is no schema to rename.
 
->>> from sluice.connect.data import ConnectRecord, Schema
+>>> from sluice.connect.api.data import ConnectRecord, Schema
 >>> rename = SetSchemaMetadataValue()
 >>> rename.configure({"schema.name": "com.example.Count", "schema.version": "2"})
 >>> out = rename.apply(ConnectRecord("t", 0, None, None, Schema("int64"), 5))
@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import dataclasses
 
-from sluice.connect.data import Struct
-from sluice.connect.errors import TransformError
-from sluice.connect.transforms.base import (
+from sluice.connect.api.data import Struct
+from sluice.connect.api.errors import TransformError
+from sluice.connect.api.transform import (
     REPLACE_NULL,
     ConfigKey,
     KeyOrValueTransformation,

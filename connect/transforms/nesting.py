@@ -1,6 +1,6 @@
 """Transformations that change how deeply a key or value is nested, under Kafka's names.
 
-Each works on schemaless data (a dict) and on schema'd data (a :class:`~sluice.connect.data.Struct`,
+Each works on schemaless data (a dict) and on schema'd data (a :class:`~sluice.connect.Struct`,
 whose schema is rewritten to match), in a ``$Key`` and a ``$Value`` variant:
 
 - ``ExtractField``: the value of one ``field`` becomes the whole key or value;
@@ -8,7 +8,7 @@ whose schema is rewritten to match), in a ``$Key`` and a ``$Value`` variant:
 - ``Flatten``: nested structs and dicts become top-level fields joined by ``delimiter`` (``.``);
   a null key or value passes unchanged.
 
->>> from sluice.connect.data import ConnectRecord
+>>> from sluice.connect.api.data import ConnectRecord
 >>> flatten = FlattenValue()
 >>> flatten.configure({"delimiter": "_"})
 >>> flatten.apply(ConnectRecord("t", 0, None, None, None, {"a": {"b": 1, "c": [2]}})).value
@@ -24,9 +24,9 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from sluice.connect.data import Field, Schema, Struct
-from sluice.connect.errors import TransformError
-from sluice.connect.transforms.base import (
+from sluice.connect.api.data import Field, Schema, Struct
+from sluice.connect.api.errors import TransformError
+from sluice.connect.api.transform import (
     REPLACE_NULL,
     ConfigKey,
     KeyOrValueTransformation,

@@ -7,7 +7,7 @@
 A transformation uses one with ``transforms.<alias>.predicate=<predicate alias>``, and
 ``transforms.<alias>.negate=true`` applies it where the predicate does *not* hold.
 
->>> from sluice.connect.data import ConnectRecord
+>>> from sluice.connect.api.data import ConnectRecord
 >>> matches = TopicNameMatches()
 >>> matches.configure({"pattern": "orders-.*"})
 >>> matches.test(ConnectRecord("orders-eu", 0, None, None, None, 1))
@@ -18,8 +18,8 @@ False
 
 from __future__ import annotations
 
-from sluice.connect.data import ConnectRecord
-from sluice.connect.transforms.base import ConfigKey, Predicate, Settings, compile_java_regex
+from sluice.connect.api.data import ConnectRecord
+from sluice.connect.api.transform import ConfigKey, Predicate, Settings, compile_java_regex
 from sluice.errors import ConfigError
 
 __all__ = ["HasHeaderKey", "RecordIsTombstone", "TopicNameMatches"]

@@ -3,8 +3,8 @@
 Names are accepted in full (``org.apache.kafka.connect.transforms.InsertField$Value``,
 ``org.apache.kafka.connect.transforms.predicates.TopicNameMatches``) or short
 (``InsertField$Value``, ``TopicNameMatches``); a dotted Python path (``package.module.Class``)
-loads a custom :class:`~sluice.connect.transforms.base.Transformation` or
-:class:`~sluice.connect.transforms.base.Predicate`.
+loads a custom :class:`~sluice.connect.api.transform.Transformation` or
+:class:`~sluice.connect.api.transform.Predicate`.
 
 >>> transform_class("org.apache.kafka.connect.transforms.Cast$Key").__name__
 'CastKey'
@@ -18,7 +18,7 @@ import importlib
 from importlib.metadata import entry_points
 from typing import TypeVar
 
-from sluice.connect.transforms.base import Predicate, Transformation
+from sluice.connect.api.transform import Predicate, Transformation
 from sluice.connect.transforms.cast import CastKey, CastValue
 from sluice.connect.transforms.fields import (
     InsertFieldKey,

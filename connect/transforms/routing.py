@@ -5,7 +5,7 @@ When ``regex`` matches the whole topic name, the topic becomes ``replacement``, 
 ``Matcher.replaceFirst``). Other topics pass unchanged. ``regex`` is a Java regular expression;
 ``(?<name>...)`` groups work.
 
->>> from sluice.connect.data import ConnectRecord
+>>> from sluice.connect.api.data import ConnectRecord
 >>> router = RegexRouter()
 >>> router.configure({"regex": "(.*)-(staging|prod)", "replacement": "$2.$1"})
 >>> router.apply(ConnectRecord("orders-prod", 0, None, None, None, "x")).topic
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 
-from sluice.connect.transforms.base import (
+from sluice.connect.api.transform import (
     ConfigKey,
     R,
     Settings,

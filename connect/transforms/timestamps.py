@@ -10,7 +10,7 @@ or ``nanoseconds``), ``Date`` (``datetime.date``), ``Time`` (``datetime.time``) 
 TimestampRouter renames the topic from ``topic.format`` (``${topic}-${timestamp}``), formatting the
 record's timestamp with ``timestamp.format`` (``yyyyMMdd``).
 
->>> from sluice.connect.data import ConnectRecord
+>>> from sluice.connect.api.data import ConnectRecord
 >>> convert = TimestampConverterValue()
 >>> convert.configure({"field": "at", "target.type": "string", "format": "yyyy-MM-dd HH:mm"})
 >>> convert.apply(ConnectRecord("t", 0, None, None, None, {"at": 1_700_000_000_000})).value
@@ -27,9 +27,9 @@ import dataclasses
 import datetime as dt
 from typing import Any
 
-from sluice.connect.data import Field, Schema, Struct
-from sluice.connect.errors import TransformError
-from sluice.connect.logical import (
+from sluice.connect.api.data import Field, Schema, Struct
+from sluice.connect.api.errors import TransformError
+from sluice.connect.api.logical import (
     DATE,
     MILLIS_PER_DAY,
     TIME,
@@ -41,8 +41,7 @@ from sluice.connect.logical import (
     time_to_millis,
     timestamp_schema,
 )
-from sluice.connect.transforms._dateformat import JavaDateFormat
-from sluice.connect.transforms.base import (
+from sluice.connect.api.transform import (
     REPLACE_NULL,
     ConfigKey,
     KeyOrValueTransformation,
@@ -56,6 +55,7 @@ from sluice.connect.transforms.base import (
     struct_value,
     type_name,
 )
+from sluice.connect.transforms._dateformat import JavaDateFormat
 from sluice.errors import ConfigError
 
 __all__ = [
@@ -282,7 +282,7 @@ class TimestampConverterValue(TimestampConverter):
 class TimestampRouter(Transformation):
     """Route a record to a topic named from its topic and timestamp (Kafka's ``TimestampRouter``).
 
-    A record without a timestamp raises :class:`~sluice.connect.errors.TransformError`.
+    A record without a timestamp raises :class:`~sluice.connect.TransformError`.
     """
 
     CONFIG = (

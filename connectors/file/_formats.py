@@ -29,7 +29,7 @@ from typing import Any
 
 import orjson
 
-from sluice.connect.data import Field, Schema, Struct
+from sluice.connect import Field, Schema, Struct
 
 __all__ = ["FORMATS", "ParseError", "read_records"]
 

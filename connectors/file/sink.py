@@ -22,7 +22,7 @@ again (at-least-once: the lines written since the last flush may appear twice). 
 
 >>> import tempfile
 >>> from pathlib import Path
->>> from sluice.connect.data import SinkRecord
+>>> from sluice.connect import SinkRecord
 >>> path = Path(tempfile.mkdtemp()) / "out.txt"
 >>> task = FileSinkTask(); task.start({"file": str(path)})
 >>> task.put([SinkRecord("t", 0, None, None, None, "hello", kafka_offset=0),
@@ -42,9 +42,18 @@ from typing import IO, Any
 
 import orjson
 
-from sluice.connect.api import SinkConnector, SinkTask, Task, TopicPartition
-from sluice.connect.config_def import ConfigDef, at_least, one_of
-from sluice.connect.data import SinkBatch, SinkRecord, Struct
+from sluice.connect import (
+    ConfigDef,
+    SinkBatch,
+    SinkConnector,
+    SinkRecord,
+    SinkTask,
+    Struct,
+    Task,
+    TopicPartition,
+    at_least,
+    one_of,
+)
 from sluice.connectors.file._config import known_encoding
 
 __all__ = ["FileSinkConnector", "FileSinkTask", "to_json"]

@@ -15,7 +15,7 @@ picked up (from their start); a glob should not also match the rotated names (``
 After a crash or kill: delivery is at-least-once from the last committed offset; lines after it
 are read (and produced) again — exactly-once on a distributed worker with
 ``exactly.once.source.support=enabled``, where the lines and their offsets are committed in one
-transaction (:mod:`sluice.connect.exactly_once`). If the file was rotated while the task was
+transaction (:mod:`sluice.connect.runtime.exactly_once`). If the file was rotated while the task was
 down, the rotated-away file is found among its siblings by fingerprint and finished first (one
 rotation is caught up; files rotated twice while the task was down are skipped).
 
@@ -42,10 +42,20 @@ from typing import Any
 
 import orjson
 
-from sluice.connect.api import SourceConnector, SourceTask, SourceTaskContext, Task
-from sluice.connect.config_def import ConfigDef, ConfigValue, at_least, one_of
-from sluice.connect.data import Schema, SourceBatch, SourceRecord
-from sluice.connect.errors import ConverterError
+from sluice.connect import (
+    ConfigDef,
+    ConfigValue,
+    ConverterError,
+    Schema,
+    SourceBatch,
+    SourceConnector,
+    SourceRecord,
+    SourceTask,
+    SourceTaskContext,
+    Task,
+    at_least,
+    one_of,
+)
 from sluice.connectors.file._config import known_encoding
 from sluice.connectors.file._tailer import Line, Tailer, rotation_candidates
 from sluice.connectors.file._watch import ChangeNotifier

@@ -49,10 +49,19 @@ from dataclasses import dataclass
 from itertools import islice
 from typing import Any
 
-from sluice.connect.api import SourceConnector, SourceTask, SourceTaskContext, Task
-from sluice.connect.config_def import ConfigDef, ConfigValue, at_least, one_of
-from sluice.connect.data import Schema, SourceRecord
-from sluice.connect.errors import ConnectError
+from sluice.connect import (
+    ConfigDef,
+    ConfigValue,
+    ConnectError,
+    Schema,
+    SourceConnector,
+    SourceRecord,
+    SourceTask,
+    SourceTaskContext,
+    Task,
+    at_least,
+    one_of,
+)
 from sluice.connectors.file._config import known_encoding
 from sluice.connectors.file._fingerprint import FINGERPRINT_BYTES, fingerprint_path
 from sluice.connectors.file._formats import FORMATS, ParseError, read_records

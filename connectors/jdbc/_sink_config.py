@@ -16,7 +16,7 @@ from typing import Any
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError
 
-from sluice.connect.config_def import ConfigDef, at_least, one_of
+from sluice.connect import ConfigDef, at_least, one_of
 from sluice.errors import ConfigError
 
 __all__ = [

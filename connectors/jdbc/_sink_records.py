@@ -1,6 +1,6 @@
 """From sink records to row operations: what ``jdbc-sink`` writes, before any SQL.
 
-Each :class:`~sluice.connect.data.SinkRecord` becomes one :class:`Operation` on one table: its
+Each :class:`~sluice.connect.SinkRecord` becomes one :class:`Operation` on one table: its
 kind (``insert``, ``upsert``, ``update`` from ``insert.mode``, or ``delete`` for a tombstone
 with ``delete.enabled``), the primary key columns (from ``pk.mode`` / ``pk.fields``), the row
 (column → value) and the columns' Connect schemas (for auto.create/evolve). Values are structs
@@ -18,8 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from sluice.connect.data import PRIMITIVES, Schema, SinkRecord, Struct
-from sluice.connect.errors import ConnectError
+from sluice.connect import PRIMITIVES, ConnectError, Schema, SinkRecord, Struct
 from sluice.connectors.jdbc._sink_config import SinkSettings
 from sluice.connectors.jdbc._sink_types import (
     UnmappableTypeError,

@@ -25,7 +25,7 @@ from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.schema import CreateColumn
 
-from sluice.connect.errors import ConnectError
+from sluice.connect import ConnectError
 from sluice.connectors.jdbc._sink_records import ColumnSpec, Operation, TableName
 from sluice.connectors.jdbc._sink_types import UnmappableTypeError, column_type
 

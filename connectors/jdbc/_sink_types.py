@@ -47,12 +47,12 @@ import sqlalchemy as sa
 from sqlalchemy.dialects import mysql
 from sqlalchemy.types import TypeEngine
 
-from sluice.connect.data import Schema
-from sluice.connect.logical import (
+from sluice.connect import (
     DATE,
     DECIMAL,
     TIME,
     TIMESTAMP,
+    Schema,
     date_schema,
     decimal_schema,
     time_schema,

@@ -15,7 +15,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import URL
 
-from sluice.connect.config_def import ConfigDef, at_least, one_of
+from sluice.connect import ConfigDef, at_least, one_of
 from sluice.errors import ConfigError
 
 __all__ = ["CONFIG", "CONFLUENT", "MODES", "connection_url", "masked", "parse", "problems"]

@@ -16,7 +16,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from sluice.connect.data import SourceRecord
+from sluice.connect import SourceRecord
 from sluice.connectors.jdbc._source_query import Criteria, Offset, xmin_guard
 from sluice.connectors.jdbc._source_types import RowMapper, TypeContext, map_column, type_from_oid
 

@@ -35,7 +35,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from sluice.connect.logical import EPOCH, datetime_to_millis
+from sluice.connect import EPOCH, datetime_to_millis
 from sluice.connectors.jdbc._source_types import TypeContext
 
 __all__ = ["Criteria", "Offset", "xmin_guard"]

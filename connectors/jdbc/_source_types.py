@@ -43,8 +43,15 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from sluice.connect.data import Field, Schema, Struct
-from sluice.connect.logical import date_schema, decimal_schema, time_schema, timestamp_schema
+from sluice.connect import (
+    Field,
+    Schema,
+    Struct,
+    date_schema,
+    decimal_schema,
+    time_schema,
+    timestamp_schema,
+)
 
 __all__ = ["ColumnMapping", "RowMapper", "TypeContext", "map_column", "type_from_oid"]
 

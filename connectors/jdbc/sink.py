@@ -63,7 +63,7 @@ Errors:
   wrong credentials: the task (or, found at start, the connector) fails saying so.
 
 >>> import tempfile, sqlalchemy
->>> from sluice.connect.data import SinkRecord
+>>> from sluice.connect import SinkRecord
 >>> url = f"sqlite:///{tempfile.mkdtemp()}/shop.db"
 >>> task = JdbcSinkTask()
 >>> task.start({"connection.url": url, "auto.create": "true", "insert.mode": "upsert",
@@ -97,10 +97,15 @@ from sqlalchemy.exc import (
 )
 from sqlalchemy.pool import ConnectionPoolEntry
 
-from sluice.connect.api import SinkConnector, SinkTask, Task, TopicPartition
-from sluice.connect.config_def import ConfigValue
-from sluice.connect.data import SinkRecord
-from sluice.connect.errors import ConnectError
+from sluice.connect import (
+    ConfigValue,
+    ConnectError,
+    SinkConnector,
+    SinkRecord,
+    SinkTask,
+    Task,
+    TopicPartition,
+)
 from sluice.connectors.jdbc._sink_config import CONFIG, SinkSettings, cross_problems
 from sluice.connectors.jdbc._sink_records import (
     BadRecordError,

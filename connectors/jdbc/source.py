@@ -38,11 +38,15 @@ from typing import Any, TypeVar
 import sqlalchemy as sa
 from sqlalchemy.engine import URL
 
-from sluice.connect.api import SourceConnector, SourceTask, Task
-from sluice.connect.config_def import ConfigValue
-from sluice.connect.data import SourceRecord
-from sluice.connect.errors import ConnectError
-from sluice.connect.logical import millis_to_datetime
+from sluice.connect import (
+    ConfigValue,
+    ConnectError,
+    SourceConnector,
+    SourceRecord,
+    SourceTask,
+    Task,
+    millis_to_datetime,
+)
 from sluice.connectors.jdbc._source_config import (
     CONFIG,
     connection_url,

@@ -7,20 +7,14 @@ types), :mod:`.events` (the envelope), :mod:`.config` (settings, connections), :
 (tables, publication, slot), :mod:`.replication` (the replication connection),
 :mod:`.snapshot`, :mod:`.changes` (stream → events), :mod:`.source` (connector and task).
 
->>> ALIASES["io.debezium.connector.postgresql.PostgresConnector"] is PostgresCdcConnector
-True
+The connector registers as ``postgres-cdc`` and under Debezium's class name
+(``io.debezium.connector.postgresql.PostgresConnector``) as entry points of the
+``sluice.connectors`` group (pyproject.toml).
 """
 
 from __future__ import annotations
 
-from sluice.connect.api import Connector
 from sluice.connectors.postgres.source import PostgresCdcConnector, PostgresCdcTask
 from sluice.connectors.postgres.unwrap import ExtractNewRecordState
 
-__all__ = ["ALIASES", "ExtractNewRecordState", "PostgresCdcConnector", "PostgresCdcTask"]
-
-ALIASES: dict[str, type[Connector]] = {
-    "postgres-cdc": PostgresCdcConnector,
-    "io.debezium.connector.postgresql.PostgresConnector": PostgresCdcConnector,
-}
-"""Plugin names → connector classes."""
+__all__ = ["ExtractNewRecordState", "PostgresCdcConnector", "PostgresCdcTask"]

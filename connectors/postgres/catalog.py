@@ -15,7 +15,7 @@ from typing import Any
 from psycopg2 import sql
 from psycopg2.extensions import cursor as Cursor  # noqa: N812 - the type's name
 
-from sluice.connect.errors import ConnectError
+from sluice.connect import ConnectError
 from sluice.connectors.postgres.pgoutput import parse_lsn
 
 __all__ = [

@@ -25,8 +25,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
-from sluice.connect.data import Struct
-from sluice.connect.errors import ConnectError
+from sluice.connect import ConnectError, Struct
 from sluice.connectors.postgres.catalog import CatalogColumn
 from sluice.connectors.postgres.columns import CHARACTER_TYPES
 from sluice.connectors.postgres.config import Settings

@@ -20,8 +20,7 @@ import psycopg2
 import psycopg2.extensions
 import psycopg2.extras
 
-from sluice.connect.config_def import ConfigDef, at_least, one_of
-from sluice.connect.errors import ConnectError
+from sluice.connect import ConfigDef, ConnectError, at_least, one_of
 from sluice.connectors.postgres.columns import ColumnRules
 from sluice.connectors.postgres.types import SESSION_OPTIONS
 from sluice.errors import ConfigError

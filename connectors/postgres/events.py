@@ -37,8 +37,7 @@ from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any, NamedTuple
 
-from sluice.connect.data import Field, Schema, SourceBatch, SourceRecord, Struct
-from sluice.connect.errors import ConnectError
+from sluice.connect import ConnectError, Field, Schema, SourceBatch, SourceRecord, Struct
 from sluice.connectors.postgres.pgoutput import UNCHANGED, TupleValue
 from sluice.connectors.postgres.types import ColumnType
 

@@ -28,7 +28,7 @@ from typing import NamedTuple
 import psycopg2
 import psycopg2.extras
 
-from sluice.connect.errors import ConnectError
+from sluice.connect import ConnectError
 from sluice.connectors.postgres.config import Settings, connect
 from sluice.connectors.postgres.pgoutput import format_lsn, parse_lsn
 

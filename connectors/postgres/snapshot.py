@@ -25,7 +25,7 @@ from psycopg2 import sql
 from psycopg2.extensions import ISOLATION_LEVEL_REPEATABLE_READ, new_type, register_type
 from psycopg2.extensions import cursor as Cursor  # noqa: N812 - the type's name
 
-from sluice.connect.errors import ConnectError
+from sluice.connect import ConnectError
 from sluice.connectors.postgres.catalog import captured_tables
 from sluice.connectors.postgres.config import Settings, connect
 from sluice.connectors.postgres.events import TableSchema

@@ -35,9 +35,7 @@ from typing import Any
 
 from psycopg2.extensions import cursor as Cursor  # noqa: N812 - the type's name
 
-from sluice.connect.api import SourceConnector, SourceTask, Task
-from sluice.connect.config_def import ConfigValue
-from sluice.connect.data import SourceBatch, SourceRecord
+from sluice.connect import ConfigValue, SourceBatch, SourceConnector, SourceRecord, SourceTask, Task
 from sluice.connectors.postgres.catalog import (
     captured_tables,
     check_server,

@@ -52,7 +52,7 @@ from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-from sluice.connect.data import Field, Schema, Struct
+from sluice.connect import Field, Schema, Struct
 
 __all__ = [
     "SESSION_OPTIONS",

@@ -22,7 +22,7 @@ Works on Structs and on schemaless dicts.
 
 Use it as ``type: unwrap``, ``io.debezium.transforms.ExtractNewRecordState`` or its dotted path.
 
->>> from sluice.connect.data import ConnectRecord
+>>> from sluice.connect import ConnectRecord
 >>> unwrap = ExtractNewRecordState()
 >>> unwrap.configure({"add.fields": "op,table"})
 >>> event = {"before": None, "after": {"id": 1}, "op": "c", "source": {"table": "items"}}
@@ -34,8 +34,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from sluice.connect.data import Field, Schema, Struct
-from sluice.connect.transforms.base import ConfigKey, R, SchemaCache, Settings, Transformation
+from sluice.connect import ConnectRecordT as R
+from sluice.connect import Field, Schema, SchemaCache, Struct, Transformation
+from sluice.connect import TransformConfigKey as ConfigKey
+from sluice.connect import TransformSettings as Settings
 
 __all__ = ["ExtractNewRecordState"]
 

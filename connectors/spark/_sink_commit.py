@@ -74,7 +74,7 @@ from typing import Any
 import pyarrow as pa  # type: ignore[import-untyped]  # pyarrow ships no type information
 import pyarrow.parquet as pq  # type: ignore[import-untyped]  # no type information
 
-from sluice.connect.errors import ConnectError
+from sluice.connect import ConnectError
 
 __all__ = ["COMMITS", "STAGING", "Commit", "TableDir"]
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sluice.connect.config_def import ConfigDef, at_least, one_of
+from sluice.connect import ConfigDef, at_least, one_of
 from sluice.errors import ConfigError
 
 __all__ = ["CONFIG", "SPARK_CONF_PREFIX", "SinkSettings", "catalog_name", "strftime_format"]

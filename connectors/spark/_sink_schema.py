@@ -1,7 +1,7 @@
 """Records as rows of a Spark table: schema inference and evolution, value coercion, Arrow types.
 
 A value reaches the sink as a dict (the JSON converter without schemas), a
-:class:`~sluice.connect.data.Struct` (with schemas), or a string/bytes holding a JSON object
+:class:`~sluice.connect.Struct` (with schemas), or a string/bytes holding a JSON object
 (the string converter). It becomes a row by :func:`compile_row` against the table's schema:
 
 - a field declared ``NOT NULL`` that is missing or null, a value of the wrong type, a number
@@ -65,7 +65,7 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from sluice.connect.data import Schema, Struct
+from sluice.connect import Schema, Struct
 
 __all__ = [
     "BadValueError",

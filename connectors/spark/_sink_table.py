@@ -27,7 +27,7 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from sluice.connect.errors import ConnectError
+from sluice.connect import ConnectError
 from sluice.connectors.spark._sink_commit import TableDir
 from sluice.connectors.spark._sink_config import SinkSettings, catalog_name
 from sluice.connectors.spark._sink_schema import (

@@ -50,8 +50,8 @@ dead-letter topic, when one is configured or ``errors.log.enable``: Kafka's KIP-
 otherwise. Tombstones (null values) are skipped.
 
 >>> import tempfile, pyarrow.parquet as pq
->>> from sluice.connect.data import SinkRecord
->>> from sluice.connect.api import TopicPartition
+>>> from sluice.connect import SinkRecord
+>>> from sluice.connect import TopicPartition
 >>> warehouse = tempfile.mkdtemp()
 >>> task = SparkSinkTask()
 >>> task.start({"warehouse.path": warehouse, "register.table": "false"})
@@ -74,10 +74,15 @@ from typing import TYPE_CHECKING, Any
 
 from pyspark.sql.types import DataType, StructType
 
-from sluice.connect.api import SinkConnector, SinkTask, Task, TopicPartition
-from sluice.connect.config_def import ConfigValue
-from sluice.connect.data import SinkRecord
-from sluice.connect.errors import ConnectError
+from sluice.connect import (
+    ConfigValue,
+    ConnectError,
+    SinkConnector,
+    SinkRecord,
+    SinkTask,
+    Task,
+    TopicPartition,
+)
 from sluice.connectors.spark import _session
 from sluice.connectors.spark._sink_config import CONFIG, SinkSettings, cross_problems
 from sluice.connectors.spark._sink_schema import BadValueError

@@ -1,9 +1,12 @@
 """Connector plugins for the column-form (batch) tests, loaded by dotted path.
 
-- :class:`BatchSource` writes ``count`` values (``"v<n>"``) to ``topic`` as
-  :class:`~sluice.connect.data.SourceBatch` objects of ``batch`` values, source partition
-  ``{"batch-source": <connector>}``, the offset after value ``n`` being ``{"n": n + 1}``; every
-  record the broker acknowledged is appended to :data:`ACKED` (``commit_record``).
+- :class:`BatchSource` writes ``count`` values (``"v<n>"``; ``"vé<n>"`` for every ``n`` that is a
+  multiple of ``accent.every``, when set) to ``topic`` as :class:`~sluice.connect.SourceBatch`
+  objects of ``batch`` values (``form=batch``, the default) or as the same values in
+  :class:`~sluice.connect.SourceRecord` objects (``form=records``), with keys ``"k<n>"`` when
+  ``keyed``, source partition ``{"batch-source": <connector>}``, the offset after value ``n``
+  being ``{"n": n + 1}``; every record the broker acknowledged is appended to :data:`ACKED`
+  (``commit_record``).
 - :class:`RecordingSink` appends every record it is given (all its fields) to :data:`RECORDED`;
   it does not override ``put_batch``, so the runtime builds its records.
 """
@@ -15,9 +18,9 @@ import time
 from collections import defaultdict
 from typing import Any
 
-from sluice.connect.api import SinkConnector, SinkTask, SourceConnector, SourceTask, Task
-from sluice.connect.config_def import ConfigDef
-from sluice.connect.data import Schema, SinkRecord, SourceBatch, SourceRecord
+from sluice.connect.api.config_def import ConfigDef, one_of
+from sluice.connect.api.connector import SinkConnector, SinkTask, SourceConnector, SourceTask, Task
+from sluice.connect.api.data import Schema, SinkRecord, SourceBatch, SourceRecord
 
 ACKED: defaultdict[str, list[tuple[str, dict[str, Any]]]] = defaultdict(list)
 """(value, source offset) of the records acknowledged to :class:`BatchSource` tasks."""
@@ -34,6 +37,15 @@ class BatchSource(SourceConnector):
         .define("topic", "string", doc="Topic to write to.", importance="high")
         .define("count", "int", 10, doc="Values in all.")
         .define("batch", "int", 4, doc="Values per batch.")
+        .define(
+            "form",
+            "string",
+            "batch",
+            doc="Batches or records.",
+            validator=one_of("batch", "records"),
+        )
+        .define("keyed", "boolean", False, doc="A key per value.")
+        .define("accent.every", "int", 0, doc="Every n-th value is not ASCII (0: none).")
     )
 
     def start(self, config: dict[str, Any]) -> None:
@@ -54,18 +66,34 @@ class BatchSourceTask(SourceTask):
         self.topic = str(config["topic"])
         self.count = int(config.get("count", 10))
         self.size = int(config.get("batch", 4))
+        self.form = str(config.get("form", "batch"))
+        self.keyed = str(config.get("keyed", False)).lower() == "true"
+        self.accent = int(config.get("accent.every", 0))
         self.partition = {"batch-source": self.name}
         committed = self.context.offset_storage_reader.offset(self.partition)
         self.next = int(committed["n"]) if committed else 0
 
     def poll_batch(self) -> list[SourceRecord | SourceBatch] | None:
+        if self.form == "records":
+            return self.poll()  # type: ignore[return-value]  # list is invariant
+        return self._next_batch()
+
+    def poll(self) -> list[SourceRecord] | None:
+        batch = self._next_batch()
+        if batch is None:
+            return None
+        return [r for item in batch for r in item.records()]
+
+    def _next_batch(self) -> list[SourceBatch] | None:
         if self.next >= self.count:
             time.sleep(0.05)
             return None
         first = self.next
         last = min(self.count, first + self.size)
         self.next = last
-        values = [f"v{n}" for n in range(first, last)]
+        accent = self.accent
+        values = [f"vé{n}" if accent and n % accent == 0 else f"v{n}" for n in range(first, last)]
+        keyed = {"key_schema": Schema("string"), "keys": [f"k{n}" for n in range(first, last)]}
         return [
             SourceBatch(
                 self.partition,
@@ -74,14 +102,9 @@ class BatchSourceTask(SourceTask):
                 values,
                 {"n": last},
                 lambda: [{"n": n + 1} for n in range(first, last)],
+                **(keyed if self.keyed else {}),  # type: ignore[arg-type]
             )
         ]
-
-    def poll(self) -> list[SourceRecord] | None:
-        polled = self.poll_batch()
-        if polled is None:
-            return None
-        return [r for item in polled if isinstance(item, SourceBatch) for r in item.records()]
 
     def commit_record(self, record: SourceRecord) -> None:
         with _LOCK:

@@ -14,9 +14,9 @@ from confluent_kafka import OFFSET_BEGINNING, KafkaException, TopicPartition
 from fastapi.testclient import TestClient
 
 from sluice import clients
-from sluice.connect.cluster.herder import DistributedHerder
-from sluice.connect.cluster.runtime import ClusterWorker
 from sluice.connect.rest import create_app
+from sluice.connect.runtime.distributed.herder import DistributedHerder
+from sluice.connect.runtime.distributed.worker import ClusterWorker
 from tests.conftest import BrokerProcess
 from tests.connect.plugins_for_tests import CollectingSink, CountingSource
 from tests.connect.rest_fixtures import wait_for

@@ -14,9 +14,9 @@ import time
 from collections import defaultdict
 from typing import Any
 
-from sluice.connect.api import SinkConnector, SinkTask, SourceConnector, SourceTask, Task
-from sluice.connect.config_def import ConfigDef, at_least
-from sluice.connect.data import SinkRecord, SourceRecord
+from sluice.connect.api.config_def import ConfigDef, at_least
+from sluice.connect.api.connector import SinkConnector, SinkTask, SourceConnector, SourceTask, Task
+from sluice.connect.api.data import SinkRecord, SourceRecord
 
 RECEIVED: defaultdict[str, list[Any]] = defaultdict(list)
 """Values received by :class:`CollectingSink` tasks, by connector name."""

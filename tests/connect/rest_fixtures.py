@@ -16,10 +16,10 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from sluice.connect.herder import Herder
-from sluice.connect.offsets import FileOffsetStore
 from sluice.connect.rest import create_app
-from sluice.connect.worker import Worker
+from sluice.connect.runtime.offsets import FileOffsetStore
+from sluice.connect.runtime.standalone import Herder
+from sluice.connect.runtime.worker import Worker
 from tests.conftest import BrokerProcess, create_topic
 from tests.connect.plugins_for_tests import CollectingSink, CountingSource
 

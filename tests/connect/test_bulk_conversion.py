@@ -9,14 +9,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from sluice.connect.api.data import Schema
+from sluice.connect.api.errors import ConverterError
 from sluice.connect.converters import (
     ByteArrayConverter,
     Converter,
     StringConverter,
     converter_from,
 )
-from sluice.connect.data import Schema
-from sluice.connect.errors import ConverterError
 
 ENCODINGS = ["utf-8", "latin-1", "ascii", "utf-16", "cp1252"]
 texts = st.one_of(st.text(), st.sampled_from(["", "\n", "a\nb", "\r", "é", "\x00"]))

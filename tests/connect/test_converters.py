@@ -12,6 +12,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from sluice.connect.api.data import Field, Schema, Struct
+from sluice.connect.api.errors import ConverterError
+from sluice.connect.api.logical import date_schema, decimal_schema, time_schema, timestamp_schema
 from sluice.connect.converters import (
     ByteArrayConverter,
     Converter,
@@ -20,9 +23,6 @@ from sluice.connect.converters import (
     converter_class,
     converter_from,
 )
-from sluice.connect.data import Field, Schema, Struct
-from sluice.connect.errors import ConverterError
-from sluice.connect.logical import date_schema, decimal_schema, time_schema, timestamp_schema
 from sluice.errors import ConfigError
 
 UTC = dt.UTC
@@ -508,7 +508,7 @@ def test_converter_config_errors() -> None:
     with raises(ConfigError, "unknown converter 'avro'"):
         converter_from("avro", {}, False)
     with raises(ConfigError, "unknown converter"):
-        converter_from("sluice.connect.data.Schema", {}, False)
+        converter_from("sluice.connect.api.data.Schema", {}, False)
     with raises(ConfigError, "schemas.enable: must be true or false, not 'yes'"):
         converter_from("json", {"schemas.enable": "yes"}, False)
     with raises(ConfigError, "decimal.format: must be BASE64 or NUMERIC"):

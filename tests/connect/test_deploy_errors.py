@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from sluice.connect.api import SinkConnector, SourceConnector, Task
-from sluice.connect.config_def import ConfigDef, at_least
+from sluice.connect.api.config_def import ConfigDef, at_least
+from sluice.connect.api.connector import SinkConnector, SourceConnector, Task
 from sluice.connect.deploy import (
     DeploymentError,
     loads,

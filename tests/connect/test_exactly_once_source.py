@@ -16,14 +16,14 @@ from confluent_kafka.admin import NewTopic  # type: ignore[attr-defined]
 from fastapi.testclient import TestClient
 
 from sluice import clients
-from sluice.connect.cluster.herder import DistributedHerder
-from sluice.connect.cluster.runtime import DEFAULTS, ClusterWorker
-from sluice.connect.exactly_once import ExactlyOnceSourceTaskRunner
-from sluice.connect.herder import Herder
-from sluice.connect.offsets import FileOffsetStore, KafkaOffsetStore, offset_key
 from sluice.connect.rest import create_app
-from sluice.connect.topic_store import TopicMap, ensure_topic
-from sluice.connect.worker import Worker
+from sluice.connect.runtime.distributed.herder import DistributedHerder
+from sluice.connect.runtime.distributed.worker import DEFAULTS, ClusterWorker
+from sluice.connect.runtime.exactly_once import ExactlyOnceSourceTaskRunner
+from sluice.connect.runtime.offsets import FileOffsetStore, KafkaOffsetStore, offset_key
+from sluice.connect.runtime.standalone import Herder
+from sluice.connect.runtime.topic_store import TopicMap, ensure_topic
+from sluice.connect.runtime.worker import Worker
 from sluice.connectors.file.source import FileSourceConnector, FileSourceTask
 from sluice.errors import ConfigError
 from tests.conftest import SHARED_CONFIG, BrokerProcess
@@ -301,7 +301,7 @@ def test_required_needs_an_enabled_worker_and_a_connector_that_supports_it(
 
 
 def _problems(cls: type, config: dict[str, Any]) -> list[tuple[str, str]]:
-    from sluice.connect.exactly_once import problems
+    from sluice.connect.runtime.exactly_once import problems
 
     worker = {"exactly.once.source.support": "enabled", "offset.storage.topic": "o"}
     return problems(cls, config, worker, distributed=True)

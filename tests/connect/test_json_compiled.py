@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from sluice.connect.api.data import Field, Schema, Struct
 from sluice.connect.converters import JsonConverter, converter_from
-from sluice.connect.data import Field, Schema, Struct
-from sluice.connect.json_compiled import dumps
+from sluice.connect.converters.json_compiled import dumps
 from tests.connect.test_converters import schemas, values_of
 
 junk = st.one_of(

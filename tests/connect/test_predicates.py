@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from sluice.connect.data import ConnectRecord, Header, SinkRecord
+from sluice.connect.api.data import ConnectRecord, Header, SinkRecord
 from sluice.connect.transforms import PREDICATES, Predicate, TransformChain, predicate_class
 from sluice.errors import ConfigError
 

@@ -10,8 +10,8 @@ import httpx2
 import pytest
 from fastapi.testclient import TestClient
 
-from sluice.connect.herder import Herder
 from sluice.connect.rest import serve
+from sluice.connect.runtime.standalone import Herder
 from tests.conftest import free_port
 from tests.connect.rest_fixtures import (
     SOURCE,

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from fastapi.testclient import TestClient
 
-from sluice.connect.herder import Herder
+from sluice.connect.runtime.standalone import Herder
 from tests.connect.rest_fixtures import (
     REBALANCING,
     create,

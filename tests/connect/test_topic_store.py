@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import uuid
 
-from sluice.connect.offsets import KafkaOffsetStore
-from sluice.connect.topic_store import TopicMap
+from sluice.connect.runtime.offsets import KafkaOffsetStore
+from sluice.connect.runtime.topic_store import TopicMap
 from tests.conftest import BrokerProcess
 
 

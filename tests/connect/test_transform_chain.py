@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
-from sluice.connect.data import (
+from sluice.connect.api.data import (
     Header,
     SinkRecord,
 )
-from sluice.connect.errors import TransformError
+from sluice.connect.api.errors import TransformError
 from sluice.connect.transforms import (
     TRANSFORMS,
     Transformation,

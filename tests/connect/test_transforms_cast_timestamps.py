@@ -9,13 +9,13 @@ import dataclasses
 import datetime as dt
 from decimal import Decimal
 
-from sluice.connect.data import (
+from sluice.connect.api.data import (
     Field,
     Schema,
     Struct,
 )
-from sluice.connect.errors import TransformError
-from sluice.connect.logical import date_schema, time_schema, timestamp_schema
+from sluice.connect.api.errors import TransformError
+from sluice.connect.api.logical import date_schema, time_schema, timestamp_schema
 from sluice.errors import ConfigError
 from tests.connect.transform_helpers import (
     PERSON,

@@ -11,14 +11,14 @@ from typing import Any
 
 import pytest
 
-from sluice.connect.data import (
+from sluice.connect.api.data import (
     Field,
     Schema,
     SinkRecord,
     Struct,
 )
-from sluice.connect.errors import TransformError
-from sluice.connect.logical import EPOCH, timestamp_schema
+from sluice.connect.api.errors import TransformError
+from sluice.connect.api.logical import EPOCH, timestamp_schema
 from sluice.errors import ConfigError
 from tests.connect.transform_helpers import (
     PERSON,

@@ -7,12 +7,12 @@ from __future__ import annotations
 
 from decimal import Decimal
 
-from sluice.connect.data import (
+from sluice.connect.api.data import (
     Field,
     Schema,
     Struct,
 )
-from sluice.connect.errors import TransformError
+from sluice.connect.api.errors import TransformError
 from sluice.errors import ConfigError
 from tests.connect.transform_helpers import (
     PERSON,

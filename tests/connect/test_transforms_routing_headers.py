@@ -9,13 +9,13 @@ from typing import Any
 
 import pytest
 
-from sluice.connect.data import (
+from sluice.connect.api.data import (
     Field,
     Header,
     Schema,
     Struct,
 )
-from sluice.connect.errors import TransformError
+from sluice.connect.api.errors import TransformError
 from sluice.errors import ConfigError
 from tests.connect.transform_helpers import (
     PERSON,

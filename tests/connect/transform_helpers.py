@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from sluice.connect.data import (
+from sluice.connect.api.data import (
     ConnectRecord,
     Field,
     Header,

@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from sluice import clients
-from sluice.connect.offsets import FileOffsetStore
-from sluice.connect.worker import Worker
+from sluice.connect.runtime.offsets import FileOffsetStore
+from sluice.connect.runtime.worker import Worker
 from tests.conftest import SLUICE
 from tests.connect.rest_fixtures import wait_for
 

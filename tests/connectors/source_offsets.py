@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from sluice.connect.data import SourceRecord
+from sluice.connect.api.data import SourceRecord
 
 PartitionKey = tuple[tuple[str, Any], ...]
 

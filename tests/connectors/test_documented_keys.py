@@ -7,7 +7,7 @@ The lists are the anchors' documented sets, as data: Debezium's ``postgresql.ado
 notifications, ``driver.*``), Confluent's "Configuration Reference for JDBC Source/Sink
 Connector" (``connection.*`` driver properties as one example). Each key is fed alone, beside a
 minimal valid config, to what ``PUT /connector-plugins/{type}/config/validate`` answers
-(:func:`~sluice.connect.validation.config_infos`) and to what a task parses on start.
+(:func:`~sluice.connect.runtime.validation.config_infos`) and to what a task parses on start.
 Implemented keys' behaviour is tested with each connector; here they must pass validation.
 """
 
@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 
-from sluice.connect.api import Connector
-from sluice.connect.validation import config_infos
+from sluice.connect.api.connector import Connector
+from sluice.connect.runtime.validation import config_infos
 from sluice.connectors.jdbc import _sink_config, _source_config
 from sluice.connectors.jdbc.sink import JdbcSinkConnector
 from sluice.connectors.jdbc.source import JdbcSourceConnector

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from sluice.connect.api import SourceTask
-from sluice.connect.data import SourceRecord
+from sluice.connect.api.connector import SourceTask
+from sluice.connect.api.data import SourceRecord
 from sluice.connectors.file import FileSourceTask, SpoolDirSourceTask
 from tests.connectors.source_offsets import FakeContext, FakeOffsets
 

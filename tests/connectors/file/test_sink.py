@@ -12,9 +12,10 @@ from typing import Any
 
 import pytest
 
-from sluice.connect.api import TopicPartition
-from sluice.connect.data import Field, Schema, SinkRecord, Struct
-from sluice.connectors.file import ALIASES, FileSinkConnector, FileSinkTask
+from sluice.connect.api.connector import TopicPartition
+from sluice.connect.api.data import Field, Schema, SinkRecord, Struct
+from sluice.connect.runtime.plugins import connector_class
+from sluice.connectors.file import FileSinkConnector, FileSinkTask
 
 
 def record(value: Any, offset: int = 0, **extra: Any) -> SinkRecord:
@@ -136,8 +137,11 @@ def test_a_torn_last_line_is_cut_off_on_start(tmp_path, sink):
 
 
 def test_one_task_writes_the_file(tmp_path):
-    assert ALIASES["file-sink"] is FileSinkConnector
-    assert ALIASES["org.apache.kafka.connect.file.FileStreamSinkConnector"] is FileSinkConnector
+    assert connector_class("file-sink") is FileSinkConnector
+    assert (
+        connector_class("org.apache.kafka.connect.file.FileStreamSinkConnector")
+        is FileSinkConnector
+    )
     connector = FileSinkConnector()
     connector.start({"file": str(tmp_path / "out.txt"), "topics": "a,b"})
     assert connector.task_configs(4) == [{"file": str(tmp_path / "out.txt"), "topics": "a,b"}]

@@ -16,8 +16,9 @@ from typing import Any
 
 import pytest
 
-from sluice.connect.errors import ConverterError
-from sluice.connectors.file import ALIASES, FileSourceConnector, FileSourceTask
+from sluice.connect.api.errors import ConverterError
+from sluice.connect.runtime.plugins import connector_class
+from sluice.connectors.file import FileSourceConnector, FileSourceTask
 from sluice.errors import ConfigError
 
 
@@ -317,10 +318,10 @@ def test_new_matches_ask_for_a_task_reconfiguration(tmp_path):
 
 
 def test_kafka_filestream_source_keys_and_aliases(tmp_path):
-    assert ALIASES["org.apache.kafka.connect.file.FileStreamSourceConnector"] is (
+    assert connector_class("org.apache.kafka.connect.file.FileStreamSourceConnector") is (
         FileSourceConnector
     )
-    assert ALIASES["file-source"] is FileSourceConnector
+    assert connector_class("file-source") is FileSourceConnector
     connector = FileSourceConnector()
     connector.start({"file": str(tmp_path / "in.txt"), "topic": "t"})
     assert connector.task_configs(3) == [{"topic": "t", "files": [str(tmp_path / "in.txt")]}]

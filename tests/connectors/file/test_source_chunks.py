@@ -10,7 +10,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sluice.connect.data import SourceBatch
+from sluice.connect.api.data import SourceBatch
 from sluice.connectors.file import FileSourceTask
 from sluice.connectors.file._fingerprint import fingerprint
 

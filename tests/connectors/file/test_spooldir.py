@@ -13,8 +13,9 @@ from typing import Any
 
 import pytest
 
-from sluice.connect.data import Struct
-from sluice.connectors.file import ALIASES, SpoolDirSourceConnector, SpoolDirSourceTask
+from sluice.connect.api.data import Struct
+from sluice.connect.runtime.plugins import connector_class
+from sluice.connectors.file import SpoolDirSourceConnector, SpoolDirSourceTask
 from sluice.errors import ConfigError
 
 
@@ -231,7 +232,7 @@ def test_tasks_share_the_directory_without_overlap(dirs, settings, offsets):
 
 
 def test_settings_are_validated(dirs, settings):
-    assert ALIASES["spooldir-source"] is SpoolDirSourceConnector
+    assert connector_class("spooldir-source") is SpoolDirSourceConnector
     raw = {key.replace("_", "."): v for key, v in settings.items()} | {"topic": "t"}
     problems = {
         v.name: v.errors

@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
-from sluice.connect.api import TopicPartition
-from sluice.connect.data import Field, Schema, SinkRecord, Struct
+from sluice.connect.api.connector import TopicPartition
+from sluice.connect.api.data import Field, Schema, SinkRecord, Struct
 from sluice.connectors.jdbc.sink import JdbcSinkTask
 from tests.pg import PostgresServer
 

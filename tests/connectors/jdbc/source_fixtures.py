@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
-from sluice.connect.data import SourceRecord
+from sluice.connect.api.data import SourceRecord
 from sluice.connectors.jdbc.source import JdbcSourceTask
 from tests.connectors.source_offsets import FakeContext, FakeOffsets
 from tests.pg import PostgresServer

@@ -7,8 +7,8 @@ import logging
 
 import pytest
 
-from sluice.connect.data import Field, Schema, Struct
-from sluice.connect.errors import ConnectError
+from sluice.connect.api.data import Field, Schema, Struct
+from sluice.connect.api.errors import ConnectError
 from sluice.connectors.jdbc.sink import BadRecordError
 from tests.connectors.jdbc.sink_fixtures import ITEM, execute, keyed, record, rows
 

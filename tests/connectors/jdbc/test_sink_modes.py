@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from sluice.connect.data import Field, Schema, Struct
+from sluice.connect.api.data import Field, Schema, Struct
 from sluice.connectors.jdbc._sink_config import SinkSettings
 from sluice.connectors.jdbc._sink_records import RecordPlanner
 from sluice.connectors.jdbc._sink_sql import write

@@ -10,10 +10,10 @@ from decimal import Decimal
 
 import pytest
 
-from sluice.connect.data import Field, Schema, Struct
-from sluice.connect.errors import ConnectError
-from sluice.connect.offsets import FileOffsetStore
-from sluice.connect.worker import Worker
+from sluice.connect.api.data import Field, Schema, Struct
+from sluice.connect.api.errors import ConnectError
+from sluice.connect.runtime.offsets import FileOffsetStore
+from sluice.connect.runtime.worker import Worker
 from sluice.connectors.jdbc.sink import JdbcSinkConnector
 from tests.connectors.jdbc.sink_fixtures import ITEM, execute, keyed, record, rows
 from tests.connectors.jdbc.test_sink_schema import EVERY_TYPE, EXPECTED, VALUES

@@ -12,7 +12,7 @@ from confluent_kafka import Producer
 from confluent_kafka import TopicPartition as KafkaPartition
 
 from sluice import clients
-from sluice.connect.logical import decimal_schema, logical_to_raw
+from sluice.connect.api.logical import decimal_schema, logical_to_raw
 from tests.conftest import BrokerProcess, create_topic
 from tests.connect.worker_helpers import in_process_worker, wait
 from tests.connectors.jdbc.sink_fixtures import rows

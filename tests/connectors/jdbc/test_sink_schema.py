@@ -10,9 +10,9 @@ import pytest
 import sqlalchemy as sa
 from sqlalchemy.dialects import mysql, postgresql, sqlite
 
-from sluice.connect.data import Field, Schema, Struct
-from sluice.connect.errors import ConnectError
-from sluice.connect.logical import date_schema, decimal_schema, time_schema, timestamp_schema
+from sluice.connect.api.data import Field, Schema, Struct
+from sluice.connect.api.errors import ConnectError
+from sluice.connect.api.logical import date_schema, decimal_schema, time_schema, timestamp_schema
 from sluice.connectors.jdbc._sink_types import UnmappableTypeError, column_type
 from sluice.connectors.jdbc.sink import JdbcSinkConnector
 from tests.connectors.jdbc.sink_fixtures import ITEM, execute, record, rows

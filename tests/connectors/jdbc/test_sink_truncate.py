@@ -4,7 +4,7 @@ batch's order, so rows written after it in the same ``put`` stay."""
 
 from __future__ import annotations
 
-from sluice.connect.data import ConnectRecord
+from sluice.connect.api.data import ConnectRecord
 from sluice.connectors.postgres.unwrap import ExtractNewRecordState
 from tests.connectors.jdbc.sink_fixtures import SinkFactory, keyed, record, rows
 

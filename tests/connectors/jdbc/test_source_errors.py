@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from sluice.connect.errors import ConnectError
+from sluice.connect.api.errors import ConnectError
 from sluice.connectors.jdbc.source import JdbcSourceConnector
 from sluice.errors import ConfigError
 from tests.connectors.jdbc.source_fixtures import (

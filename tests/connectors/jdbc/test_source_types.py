@@ -8,8 +8,8 @@ from decimal import Decimal
 
 import pytest
 
-from sluice.connect.data import Schema
-from sluice.connect.json_converter import JsonConverter
+from sluice.connect.api.data import Schema
+from sluice.connect.converters.json_converter import JsonConverter
 from tests.connectors.jdbc.source_fixtures import (
     Database,
     SourceFactory,

@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from sluice import clients
-from sluice.connect.offsets import FileOffsetStore
-from sluice.connect.worker import Worker
+from sluice.connect.runtime.offsets import FileOffsetStore
+from sluice.connect.runtime.worker import Worker
 from tests.conftest import BrokerProcess, create_topic
 from tests.connectors.jdbc.source_fixtures import Database
 

@@ -18,7 +18,7 @@ from typing import Any
 import psycopg2
 import pytest
 
-from sluice.connect.data import SourceRecord, Struct
+from sluice.connect.api.data import SourceRecord, Struct
 from sluice.connectors.postgres import PostgresCdcTask
 from tests.connectors.source_offsets import FakeContext, FakeOffsets
 from tests.pg import PASSWORD, USER, PostgresServer

@@ -8,7 +8,7 @@ from __future__ import annotations
 import struct
 from typing import Any
 
-from sluice.connect.data import SourceBatch, SourceRecord
+from sluice.connect.api.data import SourceBatch, SourceRecord
 from sluice.connectors.postgres import PostgresCdcTask
 from sluice.connectors.postgres.catalog import CatalogColumn
 from sluice.connectors.postgres.changes import ChangeStream

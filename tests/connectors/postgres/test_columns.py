@@ -8,7 +8,7 @@ import hashlib
 
 import pytest
 
-from sluice.connect.errors import ConnectError
+from sluice.connect.api.errors import ConnectError
 from sluice.connectors.postgres.columns import ColumnRules, hash_value
 from sluice.connectors.postgres.source import PostgresCdcConnector
 from sluice.errors import ConfigError

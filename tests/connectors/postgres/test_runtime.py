@@ -12,8 +12,8 @@ from typing import Any
 from confluent_kafka import TopicPartition as KafkaPartition
 
 from sluice import clients
-from sluice.connect.offsets import FileOffsetStore
-from sluice.connect.worker import Worker
+from sluice.connect.runtime.offsets import FileOffsetStore
+from sluice.connect.runtime.worker import Worker
 from tests.conftest import BrokerProcess, create_topic
 from tests.connect.worker_helpers import wait
 from tests.connectors.postgres.fixtures import Database
@@ -103,7 +103,7 @@ def test_a_worker_captures_a_table_into_topics(
         offset = wait(lambda: (o := stored()) and "snapshot" not in o and o, "stored offsets")
         assert offset["lsn"] == messages[4][1]["source"]["lsn"]
         wait(lambda: db.confirmed_flush() >= last_change, "the slot confirmed after the commit")
-        task = worker.connectors["pg"].tasks[0]
+        task = worker.tasks[("pg", 0)]
         assert task.state == "RUNNING", task.trace
     finally:
         worker.stop()

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from sluice.connect.errors import ConnectError
-from sluice.connect.offsets import FileOffsetStore
-from sluice.connect.worker import Worker
+from sluice.connect.api.errors import ConnectError
+from sluice.connect.runtime.offsets import FileOffsetStore
+from sluice.connect.runtime.worker import Worker
 from sluice.connectors.postgres import PostgresCdcConnector, PostgresCdcTask
 from tests.connectors.postgres.fixtures import (
     CaptureFactory,
@@ -67,7 +67,7 @@ def test_a_slot_in_use_is_a_clear_error_and_nothing_is_changed(
         state = worker.connectors["cdc"]
         assert state.state == "FAILED"
         assert state.trace is not None and "is active" in state.trace
-        assert not state.tasks
+        assert not worker.tasks_of("cdc")
     finally:
         worker.stop()
     db.execute("INSERT INTO items VALUES (1)")  # the running capture is undisturbed

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from sluice.connect.data import SourceRecord
+from sluice.connect.api.data import SourceRecord
 from tests.connectors.postgres.fixtures import CaptureFactory, Database, describe, value_of
 
 Row = tuple[int, int]  # (id, version)

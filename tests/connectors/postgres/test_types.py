@@ -6,7 +6,7 @@ from decimal import Decimal
 
 import pytest
 
-from sluice.connect.errors import ConnectError
+from sluice.connect.api.errors import ConnectError
 from sluice.connectors.postgres.events import ColumnSpec, TableSchema
 from sluice.connectors.postgres.types import column_type, numeric_modifier, parse_array
 

@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from sluice.connect.data import SourceRecord, Struct
-from sluice.connect.json_converter import JsonConverter
+from sluice.connect.api.data import SourceRecord, Struct
+from sluice.connect.converters.json_converter import JsonConverter
 from sluice.connect.transforms import TransformChain
 from sluice.connectors.postgres.unwrap import ExtractNewRecordState
 from tests.connectors.postgres.fixtures import CaptureFactory, Database, value_of

@@ -17,8 +17,8 @@ import pyarrow as pa  # type: ignore[import-untyped]  # pyarrow ships no type in
 import pyarrow.dataset as ds  # type: ignore[import-untyped]  # pyarrow ships no type information
 import pytest
 
-from sluice.connect.api import TopicPartition
-from sluice.connect.data import SinkRecord
+from sluice.connect.api.connector import TopicPartition
+from sluice.connect.api.data import SinkRecord
 from sluice.connectors.spark.sink import SparkSinkTask
 
 TaskFactory = Callable[..., SparkSinkTask]

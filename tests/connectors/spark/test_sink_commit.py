@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from sluice.connect.api import TopicPartition
+from sluice.connect.api.connector import TopicPartition
 from sluice.connectors.spark import _sink_commit
 from sluice.connectors.spark._sink_commit import COMMITS, STAGING
 from tests.connectors.spark import sink_fixtures

@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from sluice.connect.api import TopicPartition
-from sluice.connect.data import Field, Schema, Struct
+from sluice.connect.api.connector import TopicPartition
+from sluice.connect.api.data import Field, Schema, Struct
 from sluice.connectors.spark.sink import BadRecordError
 from tests.connectors.spark import sink_fixtures
 from tests.connectors.spark.sink_fixtures import (

@@ -1,6 +1,6 @@
 """Converters: Connect data ↔ the bytes of a Kafka record's key or value, as Kafka Connect does it.
 
-A connector speaks :class:`~sluice.connect.data.Schema` plus value; the worker turns that into bytes
+A connector speaks :class:`~sluice.connect.Schema` plus value; the worker turns that into bytes
 with the ``key.converter`` / ``value.converter`` of the connector (and back, for sinks). Kafka's
 class names and short aliases both work:
 
@@ -9,17 +9,18 @@ class names and short aliases both work:
 - ``org.apache.kafka.connect.storage.StringConverter`` (``string``): the value as text;
 - ``org.apache.kafka.connect.converters.ByteArrayConverter`` (``bytes``): bytes unchanged.
 
-The interface is :class:`~sluice.connect.converter_base.Converter` (a plugin converter subclasses
-it); ``JsonConverter`` lives in :mod:`sluice.connect.json_converter`. Both are re-exported here.
+The interface is :class:`~sluice.connect.converters.base.Converter` (a plugin converter subclasses
+it); ``JsonConverter`` lives in :mod:`sluice.connect.converters.json_converter`. Both are
+re-exported here.
 
 A null value (a tombstone) is ``None`` on both sides. Malformed input raises
-:class:`~sluice.connect.errors.ConverterError`.
+:class:`~sluice.connect.ConverterError`.
 
 Kafka's logical types (``Decimal``, ``Date``, ``Time``, ``Timestamp``) are written as Kafka writes
 them and read back as ``decimal.Decimal``, ``datetime.date``, ``datetime.time`` and ``datetime``
-(see :mod:`sluice.connect.logical`).
+(see :mod:`sluice.connect.api.logical`).
 
->>> from sluice.connect.data import Field, Schema, Struct
+>>> from sluice.connect.api.data import Field, Schema, Struct
 >>> person = Schema.struct([Field("name", Schema("string"))], name="Person")
 >>> json_converter = converter_from("json", {}, is_key=False)
 >>> data = json_converter.from_connect("people", person, Struct(person, {"name": "Ada"}))
@@ -40,11 +41,11 @@ import importlib
 from collections.abc import Mapping
 from typing import Any
 
-from sluice.connect.converter_base import Converter
-from sluice.connect.data import Schema
-from sluice.connect.errors import ConverterError
-from sluice.connect.json_converter import JsonConverter
-from sluice.connect.logical import java_string
+from sluice.connect.api.data import Schema
+from sluice.connect.api.errors import ConverterError
+from sluice.connect.api.logical import java_string
+from sluice.connect.converters.base import Converter
+from sluice.connect.converters.json_converter import JsonConverter
 from sluice.errors import ConfigError
 
 __all__ = [

@@ -31,7 +31,7 @@ import math
 from decimal import Decimal
 from typing import Any
 
-from sluice.connect.data import Schema
+from sluice.connect.api.data import Schema
 
 __all__ = [
     "DATE",

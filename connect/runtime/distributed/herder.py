@@ -3,7 +3,7 @@
 Any worker of the group answers any request. Reads come from ``connect-configs`` and
 ``connect-status`` as this worker has read them; changes are written to ``connect-configs``
 (read back before the answer), and the workers whose slots hold the connector or its tasks act
-on them (:mod:`sluice.connect.cluster.runtime`). So a change is *accepted* when the request
+on them (:mod:`.worker`). So a change is *accepted* when the request
 returns and *in effect* a moment later, on whichever worker runs the work — as in Kafka Connect,
 where requests are forwarded to the leader.
 
@@ -19,16 +19,16 @@ import logging
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from sluice.connect.api import Connector
-from sluice.connect.cluster.runtime import ClusterWorker
-from sluice.connect.herder_base import (
+from sluice.connect.api.connector import Connector
+from sluice.connect.runtime.distributed.worker import ClusterWorker
+from sluice.connect.runtime.herder import (
     AlreadyExistsError,
     HerderBase,
     NotFoundError,
     check_initial_state,
 )
-from sluice.connect.plugins import connector_class, plugin_type
-from sluice.connect.validation import masked, secret_keys
+from sluice.connect.runtime.plugins import connector_class, plugin_type
+from sluice.connect.runtime.validation import masked, secret_keys
 
 __all__ = ["DistributedHerder"]
 

@@ -8,7 +8,7 @@ are in their topics exactly when their offsets are in the offsets topic: a task 
 mid-transaction leaves an open transaction that the broker aborts — its records are never
 read by a ``read_committed`` consumer — and the task, started again, resumes from the offsets of
 the last committed transaction. Offsets are read ``read_committed``
-(:class:`~sluice.connect.topic_store.TopicMap`).
+(:class:`~sluice.connect.runtime.topic_store.TopicMap`).
 
 At start a task *fences* the previous incarnations of its id: ``init_transactions()``
 (InitProducerId) bumps the producer epoch, aborts whatever transaction an earlier instance left
@@ -19,7 +19,7 @@ Connector settings (Kafka's ``SourceConnectorConfig``):
 
 - ``exactly.once.support``: ``requested`` (default) or ``required`` — a ``required``
   connector is refused unless the worker has exactly-once support enabled and the connector
-  says it supports it (:meth:`~sluice.connect.api.SourceConnector.exactly_once_support`);
+  says it supports it (:meth:`~sluice.connect.SourceConnector.exactly_once_support`);
 - ``transaction.boundary``: ``poll`` (default: one transaction per non-empty poll), ``interval``
   (a transaction every ``transaction.boundary.interval.ms``, default the worker's
   ``offset.flush.interval.ms``) or ``connector`` — connector-defined boundaries, which no Sluice
@@ -43,11 +43,11 @@ from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException
 
-from sluice.connect.api import Connector, SourceConnector, SourceTask
-from sluice.connect.config_def import ConfigDef, at_least, one_of
-from sluice.connect.errors import ConnectError
-from sluice.connect.offsets import KafkaOffsetStore, OffsetStore, offset_key
-from sluice.connect.source_runner import SourceTaskRunner
+from sluice.connect.api.config_def import ConfigDef, at_least, one_of
+from sluice.connect.api.connector import Connector, SourceConnector, SourceTask
+from sluice.connect.api.errors import ConnectError
+from sluice.connect.runtime.offsets import KafkaOffsetStore, OffsetStore, offset_key
+from sluice.connect.runtime.source_runner import SourceTaskRunner
 from sluice.errors import ConfigError
 
 __all__ = [
@@ -221,7 +221,7 @@ def problems(
 
 
 def add_problems(infos: dict[str, Any], found: Iterable[tuple[str, str]]) -> dict[str, Any]:
-    """Add ``found`` to a ``ConfigInfos`` body (:func:`~sluice.connect.validation.config_infos`)."""
+    """Add ``found`` to a ``ConfigInfos`` body (:func:`~.validation.config_infos`)."""
     entries = {c["value"]["name"]: c for c in infos["configs"]}
     for key, message in found:
         entry = entries.get(key)

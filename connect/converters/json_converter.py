@@ -2,13 +2,14 @@
 
 With ``schemas.enable=true`` (the default) every message is ``{"schema": ..., "payload": ...}``,
 the schema in Kafka's JSON form; logical types are written as Kafka writes them (see
-:mod:`sluice.connect.logical`). Reached through :func:`sluice.connect.converters.converter_from`.
+:mod:`sluice.connect.api.logical`). Reached through
+:func:`sluice.connect.converters.converter_from`.
 
 This module holds the settings, the envelope and the per-schema caches of the hot path. What
 :class:`JsonConverter` inherits lives beside it: the value walk (Connect values ↔ JSON nodes) in
-:mod:`sluice.connect.json_values`, schemas ↔ Kafka's JSON form in
-:mod:`sluice.connect.json_schemas`; the encoders compiled per schema in
-:mod:`sluice.connect.json_compiled`.
+:mod:`sluice.connect.converters.json_values`, schemas ↔ Kafka's JSON form in
+:mod:`sluice.connect.converters.json_schemas`; the encoders compiled per schema in
+:mod:`sluice.connect.converters.json_compiled`.
 """
 
 from __future__ import annotations
@@ -20,11 +21,11 @@ from typing import Any, cast
 
 import orjson
 
-from sluice.connect.converter_base import Converter, boolean_setting
-from sluice.connect.data import Schema
-from sluice.connect.errors import ConverterError
-from sluice.connect.json_compiled import Encoder, compile_encoder, dumps, has_float
-from sluice.connect.json_schemas import JsonSchemas
+from sluice.connect.api.data import Schema
+from sluice.connect.api.errors import ConverterError
+from sluice.connect.converters.base import Converter, boolean_setting
+from sluice.connect.converters.json_compiled import Encoder, compile_encoder, dumps, has_float
+from sluice.connect.converters.json_schemas import JsonSchemas
 from sluice.errors import ConfigError
 
 __all__ = ["JsonConverter"]

@@ -2,7 +2,7 @@
 
 The workers of group ``G`` form the consumer group ``G`` (Kafka's ``group.id``) subscribed to
 ``connect-offsets`` with the ``roundrobin`` assignor: the partitions each is assigned are its
-*slots* (:mod:`sluice.connect.cluster.slots`). The partitions are paused as soon as they are
+*slots* (:mod:`.slots`). The partitions are paused as soon as they are
 assigned — nothing is fetched through this consumer; the group is only a membership and a
 failure detector. A worker that stops heartbeating for ``session.timeout.ms`` is dropped and
 its slots go to the others at the next rebalance.

@@ -5,11 +5,11 @@ Every connector has the settings of :data:`COMMON` (Kafka's ``ConnectorConfig``,
 :func:`config_infos` validates them all, plus what the task runners would refuse later
 (converters, transforms, a sink without topics) and answers the body
 of ``PUT /connector-plugins/{plugin}/config/validate``. Values of ``password`` settings, of
-keys that look secret (:func:`~sluice.connect.config_providers.is_sensitive`) and of keys the
+keys that look secret (:func:`~.config_providers.is_sensitive`) and of keys the
 deployment marked secret are shown as ``[hidden]``, there and wherever the API shows a config
 (:func:`masked`).
 
->>> from sluice.connect.api import SourceConnector
+>>> from sluice.connect.api.connector import SourceConnector
 >>> class Demo(SourceConnector):
 ...     CONFIG = ConfigDef().define("token", "password", doc="API token.")
 ...     def start(self, config): pass
@@ -27,17 +27,17 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Iterator, Mapping
 from typing import Any
 
-from sluice.connect.api import Connector, SinkConnector
-from sluice.connect.config_def import ConfigDef, ConfigValue, at_least
-from sluice.connect.config_providers import (
+from sluice.connect.api.config_def import ConfigDef, ConfigValue, at_least
+from sluice.connect.api.connector import Connector, SinkConnector
+from sluice.connect.converters import CONVERTERS, converter_from
+from sluice.connect.deploy.validate import COMMON_CONFIG
+from sluice.connect.runtime.config_providers import (
     HIDDEN,
     is_sensitive,
     placeholder_keys,
     resolve_config,
 )
-from sluice.connect.converters import CONVERTERS, converter_from
-from sluice.connect.deploy.validate import COMMON_CONFIG
-from sluice.connect.plugins import plugin_type
+from sluice.connect.runtime.plugins import plugin_type
 from sluice.connect.transforms import TransformChain
 from sluice.connect.transforms.registry import (
     PREDICATES,

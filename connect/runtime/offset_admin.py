@@ -26,8 +26,8 @@ from confluent_kafka import ConsumerGroupTopicPartitions, KafkaError, KafkaExcep
 from confluent_kafka import TopicPartition as KafkaPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec  # type: ignore[attr-defined]
 
-from sluice.connect.errors import ConnectError
-from sluice.connect.offsets import OffsetStore
+from sluice.connect.api.errors import ConnectError
+from sluice.connect.runtime.offsets import OffsetStore
 
 __all__ = [
     "ConnectorOffsets",

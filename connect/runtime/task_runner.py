@@ -2,7 +2,7 @@
 
 States are Kafka Connect's: ``UNASSIGNED`` → ``RUNNING`` ⇄ ``PAUSED``, and ``FAILED`` (with
 the trace shown by the REST API) when the task raised, or the tolerance policy gave up. A
-running task's :meth:`~sluice.connect.api.Task.warnings` appear in its status as
+running task's :meth:`~sluice.connect.Task.warnings` appear in its status as
 ``warnings`` (a list of lines; an extra field Kafka Connect's clients ignore).
 """
 
@@ -14,10 +14,10 @@ import traceback
 from abc import ABC, abstractmethod
 from typing import Any
 
-from sluice.connect.api import Task
+from sluice.connect.api.connector import Task
 from sluice.connect.converters import Converter, converter_from
-from sluice.connect.metrics import TaskMetrics
-from sluice.connect.tolerance import ErrorPolicy
+from sluice.connect.runtime.metrics import TaskMetrics
+from sluice.connect.runtime.tolerance import ErrorPolicy
 from sluice.connect.transforms import TransformChain
 
 __all__ = ["TaskRunner"]
@@ -50,7 +50,7 @@ class TaskRunner(ABC):
         self.state = "UNASSIGNED"
         self.trace: str | None = None
         self.metrics = TaskMetrics()
-        """Counters read by :mod:`sluice.connect.metrics` (added to once per batch)."""
+        """Counters read by :mod:`sluice.connect.runtime.metrics` (added to once per batch)."""
         self.key_converter = _converter(config, worker_config, is_key=True)
         self.value_converter = _converter(config, worker_config, is_key=False)
         self.transforms = TransformChain.from_config(config)
@@ -136,7 +136,7 @@ class TaskRunner(ABC):
         """Close the clients of a runner whose thread never ran."""
 
     def warnings(self) -> list[str]:
-        """The task's :meth:`~sluice.connect.api.Task.warnings` while it runs (a broken
+        """The task's :meth:`~sluice.connect.Task.warnings` while it runs (a broken
         plugin's own failure is one too)."""
         task = getattr(self, "task", None)
         if not isinstance(task, Task) or self.state not in ("RUNNING", "PAUSED"):

@@ -15,11 +15,11 @@ The loop calls four hooks — :meth:`SourceTaskRunner.prepare` (before the task 
 :meth:`~SourceTaskRunner.before_send` and :meth:`~SourceTaskRunner.after_send` (around the
 records of each poll), :meth:`~SourceTaskRunner.close_producer` — and
 :meth:`~SourceTaskRunner.commit_offsets`; this runner's are the at-least-once commit above,
-:class:`~sluice.connect.exactly_once.ExactlyOnceSourceTaskRunner`'s commit records and offsets
+:class:`~.exactly_once.ExactlyOnceSourceTaskRunner`'s commit records and offsets
 in one transaction (Kafka's ``WorkerSourceTask`` and ``ExactlyOnceWorkerSourceTask``). Both
 send records through the same code below.
 
-Hot path: the loop calls ``poll_batch``; a :class:`~sluice.connect.data.SourceBatch` (a file's
+Hot path: the loop calls ``poll_batch``; a :class:`~sluice.connect.SourceBatch` (a file's
 lines) is, when the connector has no transforms, converted in one call and produced with one
 ``produce()`` per value and nothing else per record: its offset is remembered once per batch,
 and record objects are built only for a task that overrides ``commit_record``. The producer
@@ -37,11 +37,11 @@ from typing import Any
 from confluent_kafka import KafkaError, Producer
 
 from sluice import clients
-from sluice.connect.api import OffsetStorageReader, SourceTask
-from sluice.connect.data import SourceBatch, SourceRecord
-from sluice.connect.errors import ConnectError
-from sluice.connect.offsets import OffsetReader, OffsetStore
-from sluice.connect.task_runner import TaskRunner
+from sluice.connect.api.connector import OffsetStorageReader, SourceTask
+from sluice.connect.api.data import SourceBatch, SourceRecord
+from sluice.connect.api.errors import ConnectError
+from sluice.connect.runtime.offsets import OffsetReader, OffsetStore
+from sluice.connect.runtime.task_runner import TaskRunner
 
 __all__ = ["SourceTaskRunner"]
 
@@ -66,7 +66,7 @@ def _failure_collector(failures: list[str]) -> Callable[[KafkaError | None, Any]
 
 
 class SourceTaskRunner(TaskRunner):
-    """Runs one :class:`~sluice.connect.api.SourceTask`; see the module docstring."""
+    """Runs one :class:`~sluice.connect.SourceTask`; see the module docstring."""
 
     kind = "source"
 

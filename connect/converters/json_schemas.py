@@ -1,4 +1,4 @@
-"""The JSON converter's schemas: Connect :class:`~sluice.connect.data.Schema` ↔ Kafka's JSON form.
+"""The JSON converter's schemas: Connect :class:`~sluice.connect.Schema` ↔ Kafka's JSON form.
 
 Kafka's JSON form of a schema (the envelope's ``"schema"``), keys in the order they are written;
 reading needs only ``type`` (and what its type requires)::
@@ -17,9 +17,9 @@ reading needs only ``type`` (and what its type requires)::
     parameters   when any             an object of strings
     default      when set             the default value, in the payload's JSON form
 
-A default is written and read by the value walk (:class:`~sluice.connect.json_values.JsonValues`)
-that :class:`JsonSchemas` extends; :class:`~sluice.connect.json_converter.JsonConverter` caches
-the results per schema.
+A default is written and read by the value walk
+(:class:`~sluice.connect.converters.json_values.JsonValues`) that :class:`JsonSchemas` extends;
+:class:`~sluice.connect.converters.json_converter.JsonConverter` caches the results per schema.
 """
 
 from __future__ import annotations
@@ -27,9 +27,9 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from sluice.connect.data import Field, Schema
-from sluice.connect.errors import ConverterError
-from sluice.connect.json_values import JsonValues, _child
+from sluice.connect.api.data import Field, Schema
+from sluice.connect.api.errors import ConverterError
+from sluice.connect.converters.json_values import JsonValues, _child
 
 __all__ = ["JsonSchemas"]
 

@@ -1,5 +1,9 @@
 """A worker of a Connect group: runs the connectors and tasks whose slots the group gave it.
 
+This is the distributed side of the runtime: configs come from ``connect-configs``, statuses go
+to ``connect-status``, and what this worker's slots hold runs on its one
+:class:`~sluice.connect.runtime.worker.Worker` — the same worker the standalone herder drives.
+
 Every worker of group ``G`` reads ``connect-configs`` whole (:class:`ConfigLog`) and is given a
 share of the slots by the group (:class:`Membership`). Its herder thread then *reconciles*, on
 every change of either and twice a second:
@@ -14,7 +18,7 @@ every change of either and twice a second:
 
 A rebalance (a worker joined, left or was dropped after ``session.timeout.ms``) first stops all
 that runs here — committing source offsets, which live in ``connect-offsets``
-(:class:`~sluice.connect.offsets.KafkaOffsetStore`) so that the next worker resumes there — and
+(:class:`~..offsets.KafkaOffsetStore`) so that the next worker resumes there — and
 then reconciles against the new slots. Sink tasks keep their consumer group ``connect-<name>``
 whichever worker runs them.
 
@@ -23,7 +27,7 @@ Worker settings use Kafka Connect's names: ``group.id``, ``config.storage.topic`
 number of slots), ``status.storage.partitions`` (5), ``session.timeout.ms``,
 ``heartbeat.interval.ms``, ``rebalance.timeout.ms``, beside the standalone worker's; and
 ``exactly.once.source.support`` (``disabled``, ``preparing``, ``enabled``: source tasks commit
-their records and offsets in transactions, :mod:`sluice.connect.exactly_once`).
+their records and offsets in transactions, :mod:`sluice.connect.runtime.exactly_once`).
 """
 
 from __future__ import annotations
@@ -33,22 +37,18 @@ import logging
 import queue
 import threading
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
-from sluice.connect.api import Connector
-from sluice.connect.cluster.configs import ConfigLog, RestartRequest
-from sluice.connect.cluster.membership import Membership
-from sluice.connect.cluster.slots import connector_slot, task_slot
-from sluice.connect.cluster.status import StatusLog, connector_key, task_key
-from sluice.connect.config_providers import placeholder_keys, resolve_config
-from sluice.connect.exactly_once import check_worker_config
-from sluice.connect.herder_base import trace_of
-from sluice.connect.offsets import KafkaOffsetStore
-from sluice.connect.plugins import plugin_type
-from sluice.connect.task_runner import TaskRunner
-from sluice.connect.topic_store import TopicMap
-from sluice.connect.worker import Worker, task_runner
+from sluice.connect.runtime.config_providers import placeholder_keys, resolve_config
+from sluice.connect.runtime.distributed.configs import ConfigLog, RestartRequest
+from sluice.connect.runtime.distributed.membership import Membership
+from sluice.connect.runtime.distributed.slots import connector_slot, task_slot
+from sluice.connect.runtime.distributed.status import StatusLog, connector_key, task_key
+from sluice.connect.runtime.exactly_once import check_worker_config
+from sluice.connect.runtime.offsets import KafkaOffsetStore
+from sluice.connect.runtime.task_runner import TaskRunner
+from sluice.connect.runtime.topic_store import TopicMap
+from sluice.connect.runtime.worker import ConnectorState, TaskId, Worker, trace_of
 from sluice.errors import ConfigError
 
 __all__ = ["DEFAULTS", "ClusterWorker"]
@@ -65,35 +65,6 @@ DEFAULTS = {
 }
 
 TICK_S = 0.5
-
-TaskId = tuple[str, int]
-
-
-@dataclass
-class _Instance:
-    """A connector instance running on this worker."""
-
-    name: str
-    config: dict[str, Any]
-    connector: Connector | None = None
-    """None when it could not be made (FAILED)."""
-    kind: str = "unknown"
-    state: str = "RUNNING"
-    trace: str | None = None
-
-
-class _Context:
-    """What a connector running here may ask of the worker."""
-
-    def __init__(self, worker: ClusterWorker, name: str) -> None:
-        self.worker = worker
-        self.name = name
-
-    def request_task_reconfiguration(self) -> None:
-        self.worker.reconfigure(self.name)
-
-    def raise_error(self, error: Exception) -> None:
-        self.worker.fail_connector(self.name, error)
 
 
 def _unresolved(task: dict[str, Any], connector: Mapping[str, Any]) -> dict[str, Any]:
@@ -127,16 +98,21 @@ class ClusterWorker:
         if "bootstrap.servers" not in config:
             raise ConfigError("missing required configuration", key="bootstrap.servers")
         self.config: dict[str, Any] = {**DEFAULTS, **config}
-        check_worker_config(self.config, distributed=True)
-        self.worker_id = "unknown"
+        check_worker_config(self.config, distributed=True)  # before any topic is read
         bootstrap = str(self.config["bootstrap.servers"])
-        self.offsets = KafkaOffsetStore(
+        offsets = KafkaOffsetStore(
             TopicMap(
                 bootstrap,
                 str(self.config["offset.storage.topic"]),
                 partitions=int(self.config["offset.storage.partitions"]),
             )
         )
+        self.offsets = offsets
+        self.worker = Worker(
+            self.config, offsets, distributed=True, on_reconfigure=self.reconfigure
+        )
+        """Runs the connector instances and tasks this worker's slots hold."""
+        self.worker.worker_id = "unknown"
         self.status = StatusLog(
             bootstrap,
             str(self.config["status.storage.topic"]),
@@ -152,8 +128,6 @@ class ClusterWorker:
             on_restart=self._restart_requested,
         )
         self.membership: Membership | None = None
-        self.connectors: dict[str, _Instance] = {}
-        self.tasks: dict[TaskId, TaskRunner] = {}
         self.task_sources: dict[TaskId, dict[str, Any]] = {}  # as in the topic: placeholders kept
         # tasks that could not even be made (unknown class, bad converter…): config and trace,
         # so that they are tried again only when their config changes or on a restart request
@@ -167,7 +141,7 @@ class ClusterWorker:
 
     def start(self, worker_id: str) -> None:
         """Join the group as ``worker_id`` and run this worker's share of the work."""
-        self.worker_id = worker_id
+        self.worker.worker_id = worker_id
         self.membership = Membership(
             str(self.config["bootstrap.servers"]),
             str(self.config["group.id"]),
@@ -179,6 +153,21 @@ class ClusterWorker:
         )
         self.membership.start()
         self._thread.start()
+
+    @property
+    def worker_id(self) -> str:
+        """The REST API's ``host:port`` this worker joined as (shown in statuses)."""
+        return self.worker.worker_id
+
+    @property
+    def connectors(self) -> dict[str, ConnectorState]:
+        """The connector instances running here."""
+        return self.worker.connectors
+
+    @property
+    def tasks(self) -> dict[TaskId, TaskRunner]:
+        """The tasks running here."""
+        return self.worker.tasks
 
     @property
     def rebalancing(self) -> bool:
@@ -245,10 +234,7 @@ class ClusterWorker:
 
     def fail_connector(self, name: str, error: Exception) -> None:
         """Mark the connector running here FAILED (asked by the connector)."""
-        with self._lock:
-            instance = self.connectors.get(name)
-            if instance is not None:
-                instance.trace, instance.state = trace_of(error), "FAILED"  # trace first
+        self.worker.fail_connector(name, error)
 
     def _restart_requested(self, request: RestartRequest) -> None:
         self._restarts.put(request)
@@ -349,16 +335,11 @@ class ClusterWorker:
 
     # -- connectors and tasks ------------------------------------------------------------------
 
-    def _start_connector(self, name: str, config: dict[str, Any]) -> _Instance:
-        instance = _Instance(name, config)
-        self.connectors[name] = instance
+    def _start_connector(self, name: str, config: dict[str, Any]) -> ConnectorState:
+        instance = self.worker.start_instance(name, config)
+        if instance.state == "FAILED":
+            return instance
         try:
-            cls = Worker.connector_class_of(config)
-            instance.kind = plugin_type(cls)
-            instance.connector = connector = cls()
-            connector.initialize(_Context(self, name))
-            resolved = resolve_config(config)
-            connector.start({**resolved, **cls.CONFIG.parse(resolved)})
             self._commit_tasks(instance)
             log.info("connector %s started on %s", name, self.worker_id)
         except Exception as error:
@@ -366,47 +347,34 @@ class ClusterWorker:
             instance.trace, instance.state = trace_of(error), "FAILED"  # trace first
         return instance
 
-    def _commit_tasks(self, instance: _Instance) -> None:
+    def _commit_tasks(self, instance: ConnectorState) -> None:
         """Write the connector's task set if it is not the current one."""
-        config, connector = instance.config, instance.connector
-        assert connector is not None, "only a started connector has task configs"
-        max_tasks = int(config.get("tasks.max", 1))
-        configs = connector.task_configs(max_tasks)[:max_tasks]
-        resolved = resolve_config(config)
-        wanted = _normalised([_unresolved({**resolved, **task}, config) for task in configs])
-        name = instance.name
+        name, config = instance.name, instance.config
+        configs = self.worker.task_configs(name)
+        wanted = _normalised([_unresolved(task, config) for task in configs])
         if wanted != self.configs.tasks(name) or not self.configs.committed(name):
             self.configs.put_tasks(name, wanted)
             log.info("connector %s: %d task configs written", name, len(wanted))
 
     def _stop_connector(self, name: str, *, forget: bool) -> None:
-        instance = self.connectors.pop(name)
-        try:
-            if instance.connector is not None:
-                instance.connector.stop()
-        except Exception as error:
-            log.error("connector %s failed to stop: %s", name, error)
+        self.worker.stop_instance(name)
         self.status.put(connector_key(name), None if forget else self._record("UNASSIGNED", None))
 
     def _start_task(self, key: TaskId, config: dict[str, Any]) -> TaskRunner | None:
         """Start a task (None: it could not be made, and shows FAILED with the reason)."""
         name, task = key
         try:
-            connector = Worker.connector_class_of(config)()
-            resolved = resolve_config(config)
-            runner = task_runner(name, task, connector, resolved, self.config, self.offsets)
+            runner = self.worker.start_task(name, task, resolve_config(config))
         except Exception as error:
             log.error("task %s-%d cannot be started: %s", name, task, error)
             self.broken[key] = (config, trace_of(error))
             return None
-        self.tasks[key] = runner
         self.task_sources[key] = config
-        runner.start()
         log.info("task %s-%d started on %s", name, task, self.worker_id)
         return runner
 
     def _stop_task(self, key: TaskId, *, forget: bool) -> None:
-        self.tasks.pop(key).stop()
+        self.worker.stop_task(*key)
         del self.task_sources[key]
         record = None if forget else self._record("UNASSIGNED", None)
         self.status.put(task_key(*key), record)

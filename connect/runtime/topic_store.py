@@ -6,7 +6,7 @@ keeps following it in a background thread; writes go through a producer with ``a
 are visible once read back (:meth:`TopicMap.put` waits for that when asked), so all workers
 converge on the same map, in the topic's order. The topic is read ``read_committed`` (librdkafka's
 default): records written in a transaction — the source offsets of an exactly-once source task
-(:mod:`sluice.connect.exactly_once`) — count once committed, never if aborted, and "the end"
+(:mod:`sluice.connect.runtime.exactly_once`) — count once committed, never if aborted, and "the end"
 is the last stable offset. The topic is created compacted, with one
 partition (Kafka's config topic must have one: the order of config records matters).
 
@@ -26,7 +26,7 @@ from confluent_kafka import OFFSET_BEGINNING, KafkaError, TopicPartition
 from confluent_kafka.admin import NewTopic  # type: ignore[attr-defined]
 
 from sluice import clients
-from sluice.connect.errors import ConnectError
+from sluice.connect.api.errors import ConnectError
 
 __all__ = ["TopicMap", "ensure_topic"]
 

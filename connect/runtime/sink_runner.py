@@ -11,7 +11,7 @@ exactly-once). A record that cannot be converted or transformed fails the task, 
 
 Hot path: without transforms, and with converters that give every record one schema (string,
 bytes), a consumed batch is converted in one call per column (values, keys) and handed to
-``put_batch`` as a :class:`~sluice.connect.data.SinkBatch` whose records are built only if the
+``put_batch`` as a :class:`~sluice.connect.SinkBatch` whose records are built only if the
 task asks for them. A batch holding anything unusual (a consumer error, bytes that do not
 convert) takes the record-by-record path, which applies the error policy.
 """
@@ -26,11 +26,11 @@ from confluent_kafka import Consumer, KafkaException, Producer
 from confluent_kafka import TopicPartition as KafkaPartition
 
 from sluice import clients
-from sluice.connect.api import SinkTask, TopicPartition
-from sluice.connect.data import Schema, SinkBatch, SinkRecord
-from sluice.connect.errors import ConnectError
-from sluice.connect.task_runner import TaskRunner
-from sluice.connect.tolerance import dead_letter_headers
+from sluice.connect.api.connector import SinkTask, TopicPartition
+from sluice.connect.api.data import Schema, SinkBatch, SinkRecord
+from sluice.connect.api.errors import ConnectError
+from sluice.connect.runtime.task_runner import TaskRunner
+from sluice.connect.runtime.tolerance import dead_letter_headers
 
 __all__ = ["SinkTaskRunner"]
 
@@ -61,7 +61,7 @@ class _Context:
 
 
 class _Reporter:
-    """KIP-610's reporter (see :class:`~sluice.connect.api.ErrantRecordReporter`)."""
+    """KIP-610's reporter (see :class:`~sluice.connect.ErrantRecordReporter`)."""
 
     def __init__(self, runner: SinkTaskRunner) -> None:
         self.runner = runner
@@ -82,7 +82,7 @@ class _Reporter:
 
 
 class SinkTaskRunner(TaskRunner):
-    """Runs one :class:`~sluice.connect.api.SinkTask`; see the module docstring."""
+    """Runs one :class:`~sluice.connect.SinkTask`; see the module docstring."""
 
     kind = "sink"
 

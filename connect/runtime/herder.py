@@ -1,8 +1,8 @@
 """What both herders share: the REST API's errors, plugins, validation, offsets and server info.
 
 A *herder* carries out what Kafka Connect's REST API asks of the runtime:
-:class:`~sluice.connect.herder.Herder` for a standalone worker,
-:class:`~sluice.connect.cluster.herder.DistributedHerder` for a worker of a group.
+:class:`~sluice.connect.runtime.standalone.Herder` for a standalone worker,
+:class:`~sluice.connect.runtime.distributed.herder.DistributedHerder` for a worker of a group.
 Errors carry the HTTP status the REST API answers with::
 
     ConnectError
@@ -21,7 +21,6 @@ from __future__ import annotations
 import importlib.metadata
 import logging
 import threading
-import traceback
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
@@ -30,13 +29,18 @@ from typing import Any
 from confluent_kafka.admin import AdminClient
 
 from sluice import clients
-from sluice.connect.api import Connector
-from sluice.connect.errors import ConnectError
-from sluice.connect.exactly_once import add_problems, problems
-from sluice.connect.offset_admin import ConnectorOffsets
-from sluice.connect.offsets import OffsetStore
-from sluice.connect.plugins import connector_class, known_plugins
-from sluice.connect.validation import class_name, config_infos, invalid_config_message, plugin_infos
+from sluice.connect.api.connector import Connector
+from sluice.connect.api.errors import ConnectError
+from sluice.connect.runtime.exactly_once import add_problems, problems
+from sluice.connect.runtime.offset_admin import ConnectorOffsets
+from sluice.connect.runtime.offsets import OffsetStore
+from sluice.connect.runtime.plugins import connector_class, known_plugins
+from sluice.connect.runtime.validation import (
+    class_name,
+    config_infos,
+    invalid_config_message,
+    plugin_infos,
+)
 
 __all__ = [
     "AlreadyExistsError",
@@ -109,11 +113,6 @@ def _version() -> str:
         return importlib.metadata.version("sluice")
     except importlib.metadata.PackageNotFoundError:
         return "unknown"
-
-
-def trace_of(error: BaseException) -> str:
-    """The formatted traceback of ``error``, as the REST API shows it."""
-    return "".join(traceback.format_exception(type(error), error, error.__traceback__))
 
 
 class HerderBase(ABC):

@@ -1,11 +1,12 @@
 """The JSON converter's value walk: Connect values ↔ the JSON nodes of a payload.
 
-:class:`JsonValues` is the part of :class:`~sluice.connect.json_converter.JsonConverter` that turns
-a value of a :class:`~sluice.connect.data.Schema` (or a schemaless value) into what ``json.dumps``
+:class:`JsonValues` is the part of
+:class:`~sluice.connect.converters.json_converter.JsonConverter` that turns
+a value of a :class:`~sluice.connect.Schema` (or a schemaless value) into what ``json.dumps``
 writes (``_to_json``), and a parsed payload back into Connect data (``_to_connect``), as Kafka's
 converter does: integer ranges and types checked, bytes as base64 text, a map whose keys are not
 strings as an array of ``[key, value]`` pairs, NaN and infinities as the strings ``"NaN"``,
-``"Infinity"``, ``"-Infinity"``, and the logical types of :mod:`sluice.connect.logical`. The
+``"Infinity"``, ``"-Infinity"``, and the logical types of :mod:`sluice.connect.api.logical`. The
 settings it reads (``decimal_numeric``, ``replace_null_with_default``) are the converter's.
 """
 
@@ -18,9 +19,9 @@ from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any
 
-from sluice.connect.data import Schema, Struct
-from sluice.connect.errors import ConverterError
-from sluice.connect.logical import (
+from sluice.connect.api.data import Schema, Struct
+from sluice.connect.api.errors import ConverterError
+from sluice.connect.api.logical import (
     DECIMAL,
     LOGICAL_NAMES,
     decimal_scaled,

@@ -2,13 +2,13 @@
 
 As Kafka's ``StandaloneHerder``: connector configs live in the worker's memory (the deployment
 files are the durable copy), source offsets in its offset store, sink offsets in each
-connector's consumer group ``connect-<name>`` (:mod:`sluice.connect.offset_admin`).
+connector's consumer group ``connect-<name>`` (:mod:`sluice.connect.runtime.offset_admin`).
 
 Each connector has a *target state* (Kafka 3.5): ``RUNNING``, ``PAUSED`` (tasks run but do not
 poll) or ``STOPPED`` (the connector and its tasks are shut down, its config is kept); a restart
 or a new config brings a connector back to its target state. Offsets may be altered or reset
 only while the connector is ``STOPPED`` (Kafka 3.6). Errors and the shared requests are
-:mod:`sluice.connect.herder_base`'s.
+:mod:`sluice.connect.runtime.herder`'s.
 """
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ import logging
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from sluice.connect.api import Connector
-from sluice.connect.config_providers import placeholder_keys, resolve_config
-from sluice.connect.herder_base import (
+from sluice.connect.api.connector import Connector
+from sluice.connect.runtime.config_providers import placeholder_keys, resolve_config
+from sluice.connect.runtime.herder import (
     TARGET_STATES,
     AlreadyExistsError,
     BadRequestError,
@@ -28,11 +28,10 @@ from sluice.connect.herder_base import (
     NotFoundError,
     RebalanceNeededError,
     check_initial_state,
-    trace_of,
 )
-from sluice.connect.plugins import connector_class
-from sluice.connect.validation import masked, secret_keys
-from sluice.connect.worker import ConnectorState, Worker
+from sluice.connect.runtime.plugins import connector_class
+from sluice.connect.runtime.validation import masked, secret_keys
+from sluice.connect.runtime.worker import ConnectorState, Worker, trace_of
 
 __all__ = [
     "AlreadyExistsError",
@@ -48,7 +47,7 @@ log = logging.getLogger("sluice.connect")
 
 class Herder(HerderBase):
     """Serves the REST API from a :class:`Worker`; see the module docstring and
-    :class:`~sluice.connect.herder_base.HerderBase` for ``plugins`` and ``timeout_s``."""
+    :class:`~sluice.connect.runtime.herder.HerderBase` for ``plugins`` and ``timeout_s``."""
 
     def __init__(
         self, worker: Worker, *, plugins: Iterable[type[Connector]] = (), timeout_s: float = 15.0
@@ -92,7 +91,7 @@ class Herder(HerderBase):
         return {
             "name": name,
             "config": self._masked(name, running.config),
-            "tasks": [{"connector": name, "task": t.task_id} for t in running.tasks],
+            "tasks": [{"connector": name, "task": t.task_id} for t in self.worker.tasks_of(name)],
             "type": running.kind,
         }
 
@@ -118,7 +117,7 @@ class Herder(HerderBase):
                 "id": {"connector": name, "task": t.task_id},
                 "config": self._masked(name, t.config, resolved),
             }
-            for t in running.tasks
+            for t in self.worker.tasks_of(name)
         ]
 
     def target_state(self, name: str) -> str:
@@ -182,7 +181,7 @@ class Herder(HerderBase):
                 self._shut_down(name)
                 self._start(name, running.config)
                 return
-            for task in running.tasks:
+            for task in self.worker.tasks_of(name):
                 if target == "PAUSED":
                     task.pause()
                 else:
@@ -201,9 +200,10 @@ class Herder(HerderBase):
                 return None
             status = self.worker.status(name)
             connector = not only_failed or running.state == "FAILED"
+            runners = self.worker.tasks_of(name)
             tasks = [
                 t.task_id
-                for t in running.tasks
+                for t in runners
                 if include_tasks and (not only_failed or t.state == "FAILED")
             ]
             if connector:
@@ -211,7 +211,7 @@ class Herder(HerderBase):
             for task_status in status["tasks"]:
                 if task_status["id"] in tasks:
                     task_status["state"] = "RESTARTING"
-            if connector and len(tasks) == len(running.tasks):
+            if connector and len(tasks) == len(runners):
                 self._shut_down(name)
                 self._start(name, running.config)
                 return status
@@ -224,7 +224,8 @@ class Herder(HerderBase):
     def restart_task(self, name: str, task: int) -> None:
         """``POST /connectors/{name}/tasks/{task}/restart``."""
         with self._change():
-            if not any(t.task_id == task for t in self._state(name).tasks):
+            self._state(name)
+            if (name, task) not in self.worker.tasks:
                 raise NotFoundError(f"Task {name}-{task} not found")
             self._restart_task(name, task)
 
@@ -258,28 +259,28 @@ class Herder(HerderBase):
         if target == "STOPPED":
             return
         connector, config = running.connector, running.config
+        if connector is None:  # could not be made: it stays FAILED
+            return
         try:
             connector.stop()
             resolved = resolve_config(config)
             connector.start({**resolved, **type(connector).CONFIG.parse(resolved)})
-            max_tasks = int(config.get("tasks.max", 1))
-            wanted = [{**resolved, **c} for c in connector.task_configs(max_tasks)][:max_tasks]
+            wanted = self.worker.task_configs(name)
         except Exception as error:
             log.error("connector %s failed to restart: %s", name, error)
             running.state, running.trace = "FAILED", trace_of(error)
             return
         running.state, running.trace = target, None
-        if wanted != [t.config for t in running.tasks]:
+        if wanted != [t.config for t in self.worker.tasks_of(name)]:
             self._shut_down(name)
             self._start(name, config)
 
     def _restart_task(self, name: str, task_id: int) -> None:
         running = self._state(name)
-        index = next(i for i, t in enumerate(running.tasks) if t.task_id == task_id)
         if self.target_state(name) == "PAUSED":
             running.state = "PAUSED"
-        self.worker.restart_task(running.tasks[index].connector, task_id)
+        self.worker.restart_task(name, task_id)
 
     def _offset_state(self, name: str) -> tuple[str, bool]:
         running = self._state(name)
-        return running.kind, running.state == "STOPPED" and not running.tasks
+        return running.kind, running.state == "STOPPED" and not self.worker.tasks_of(name)

@@ -30,8 +30,8 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar, NamedTuple, Protocol
 
-from sluice.connect.config_def import ConfigDef, ConfigValue
-from sluice.connect.data import SinkBatch, SinkRecord, SourceBatch, SourceRecord
+from sluice.connect.api.config_def import ConfigDef, ConfigValue
+from sluice.connect.api.data import SinkBatch, SinkRecord, SourceBatch, SourceRecord
 
 __all__ = [
     "Connector",
@@ -205,7 +205,7 @@ class SourceTask(Task):
         """What the runtime calls: like :meth:`poll`, but records may come in column form.
 
         A task that reads many small values of one source partition (lines of a file) may
-        override it to return :class:`~sluice.connect.data.SourceBatch` objects beside or
+        override it to return :class:`~sluice.connect.SourceBatch` objects beside or
         instead of records; the runtime then converts and produces the values in bulk. By
         default, :meth:`poll`.
         """

@@ -1,7 +1,7 @@
 """The records of ``connect-configs``, in Kafka Connect's format.
 
 One partition, compacted, read whole by every worker
-(:class:`~sluice.connect.topic_store.TopicMap`)::
+(:class:`~sluice.connect.runtime.topic_store.TopicMap`)::
 
     connector-<name>          {"properties": {...}}            the connector's config
     target-state-<name>       {"state": ..., "state.v2": ...}  RUNNING | PAUSED | STOPPED
@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from sluice.connect.topic_store import TopicMap
+from sluice.connect.runtime.topic_store import TopicMap
 
 __all__ = ["ConfigLog", "RestartRequest"]
 

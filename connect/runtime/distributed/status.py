@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sluice.connect.topic_store import TopicMap
+from sluice.connect.runtime.topic_store import TopicMap
 
 __all__ = ["StatusLog", "connector_key", "task_key"]
 

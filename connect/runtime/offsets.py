@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from sluice.connect.topic_store import TopicMap
+    from sluice.connect.runtime.topic_store import TopicMap
 
 __all__ = ["FileOffsetStore", "KafkaOffsetStore", "OffsetReader", "OffsetStore", "offset_key"]
 

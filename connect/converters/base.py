@@ -1,7 +1,7 @@
 """The converter interface: Connect data ↔ the bytes of a Kafka record's key or value.
 
 Implementations live in :mod:`sluice.connect.converters` (string, bytes, and the factory) and
-:mod:`sluice.connect.json_converter`; a plugin converter subclasses :class:`Converter`.
+:mod:`sluice.connect.converters.json_converter`; a plugin converter subclasses :class:`Converter`.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from typing import Any
 
-from sluice.connect.data import Schema
+from sluice.connect.api.data import Schema
 from sluice.errors import ConfigError
 
 __all__ = ["Converter", "boolean_setting"]

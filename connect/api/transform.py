@@ -12,7 +12,7 @@ never modified in place: a transformation returns ``record.new_record(...)``.
 ...         self.suffix = settings.string("suffix")
 ...     def apply(self, record):
 ...         return record.new_record(value=record.value.upper() + self.suffix)
->>> from sluice.connect.data import ConnectRecord
+>>> from sluice.connect.api.data import ConnectRecord
 >>> upper = Upper()
 >>> upper.configure({"suffix": "!"})
 >>> upper.apply(ConnectRecord("t", 0, None, None, None, "hi")).value
@@ -28,8 +28,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal, TypeVar
 
-from sluice.connect.data import ConnectRecord, Field, Schema, SinkRecord, Struct
-from sluice.connect.errors import TransformError
+from sluice.connect.api.data import ConnectRecord, Field, Schema, SinkRecord, Struct
+from sluice.connect.api.errors import TransformError
 from sluice.errors import ConfigError
 
 __all__ = [
@@ -171,7 +171,7 @@ class Transformation(ABC):
     Subclasses declare ``CONFIG``, read their settings in :meth:`setup` and implement
     :meth:`apply`. The worker calls :meth:`configure` once, then :meth:`apply` for every record,
     then :meth:`close`. Data that a transformation cannot handle raises
-    :class:`~sluice.connect.errors.TransformError`.
+    :class:`~sluice.connect.TransformError`.
     """
 
     CONFIG: ClassVar[tuple[ConfigKey, ...]] = ()

@@ -1,6 +1,6 @@
 """The JSON converter's hot path: an encoder compiled once per schema, and orjson to write it.
 
-:class:`~sluice.connect.json_converter.JsonConverter` walks a value generically
+:class:`~sluice.connect.converters.json_converter.JsonConverter` walks a value generically
 (``_to_json``: the schema's type, its logical name, range and type checks, field by field). A
 connector that sends many values of one schema (a CDC table's Debezium envelope) pays that walk
 for every record. :func:`compile_encoder` turns a schema into a function that does the same for
@@ -27,8 +27,8 @@ from typing import Any
 
 import orjson
 
-from sluice.connect.data import Schema, Struct
-from sluice.connect.logical import LOGICAL_NAMES
+from sluice.connect.api.data import Schema, Struct
+from sluice.connect.api.logical import LOGICAL_NAMES
 
 __all__ = ["Encoder", "compile_encoder", "dumps", "has_float"]
 

@@ -11,7 +11,7 @@ import importlib
 import logging
 from importlib.metadata import entry_points
 
-from sluice.connect.api import Connector, SinkConnector
+from sluice.connect.api.connector import Connector, SinkConnector
 
 __all__ = ["connector_class", "known_plugins", "plugin_type"]
 
