@@ -30,10 +30,11 @@ from confluent_kafka import KafkaException
 
 from sluice import clients
 from sluice.cli import broker, connect, groups, status, topics, transactions
-from sluice.cli._common import EXIT_FAILED, CliError, describe_error, error_of
+from sluice.cli._common import describe_error, error_of
 from sluice.cli.consume import consume
 from sluice.cli.produce import produce
 from sluice.cli.up import up
+from sluice.exit_codes import EXIT_FAILED, CliError
 
 __all__ = ["app", "main"]
 

@@ -1,7 +1,7 @@
-"""What every command shares: connection options, errors, escapes, plain tables.
+"""What every command shares: connection options, client errors, escapes, plain tables.
 
-Exit codes: 0 success; 1 the operation failed (the broker refused, is unreachable, a record was
-not delivered); 2 the command line or a configuration file is wrong; 130 interrupted (Ctrl-C).
+Exit codes and :class:`~sluice.exit_codes.CliError` live in :mod:`sluice.exit_codes` (``sluice
+up`` raises it too).
 """
 
 from __future__ import annotations
@@ -16,11 +16,9 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
 from confluent_kafka.admin import AdminClient, ClusterMetadata  # type: ignore[attr-defined]
 from rich.console import Console
 
-C = TypeVar("C")
+from sluice.exit_codes import EXIT_USAGE, CliError
 
-EXIT_FAILED = 1
-EXIT_USAGE = 2
-EXIT_INTERRUPTED = 130
+C = TypeVar("C")
 
 stderr = Console(stderr=True, highlight=False, soft_wrap=True)
 """Diagnostics, progress and summaries go to stderr; stdout carries only data."""
@@ -72,15 +70,6 @@ RequestTimeout = Annotated[
     ),
 ]
 DEFAULT_TIMEOUT = 10.0
-
-
-class CliError(Exception):
-    """An error the user can act on: ``main()`` prints ``error: <message>``, no traceback."""
-
-    def __init__(self, message: str, exit_code: int = EXIT_FAILED) -> None:
-        super().__init__(message)
-        self.message = message
-        self.exit_code = exit_code
 
 
 def warn(message: str) -> None:

@@ -19,16 +19,8 @@ from confluent_kafka import (
 )
 
 from sluice import clients
-from sluice.cli._common import (
-    EXIT_USAGE,
-    CliError,
-    Connection,
-    describe_error,
-    error_of,
-    make_client,
-    parse_pairs,
-    warn,
-)
+from sluice.cli._common import Connection, describe_error, error_of, make_client, parse_pairs, warn
+from sluice.exit_codes import EXIT_USAGE, CliError
 
 Partition = tuple[str, int]
 

@@ -20,9 +20,9 @@ from confluent_kafka import KafkaException, TopicPartition
 from confluent_kafka.admin import OffsetSpec  # type: ignore[attr-defined]  # no __all__
 
 from sluice import clients
-from sluice.cli._common import CliError
 from sluice.cli._groups import GroupAdmin, Partition, partition_lags, state_name
 from sluice.cli._status_state import Component, Supervisor
+from sluice.exit_codes import CliError
 
 
 @dataclass

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from sluice.cli._common import EXIT_USAGE, CliError
+from sluice.exit_codes import EXIT_USAGE, CliError
 from sluice.up import state
 
 

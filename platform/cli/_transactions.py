@@ -16,7 +16,7 @@ from confluent_kafka import KafkaError
 from kio.schema.errors import ErrorCode
 
 from sluice import wire
-from sluice.cli._common import CliError
+from sluice.exit_codes import CliError
 
 __all__ = ["RETRIABLE", "SUPPORTED_CONFIG", "Admin", "error_text", "timestamp", "wire_config"]
 

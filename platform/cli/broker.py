@@ -8,9 +8,9 @@ from typing import Annotated
 
 import typer
 
-from sluice.cli._common import EXIT_USAGE, CliError
-from sluice.config import BrokerConfig, parse_listener
+from sluice.broker.config import BrokerConfig, parse_listener
 from sluice.errors import ConfigError
+from sluice.exit_codes import EXIT_USAGE, CliError
 from sluice.metrics import parse_listen
 
 app = typer.Typer(help="Run a broker.", no_args_is_help=True, rich_markup_mode="markdown")

@@ -12,7 +12,7 @@ every ``*.yaml`` in a directory) in this process, keeps source offsets in a loca
 stops cleanly — committing what was delivered — on Ctrl-C or SIGTERM. A bad file is refused as
 a whole, each problem named at ``file:line: key``, and nothing starts. A distributed worker
 (Kafka's ``connect-distributed``) joins a group of workers that share the connectors deployed
-to any of them (:mod:`sluice.connect.cluster`).
+to any of them (:mod:`sluice.connect.runtime.distributed`).
 """
 
 from __future__ import annotations
@@ -30,16 +30,10 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from sluice import clients
-from sluice.cli._common import (
-    EXIT_USAGE,
-    Bootstrap,
-    ClientConfig,
-    CliError,
-    parse_pairs,
-    stderr,
-)
-from sluice.cli._connect_rest import ConnectRest, apply_when_ready
+from sluice.cli._common import Bootstrap, ClientConfig, parse_pairs, stderr
+from sluice.connect_rest import ConnectRest, apply_when_ready
 from sluice.errors import ConfigError
+from sluice.exit_codes import EXIT_USAGE, CliError
 from sluice.metrics import LISTEN_OPTION, parse_listen, serve_metrics
 
 if TYPE_CHECKING:
@@ -47,9 +41,9 @@ if TYPE_CHECKING:
 
     from prometheus_client import CollectorRegistry
 
-    from sluice.connect.herder_base import HerderBase
     from sluice.connect.rest import RestServer
-    from sluice.connect.task_runner import TaskRunner
+    from sluice.connect.runtime.herder import HerderBase
+    from sluice.connect.runtime.task_runner import TaskRunner
 
 __all__ = ["app"]
 
@@ -99,11 +93,11 @@ def standalone(
     Example: `sluice connect standalone examples/connect/files.yaml`
     """
     from sluice.connect.deploy import DeploymentError, load, resolve_class
-    from sluice.connect.herder import Herder, HerderError
-    from sluice.connect.metrics import worker_registry
-    from sluice.connect.offsets import FileOffsetStore
-    from sluice.connect.plugins import connector_class, known_plugins
-    from sluice.connect.worker import Worker
+    from sluice.connect.runtime.metrics import worker_registry
+    from sluice.connect.runtime.offsets import FileOffsetStore
+    from sluice.connect.runtime.plugins import connector_class, known_plugins
+    from sluice.connect.runtime.standalone import Herder, HerderError
+    from sluice.connect.runtime.worker import Worker
 
     _log_to_stderr(log_level)
     _check_listen(metrics_listen)
@@ -141,7 +135,7 @@ def standalone(
         )
 
     def tasks() -> list[TaskRunner]:
-        return [t for c in list(worker.connectors.values()) for t in list(c.tasks)]
+        return list(worker.tasks.values())
 
     metrics = None
     if metrics_listen:
@@ -178,10 +172,10 @@ def start(
     `config.storage.topic=…`, `value.converter=json`…).
     Example: `sluice connect start --group etl --rest 127.0.0.1:8083`
     """
-    from sluice.connect.cluster.herder import DistributedHerder
-    from sluice.connect.cluster.runtime import ClusterWorker
-    from sluice.connect.errors import ConnectError
-    from sluice.connect.metrics import worker_registry
+    from sluice.connect.api.errors import ConnectError
+    from sluice.connect.runtime.distributed.herder import DistributedHerder
+    from sluice.connect.runtime.distributed.worker import ClusterWorker
+    from sluice.connect.runtime.metrics import worker_registry
 
     _log_to_stderr(log_level)
     _check_listen(metrics_listen)

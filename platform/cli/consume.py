@@ -40,10 +40,8 @@ from confluent_kafka import (
 from sluice import clients
 from sluice.cli._common import (
     DEFAULT_TIMEOUT,
-    EXIT_INTERRUPTED,
     Bootstrap,
     ClientConfig,
-    CliError,
     Connection,
     describe_error,
     make_client,
@@ -53,6 +51,7 @@ from sluice.cli._common import (
     unescape,
     warn,
 )
+from sluice.exit_codes import EXIT_INTERRUPTED, CliError
 
 OFFSET_TAIL_BASE = -2000
 """librdkafka's logical offset ``RD_KAFKA_OFFSET_TAIL(n)`` is ``-2000 - n``: n before the end."""

@@ -25,10 +25,8 @@ from confluent_kafka.admin import OffsetSpec  # type: ignore[attr-defined]  # no
 from sluice import clients
 from sluice.cli._common import (
     DEFAULT_TIMEOUT,
-    EXIT_FAILED,
     Bootstrap,
     ClientConfig,
-    CliError,
     RequestTimeout,
     describe_error,
     error_of,
@@ -49,6 +47,7 @@ from sluice.cli._groups import (
     partition_lags,
     state_name,
 )
+from sluice.exit_codes import EXIT_FAILED, CliError
 
 app = typer.Typer(
     help="List, describe, reset the offsets of, and delete consumer groups.",

@@ -25,11 +25,8 @@ from rich.progress import (
 
 from sluice import clients
 from sluice.cli._common import (
-    EXIT_FAILED,
-    EXIT_INTERRUPTED,
     Bootstrap,
     ClientConfig,
-    CliError,
     Connection,
     describe_error,
     make_client,
@@ -44,6 +41,7 @@ from sluice.cli._input_format import (
     compile_input_format,
     key_separator_format,
 )
+from sluice.exit_codes import EXIT_FAILED, EXIT_INTERRUPTED, CliError
 
 MAX_SHOWN_FAILURES = 10
 

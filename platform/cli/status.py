@@ -26,10 +26,8 @@ from sluice import clients
 from sluice.cli._common import (
     DEFAULT_HOME,
     DEFAULT_TIMEOUT,
-    EXIT_FAILED,
     Bootstrap,
     ClientConfig,
-    CliError,
     Home,
     RequestTimeout,
     heading,
@@ -55,6 +53,7 @@ from sluice.cli._status import (
     unreachable_broker,
 )
 from sluice.cli._status_state import Component, Supervisor, read_supervisor
+from sluice.exit_codes import EXIT_FAILED, CliError
 
 __all__ = ["status"]
 

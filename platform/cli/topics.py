@@ -21,10 +21,8 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined]  # exported wi
 from sluice import clients
 from sluice.cli._common import (
     DEFAULT_TIMEOUT,
-    EXIT_FAILED,
     Bootstrap,
     ClientConfig,
-    CliError,
     Connection,
     RequestTimeout,
     describe_error,
@@ -35,6 +33,7 @@ from sluice.cli._common import (
     print_table,
     warn,
 )
+from sluice.exit_codes import EXIT_FAILED, CliError
 
 app = typer.Typer(
     help="Create, list, describe, alter and delete topics.",

@@ -18,16 +18,15 @@ import typer
 from sluice import clients
 from sluice.cli._common import (
     DEFAULT_TIMEOUT,
-    EXIT_FAILED,
     Bootstrap,
     ClientConfig,
-    CliError,
     RequestTimeout,
     parse_pairs,
     print_table,
     warn,
 )
 from sluice.cli._groups import format_partitions
+from sluice.exit_codes import EXIT_FAILED, CliError
 
 app = typer.Typer(
     help="List and describe the transactions of transactional producers.",

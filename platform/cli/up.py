@@ -25,7 +25,8 @@ from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 
-from sluice.cli._common import DEFAULT_HOME, EXIT_FAILED, EXIT_USAGE, CliError, Home
+from sluice.cli._common import DEFAULT_HOME, Home
+from sluice.exit_codes import EXIT_FAILED, EXIT_USAGE, CliError
 
 if TYPE_CHECKING:
     from sluice.up import Deployment

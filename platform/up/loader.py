@@ -27,7 +27,6 @@ from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from sluice.connect.deploy import ConnectorSpec, DeploymentError, from_nodes
 from sluice.connect.deploy import load as load_connectors
-from sluice.connect.deploy.nodes import Entry, compose, entries, is_null, line, text
 from sluice.errors import ConfigError
 from sluice.up.spec import (
     RESTART_POLICIES,
@@ -39,6 +38,7 @@ from sluice.up.spec import (
     RestartPolicy,
     TopicSpec,
 )
+from sluice.yaml_positions import Entry, compose, entries, is_null, line, text
 
 __all__ = ["load"]
 
@@ -200,7 +200,7 @@ class _Reader:
     def check_classes(self, specs: list[ConnectorSpec]) -> None:
         """Each connector checked against its class, as the worker will (plugins found here)."""
         from sluice.connect.deploy import resolve_class
-        from sluice.connect.plugins import connector_class, known_plugins
+        from sluice.connect.runtime.plugins import connector_class, known_plugins
 
         known = known_plugins()
         for spec in specs:

@@ -25,10 +25,10 @@ from typing import Any
 
 from confluent_kafka import KafkaException
 
-from sluice.cli._common import EXIT_FAILED, EXIT_INTERRUPTED, CliError
-from sluice.cli._connect_rest import ConnectRest, apply_when_ready
 from sluice.connect.deploy import DeploymentError
+from sluice.connect_rest import ConnectRest, apply_when_ready
 from sluice.errors import SluiceError
+from sluice.exit_codes import EXIT_FAILED, EXIT_INTERRUPTED, CliError
 from sluice.streams.config import ENV_CONFIG
 from sluice.up import state as state_file
 from sluice.up.children import Child, Launch

@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from http import HTTPStatus
 from typing import TYPE_CHECKING, Any
 
-from sluice.cli._common import EXIT_USAGE, CliError
+from sluice.exit_codes import EXIT_USAGE, CliError
 
 if TYPE_CHECKING:
     from sluice.connect.deploy import ConnectorSpec
