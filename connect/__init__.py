@@ -12,7 +12,7 @@ packages (:mod:`sluice.connectors`) import only these names; an import-linter co
 
 Below the API: :mod:`sluice.connect.converters` (JSON, string, bytes),
 :mod:`sluice.connect.transforms` (the built-in transformations and predicates) and
-:mod:`sluice.connect.runtime` (one worker under a standalone and a distributed herder, task
+:mod:`sluice.connect.runtime` (one worker and one herder in both modes, task
 runners, offset/config/status storage, error tolerance); above the runtime, the REST API
 (:mod:`sluice.connect.rest`) and the YAML deployment (:mod:`sluice.connect.deploy`).
 docs/architecture.md draws the layers.

@@ -1,5 +1,5 @@
 """Kafka Connect's REST API, served by FastAPI over a herder
-(:class:`~sluice.connect.runtime.herder.HerderBase`).
+(:class:`~sluice.connect.runtime.herder.Herder`).
 
 Same paths, status codes and bodies as Kafka Connect (3.6), so that its tooling works::
 
@@ -46,7 +46,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
 
-from sluice.connect.runtime.herder import BadRequestError, HerderBase, HerderError
+from sluice.connect.runtime.herder import BadRequestError, Herder, HerderError
 
 __all__ = ["RestServer", "create_app", "serve"]
 
@@ -88,7 +88,7 @@ def _named(name: str, config: dict[str, str]) -> dict[str, str]:
     return {**config, "name": name}
 
 
-def create_app(herder: HerderBase) -> FastAPI:
+def create_app(herder: Herder) -> FastAPI:
     """The REST API of ``herder``; see the module docstring."""
     app = FastAPI(title="Sluice Connect", docs_url=None, redoc_url=None)
 
@@ -294,7 +294,7 @@ class RestServer:
 
 
 def serve(
-    herder: HerderBase, host: str = "127.0.0.1", port: int = 8083, *, timeout_s: float = 10.0
+    herder: Herder, host: str = "127.0.0.1", port: int = 8083, *, timeout_s: float = 10.0
 ) -> RestServer:
     """Serve the REST API of ``herder`` on ``host:port`` (0: any free port) in a thread.
 

@@ -1,8 +1,23 @@
-"""What both herders share: the REST API's errors, plugins, validation, offsets and server info.
+"""The herder: what Kafka Connect's REST API asks of a worker, in either mode.
 
-A *herder* carries out what Kafka Connect's REST API asks of the runtime:
-:class:`~sluice.connect.runtime.standalone.Herder` for a standalone worker,
-:class:`~sluice.connect.runtime.distributed.herder.DistributedHerder` for a worker of a group.
+A :class:`Herder` serves the REST API from a
+:class:`~sluice.connect.runtime.reconciler.Reconciler` — a standalone worker's
+(:func:`~sluice.connect.runtime.standalone.standalone_worker`) or a group's
+(:func:`~sluice.connect.runtime.distributed.cluster_worker`). Reads come from the config and
+status stores; a change is written to the config store, and the worker whose slot holds the
+connector or task acts on it: at once on a standalone worker (the change is in effect when the
+request returns), a moment later on a distributed one (any worker answers any request, as in
+Kafka Connect where requests are forwarded to the leader). A connector whose state no worker
+has written yet (just created, or its worker just started) shows ``UNASSIGNED`` rather than
+Kafka's 404.
+
+Each connector has a *target state* (Kafka 3.5): ``RUNNING``, ``PAUSED`` (tasks run but do not
+poll) or ``STOPPED`` (the connector and its tasks are shut down, its config is kept); a restart
+or a new config brings a connector back to its target state. Offsets may be altered or reset
+only while the connector is ``STOPPED`` (Kafka 3.6), source offsets in the worker's offset
+store, sink offsets in each connector's consumer group ``connect-<name>``
+(:mod:`sluice.connect.runtime.offset_admin`).
+
 Errors carry the HTTP status the REST API answers with::
 
     ConnectError
@@ -12,8 +27,9 @@ Errors carry the HTTP status the REST API answers with::
         ├── AlreadyExistsError     409: a connector of that name exists
         └── RebalanceNeededError   409: :attr:`HerderBase.rebalancing`; try again later
 
-While :attr:`HerderBase.rebalancing` is true every request that changes something raises
-:class:`RebalanceNeededError`. Changes are serialised by one lock.
+While :attr:`Herder.rebalancing` is true (the worker has no slots: joining, or a rebalance
+under way) every request that changes something raises :class:`RebalanceNeededError`, as
+Kafka's ``RebalanceNeededException``. Changes are serialised by one lock.
 """
 
 from __future__ import annotations
@@ -21,7 +37,6 @@ from __future__ import annotations
 import importlib.metadata
 import logging
 import threading
-from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
@@ -33,19 +48,21 @@ from sluice.connect.api.connector import Connector
 from sluice.connect.api.errors import ConnectError
 from sluice.connect.runtime.exactly_once import add_problems, problems
 from sluice.connect.runtime.offset_admin import ConnectorOffsets
-from sluice.connect.runtime.offsets import OffsetStore
-from sluice.connect.runtime.plugins import connector_class, known_plugins
+from sluice.connect.runtime.plugins import connector_class, known_plugins, plugin_type
+from sluice.connect.runtime.reconciler import Reconciler
 from sluice.connect.runtime.validation import (
     class_name,
     config_infos,
     invalid_config_message,
+    masked,
     plugin_infos,
+    secret_keys,
 )
 
 __all__ = [
     "AlreadyExistsError",
     "BadRequestError",
-    "HerderBase",
+    "Herder",
     "HerderError",
     "NotFoundError",
     "RebalanceNeededError",
@@ -115,28 +132,26 @@ def _version() -> str:
         return "unknown"
 
 
-class HerderBase(ABC):
-    """The REST API's view of a runtime; see the module docstring.
+class Herder:
+    """Serves the REST API from ``runtime``; see the module docstring.
 
-    ``worker_config`` holds the worker's settings (``bootstrap.servers``, ``admin.*``),
-    ``offset_store`` its source offsets; ``plugins`` adds connector classes to
-    ``GET /connector-plugins`` beyond the registered ones (``sluice.connectors`` entry points);
-    ``timeout_s`` bounds each admin request.
+    ``plugins`` adds connector classes to ``GET /connector-plugins`` beyond the registered ones
+    (``sluice.connectors`` entry points); ``timeout_s`` bounds each admin request.
     """
-
-    distributed = False
-    """Whether the worker is distributed (exactly-once sources are possible only then)."""
 
     def __init__(
         self,
-        worker_config: Mapping[str, Any],
-        offset_store: OffsetStore,
+        runtime: Reconciler,
         *,
         plugins: Iterable[type[Connector]] = (),
         timeout_s: float = 15.0,
     ) -> None:
-        self.worker_config = dict(worker_config)
-        self.offset_store = offset_store
+        self.runtime = runtime
+        self.configs = runtime.configs
+        self.worker_config = runtime.config
+        self.offset_store = runtime.offsets
+        self.distributed = runtime.worker.distributed
+        """Whether the worker is distributed (exactly-once sources are possible only then)."""
         self.timeout_s = timeout_s
         self._extra_plugins = list(plugins)
         self._lock = threading.RLock()
@@ -144,9 +159,9 @@ class HerderBase(ABC):
         self._cluster_id: str | None = None
 
     @property
-    @abstractmethod
     def rebalancing(self) -> bool:
-        """Whether changes are refused for now (409)."""
+        """Whether changes are refused for now (409): the worker has no slots."""
+        return self.runtime.rebalancing
 
     def server_info(self) -> dict[str, Any]:
         """``GET /``: version, commit and the Kafka cluster's id (null if unreachable)."""
@@ -158,29 +173,75 @@ class HerderBase(ABC):
                 log.warning("cannot read the Kafka cluster id: %s", error)
         return {"version": _version(), "commit": "unknown", "kafka_cluster_id": self._cluster_id}
 
-    # -- what each runtime answers ---------------------------------------------------------------
+    # -- reading -------------------------------------------------------------------------------
 
-    @abstractmethod
     def connectors(self) -> list[str]:
         """Names of the connectors, sorted."""
+        return self.configs.connectors()
 
-    @abstractmethod
+    def _config(self, name: str) -> dict[str, Any]:
+        config = self.configs.config(name)
+        if config is None:
+            raise NotFoundError(f"Connector {name} not found")
+        return config
+
+    def _masked(self, name: str, config: Mapping[str, Any]) -> dict[str, Any]:
+        cls = connector_class(str(config.get("connector.class")))
+        return masked(config, self.configs.secrets(name) | secret_keys(cls))
+
+    @staticmethod
+    def _kind(config: Mapping[str, Any]) -> str:
+        cls = connector_class(str(config.get("connector.class")))
+        return "unknown" if cls is None else plugin_type(cls)
+
     def connector_info(self, name: str) -> dict[str, Any]:
         """``GET /connectors/{name}``: name, config (secrets hidden), tasks and type."""
+        config = self._config(name)
+        return {
+            "name": name,
+            "config": self._masked(name, config),
+            "tasks": [
+                {"connector": name, "task": task} for task in range(len(self.configs.tasks(name)))
+            ],
+            "type": self._kind(config),
+        }
 
-    @abstractmethod
     def connector_config(self, name: str) -> dict[str, Any]:
         """``GET /connectors/{name}/config`` (secrets hidden)."""
+        return self._masked(name, self._config(name))
 
-    @abstractmethod
     def connector_status(self, name: str) -> dict[str, Any]:
         """``GET /connectors/{name}/status``."""
+        config = self._config(name)
+        found = self.runtime.status.connector(name)
+        connector: dict[str, Any] = {"state": "UNASSIGNED", "worker_id": None}
+        if found is not None:
+            connector = {"state": found["state"], "worker_id": found["worker_id"]}
+            if found.get("trace"):
+                connector["trace"] = found["trace"]
+        tasks = []
+        for task in range(len(self.configs.tasks(name))):
+            state = self.runtime.status.task(name, task)
+            if state is None:
+                continue
+            entry = {"id": task, "state": state["state"], "worker_id": state["worker_id"]}
+            if state.get("trace"):
+                entry["trace"] = state["trace"]
+            if state.get("warnings"):
+                entry["warnings"] = state["warnings"]
+            tasks.append(entry)
+        return {"name": name, "connector": connector, "tasks": tasks, "type": self._kind(config)}
 
-    @abstractmethod
     def task_configs(self, name: str) -> list[dict[str, Any]]:
-        """``GET /connectors/{name}/tasks``."""
+        """``GET /connectors/{name}/tasks`` (secrets hidden, placeholders unresolved)."""
+        self._config(name)
+        return [
+            {"id": {"connector": name, "task": task}, "config": self._masked(name, config)}
+            for task, config in enumerate(self.configs.tasks(name))
+        ]
 
-    @abstractmethod
+    # -- changing ------------------------------------------------------------------------------
+
     def create_connector(
         self,
         name: str,
@@ -193,22 +254,41 @@ class HerderBase(ABC):
         ``secrets`` names keys whose values are never shown (beyond ``password`` settings and
         keys that look secret): the deployment's resolved placeholders.
         """
+        check_initial_state(initial_state)
+        with self._change():
+            if self.configs.config(name) is not None:
+                raise AlreadyExistsError(f"Connector {name} already exists")
+            checked = self._checked({**config, "name": name})
+            self.configs.put_target_state(name, initial_state)
+            self.configs.put_connector(name, checked, secrets)
+        return self.connector_info(name)
 
-    @abstractmethod
     def put_connector_config(
         self, name: str, config: Mapping[str, Any], secrets: Iterable[str] = ()
     ) -> tuple[bool, dict[str, Any]]:
-        """``PUT /connectors/{name}/config``: create (True) or reconfigure (False) a connector."""
+        """``PUT /connectors/{name}/config``: create (True) or reconfigure (False) a connector.
 
-    @abstractmethod
+        A reconfigured connector is stopped and started again with the new config, in its
+        target state; an invalid config leaves the running one alone.
+        """
+        with self._change():
+            checked = self._checked({**config, "name": name})
+            created = self.configs.config(name) is None
+            self.configs.put_connector(name, checked, secrets)
+        return created, self.connector_info(name)
+
     def delete_connector(self, name: str) -> None:
         """``DELETE /connectors/{name}``: stop and forget it (its offsets stay)."""
+        with self._change():
+            self._config(name)
+            self.configs.remove(name)
 
-    @abstractmethod
     def _retarget(self, name: str, target: str) -> None:
         """Set the connector's target state (RUNNING, PAUSED or STOPPED)."""
+        with self._change():
+            self._config(name)
+            self.configs.put_target_state(name, target)
 
-    @abstractmethod
     def restart_connector(
         self, name: str, include_tasks: bool = False, only_failed: bool = False
     ) -> dict[str, Any] | None:
@@ -219,14 +299,35 @@ class HerderBase(ABC):
         ``include_tasks`` every task (or every failed one) too; the answer is the status from
         before, with ``RESTARTING`` for each instance restarted.
         """
+        with self._change():
+            status = self.connector_status(name)
+            self.configs.request_restart(name, include_tasks=include_tasks, only_failed=only_failed)
+            if not include_tasks and not only_failed:
+                return None
+            if not only_failed or status["connector"]["state"] == "FAILED":
+                status["connector"]["state"] = "RESTARTING"
+            for task in status["tasks"]:
+                if include_tasks and (not only_failed or task["state"] == "FAILED"):
+                    task["state"] = "RESTARTING"
+            return status
 
-    @abstractmethod
     def restart_task(self, name: str, task: int) -> None:
         """``POST /connectors/{name}/tasks/{task}/restart``."""
+        with self._change():
+            self._config(name)
+            if not 0 <= task < len(self.configs.tasks(name)):
+                raise NotFoundError(f"Task {name}-{task} not found")
+            self.configs.request_restart(name, task, include_tasks=False, only_failed=False)
 
-    @abstractmethod
     def _offset_state(self, name: str) -> tuple[str, bool]:
         """The connector's type (source/sink) and whether it is STOPPED with no tasks."""
+        config = self._config(name)
+        stopped = (
+            self.configs.target_state(name) == "STOPPED"
+            and self.configs.committed(name)
+            and not self.configs.tasks(name)
+        )
+        return self._kind(config), stopped
 
     # -- shared --------------------------------------------------------------------------------
 
@@ -251,12 +352,15 @@ class HerderBase(ABC):
 
     @contextmanager
     def _change(self) -> Iterator[None]:
+        """Refuse while rebalancing; serialise; have the change applied (at once on a
+        standalone worker) once it is written."""
         if self.rebalancing:
             raise RebalanceNeededError()
         with self._lock:
             if self.rebalancing:
                 raise RebalanceNeededError()
             yield
+            self.runtime.settle()
 
     # -- validation and plugins ----------------------------------------------------------------
 

@@ -50,6 +50,9 @@ class OffsetStore(Protocol):
     def connector_offsets(self, connector: str) -> list[tuple[dict[str, Any], dict[str, Any]]]:
         """Every ``(partition, offset)`` of a connector."""
 
+    def close(self) -> None:
+        """Release what the store holds (its tasks have flushed and stopped)."""
+
 
 class KafkaOffsetStore:
     """Offsets in the compacted topic ``connect-offsets`` (Kafka Connect's keys and values)."""
@@ -88,6 +91,10 @@ class KafkaOffsetStore:
             if name == connector and offset is not None:
                 found.append((partition, offset))
         return found
+
+    def close(self) -> None:
+        """Stop following the topic."""
+        self.map.close()
 
 
 class FileOffsetStore:
@@ -139,6 +146,9 @@ class FileOffsetStore:
                 handle.flush()
                 os.fsync(handle.fileno())
             os.replace(temporary, self.path)
+
+    def close(self) -> None:
+        """Nothing to release: each flush wrote the file whole."""
 
 
 class OffsetReader:

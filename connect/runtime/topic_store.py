@@ -27,6 +27,7 @@ from confluent_kafka.admin import NewTopic  # type: ignore[attr-defined]
 
 from sluice import clients
 from sluice.connect.api.errors import ConnectError
+from sluice.connect.runtime.backing_map import MemoryMap
 
 __all__ = ["TopicMap", "ensure_topic"]
 
@@ -61,7 +62,8 @@ class TopicMap:
         self.topic = topic
         self.on_change = on_change
         ensure_topic(bootstrap, topic, partitions)
-        self._data: dict[str, Any] = {}
+        self._records = MemoryMap()
+        """What has been read (its ``on_change`` unset: this map calls its own)."""
         self._lock = threading.Condition()
         self._read_offsets: dict[int, int] = {}
         self._producer = clients.producer(bootstrap, **{"acks": "all", "linger.ms": 0})
@@ -94,10 +96,7 @@ class TopicMap:
             raw = message.value()
             value = None if raw is None else json.loads(raw)
             with self._lock:
-                if value is None:
-                    self._data.pop(name, None)
-                else:
-                    self._data[name] = value
+                self._records.put(name, value)
                 self._read_offsets[message.partition()] = message.offset() + 1
                 self._lock.notify_all()
             if self.on_change is not None:
@@ -145,13 +144,11 @@ class TopicMap:
 
     def get(self, key: str) -> Any:
         """The current value of ``key`` (None: absent)."""
-        with self._lock:
-            return self._data.get(key)
+        return self._records.get(key)
 
     def items(self, prefix: str = "") -> list[tuple[str, Any]]:
         """Entries whose key starts with ``prefix``, in key order."""
-        with self._lock:
-            return sorted((k, v) for k, v in self._data.items() if k.startswith(prefix))
+        return self._records.items(prefix)
 
     def put(self, key: str, value: Any, *, wait: bool = True, partition: int | None = None) -> None:
         """Write ``key`` (None: a tombstone); with ``wait``, return once it is read back."""

@@ -3,15 +3,10 @@
 One worker serves both modes. It makes, starts and stops connector instances — each with its
 context (:class:`~sluice.connect.ConnectorContext`), its state and trace — and task runners
 (:mod:`.source_runner`, :mod:`.sink_runner`, :mod:`.exactly_once`) with the worker's offsets,
-converters, error tolerance and metrics. What runs here is its herder's decision, and the two
-herders differ only in where configs and statuses live:
-
-- standalone (:mod:`.standalone`): every connector runs here with all its tasks, its config in
-  memory; :meth:`Worker.start_connector` does the whole of it (validate, start the connector, ask
-  for at most ``tasks.max`` task configs, run a task per config);
-- distributed (:mod:`.distributed`): a group of workers reads configs from ``connect-configs``
-  and writes statuses to ``connect-status``; each runs the connector instances
-  (:meth:`Worker.start_instance`) and tasks (:meth:`Worker.start_task`) of its slots.
+converters, error tolerance and metrics. What runs here is decided by the
+:class:`~.reconciler.Reconciler` driving it, the same in both modes: the connector instances
+(:meth:`Worker.start_instance`) and tasks (:meth:`Worker.start_task`) of its slots, from the
+configs of its config store.
 
 Worker settings use Kafka Connect's names: ``bootstrap.servers``, ``key.converter`` /
 ``value.converter`` (and their ``.schemas.enable``), ``offset.flush.interval.ms``, ``producer.*``
@@ -37,7 +32,6 @@ from sluice.connect.runtime.exactly_once import (
     ExactlyOnceSourceTaskRunner,
     check_worker_config,
     exactly_once_enabled,
-    problems,
 )
 from sluice.connect.runtime.offsets import OffsetStore
 from sluice.connect.runtime.plugins import connector_class, plugin_type
@@ -113,17 +107,12 @@ class _Context:
 class Worker:
     """Runs connectors and tasks; see the module docstring.
 
-    ``on_reconfigure(name)`` is called when a connector asks for its task configs to be computed
-    again (by default, standalone: the connector restarts, in a thread of its own).
+    :attr:`on_reconfigure` is called with a connector's name when it asks for its task configs
+    to be computed again (the :class:`~.reconciler.Reconciler` driving this worker sets it).
     """
 
     def __init__(
-        self,
-        config: dict[str, Any],
-        offsets: OffsetStore,
-        *,
-        distributed: bool = False,
-        on_reconfigure: Callable[[str], None] | None = None,
+        self, config: dict[str, Any], offsets: OffsetStore, *, distributed: bool = False
     ) -> None:
         if "bootstrap.servers" not in config:
             raise ConfigError("missing required configuration", key="bootstrap.servers")
@@ -134,7 +123,7 @@ class Worker:
         self.worker_id = f"{socket.gethostname()}:{config.get('rest.port', 8083)}"
         self.connectors: dict[str, ConnectorState] = {}
         self.tasks: dict[TaskId, TaskRunner] = {}
-        self.on_reconfigure = on_reconfigure or self._restart_in_background
+        self.on_reconfigure: Callable[[str], None] = lambda name: None
         self._lock = threading.RLock()
 
     # -- connectors ----------------------------------------------------------------------------
@@ -149,16 +138,6 @@ class Worker:
         if cls is None:
             raise ConfigError(f"unknown connector class {name!r}", key="connector.class")
         return cls
-
-    def validate(self, config: dict[str, Any]) -> None:
-        """Raise a ConfigError naming every problem of ``config``."""
-        cls = self.connector_class_of(config)
-        found = [(v.name, e) for v in cls().validate(config) for e in v.errors]
-        found += problems(cls, config, self.config, distributed=self.distributed)
-        if found:
-            key, first = found[0]
-            more = "; ".join(f"{k}: {e}" for k, e in found[1:])
-            raise ConfigError(first + (f" (also {more})" if more else ""), key=key)
 
     def start_instance(
         self, name: str, config: dict[str, Any], start: bool = True
@@ -215,16 +194,6 @@ class Worker:
             if instance is not None:
                 instance.trace, instance.state = trace_of(error), "FAILED"  # trace first
 
-    def _restart_in_background(self, name: str) -> None:
-        threading.Thread(target=self._reconfigure, args=(name,), daemon=True).start()
-
-    def _reconfigure(self, name: str) -> None:
-        try:
-            self.restart_connector(name)
-        except Exception as error:  # never lose it: the connector shows FAILED with the trace
-            log.error("connector %s could not reconfigure its tasks: %s", name, error)
-            self.fail_connector(name, error)
-
     # -- tasks ---------------------------------------------------------------------------------
 
     def make_task(self, name: str, task_id: int, config: dict[str, Any]) -> TaskRunner:
@@ -250,96 +219,3 @@ class Worker:
         """The tasks of connector ``name`` running here, by number."""
         found = [runner for (owner, _), runner in list(self.tasks.items()) if owner == name]
         return sorted(found, key=lambda runner: runner.task_id)
-
-    # -- a connector with all its tasks (standalone) -------------------------------------------
-
-    def start_connector(self, name: str, config: dict[str, Any], state: str = "RUNNING") -> None:
-        """Validate, start the connector and its tasks (``state`` PAUSED/STOPPED start idle)."""
-        with self._lock:
-            if name in self.connectors:
-                raise ConnectError(f"connector {name} is already running")
-            config = {**config, "name": name}
-            self.validate(resolve_config(config))
-            running = self.start_instance(name, config, start=state != "STOPPED")
-            if running.state == "FAILED":
-                return
-            if state == "STOPPED":
-                running.state = "STOPPED"
-                return
-            runners: list[TaskRunner] = []
-            try:
-                for task_id, task_config in enumerate(self.task_configs(name)):
-                    runners.append(self.make_task(name, task_id, task_config))
-            except Exception as error:
-                running.state, running.trace = "FAILED", trace_of(error)
-                log.error("connector %s failed to start: %s", name, error)
-                for runner in runners:
-                    runner.stop()  # never started: closes their clients
-                return
-            for runner in runners:
-                self.tasks[(name, runner.task_id)] = runner
-                runner.start()
-            if state == "PAUSED":
-                self.pause(name)
-            log.info("connector %s started with %d tasks", name, len(runners))
-
-    def restart_task(self, name: str, task_id: int) -> None:
-        """Stop one task (committing) and start it again with the same config."""
-        config = self.stop_task(name, task_id).config
-        runner = self.start_task(name, task_id, config)
-        if self.connectors[name].state == "PAUSED":
-            runner.pause()
-
-    def stop_connector(self, name: str) -> None:
-        """Stop the tasks (committing), then the connector, and forget it."""
-        with self._lock:  # taken from the maps at once: a second stop finds nothing to stop
-            if name not in self.connectors:
-                return
-            runners = [self.tasks.pop((name, runner.task_id)) for runner in self.tasks_of(name)]
-        for runner in runners:
-            runner.stop()
-        self.stop_instance(name)
-        log.info("connector %s stopped", name)
-
-    def restart_connector(self, name: str) -> None:
-        """Stop and start again with the same config."""
-        with self._lock:
-            running = self.connectors.get(name)
-            if running is None:
-                raise ConnectError(f"connector {name} not found")
-            config, state = running.config, running.state
-            self.stop_connector(name)
-            self.start_connector(name, config, "RUNNING" if state == "FAILED" else state)
-
-    def pause(self, name: str) -> None:
-        """Tasks stop polling; their position is kept."""
-        self.connectors[name].state = "PAUSED"
-        for runner in self.tasks_of(name):
-            runner.pause()
-
-    def resume(self, name: str) -> None:
-        """Tasks poll again."""
-        self.connectors[name].state = "RUNNING"
-        for runner in self.tasks_of(name):
-            runner.resume()
-
-    def status(self, name: str) -> dict[str, Any]:
-        """Kafka Connect's ``GET /connectors/{name}/status`` body."""
-        running = self.connectors[name]
-        connector: dict[str, Any] = {"state": running.state, "worker_id": self.worker_id}
-        if running.trace:
-            connector["trace"] = running.trace
-        tasks = [{**t.status(), "worker_id": self.worker_id} for t in self.tasks_of(name)]
-        return {"name": name, "connector": connector, "tasks": tasks, "type": running.kind}
-
-    def names(self) -> list[str]:
-        """The connectors' names, sorted (safe while another thread starts or stops one)."""
-        with self._lock:
-            return sorted(self.connectors)
-
-    def stop(self) -> None:
-        """Stop every connector and task."""
-        for name in list(self.connectors):
-            self.stop_connector(name)
-        for name, task_id in list(self.tasks):
-            self.stop_task(name, task_id)

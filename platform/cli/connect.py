@@ -42,7 +42,7 @@ if TYPE_CHECKING:
     from prometheus_client import CollectorRegistry
 
     from sluice.connect.rest import RestServer
-    from sluice.connect.runtime.herder import HerderBase
+    from sluice.connect.runtime.herder import Herder
     from sluice.connect.runtime.task_runner import TaskRunner
 
 __all__ = ["app"]
@@ -93,11 +93,11 @@ def standalone(
     Example: `sluice connect standalone examples/connect/files.yaml`
     """
     from sluice.connect.deploy import DeploymentError, load, resolve_class
+    from sluice.connect.runtime.herder import Herder, HerderError
     from sluice.connect.runtime.metrics import worker_registry
     from sluice.connect.runtime.offsets import FileOffsetStore
     from sluice.connect.runtime.plugins import connector_class, known_plugins
-    from sluice.connect.runtime.standalone import Herder, HerderError
-    from sluice.connect.runtime.worker import Worker
+    from sluice.connect.runtime.standalone import standalone_worker
 
     _log_to_stderr(log_level)
     _check_listen(metrics_listen)
@@ -113,14 +113,15 @@ def standalone(
         if problems:
             raise CliError("\n".join(str(p) for p in problems), exit_code=EXIT_USAGE)
         settings = {"bootstrap.servers": bootstrap, **parse_pairs(worker_config, "-X")}
-        worker = Worker(settings, FileOffsetStore(offsets))
+        runtime = standalone_worker(settings, FileOffsetStore(offsets))
     except (ConfigError, OSError) as error:
         raise CliError(str(error), exit_code=EXIT_USAGE) from None
-    herder = Herder(worker)
+    herder = Herder(runtime)
+    worker = runtime.worker
 
     def deploy(server: RestServer | None) -> None:
-        if server is not None:  # Kafka Connect's worker id is its REST address: host:port
-            worker.worker_id = _worker_id(server.host, server.port)
+        # Kafka Connect's worker id is its REST address: host:port
+        runtime.start(worker.worker_id if server is None else _worker_id(server.host, server.port))
         for spec in specs:
             try:
                 herder.create_connector(
@@ -143,7 +144,7 @@ def standalone(
     try:
         _serve_until_signal(herder, rest, deploy, metrics)
     finally:
-        worker.stop()
+        runtime.stop()
 
 
 @app.command()
@@ -173,8 +174,8 @@ def start(
     Example: `sluice connect start --group etl --rest 127.0.0.1:8083`
     """
     from sluice.connect.api.errors import ConnectError
-    from sluice.connect.runtime.distributed.herder import DistributedHerder
-    from sluice.connect.runtime.distributed.worker import ClusterWorker
+    from sluice.connect.runtime.distributed import cluster_worker
+    from sluice.connect.runtime.herder import Herder
     from sluice.connect.runtime.metrics import worker_registry
 
     _log_to_stderr(log_level)
@@ -182,7 +183,7 @@ def start(
     settings = {"bootstrap.servers": bootstrap, **parse_pairs(worker_config, "-X")}
     settings["group.id"] = group
     try:
-        cluster = ClusterWorker(settings)
+        cluster = cluster_worker(settings)
     except (ConfigError, ConnectError, ValueError) as error:
         raise CliError(f"cannot start the worker: {error}", exit_code=EXIT_USAGE) from None
     if not rest:
@@ -202,7 +203,7 @@ def start(
         )
         metrics = (metrics_listen, registry)
     try:
-        _serve_until_signal(DistributedHerder(cluster), rest, join, metrics)
+        _serve_until_signal(Herder(cluster), rest, join, metrics)
     finally:
         cluster.stop()
 
@@ -236,7 +237,7 @@ def _check_listen(metrics_listen: str | None) -> None:
 
 
 def _serve_until_signal(
-    herder: HerderBase,
+    herder: Herder,
     rest: str,
     started: Callable[[RestServer | None], None],
     metrics: tuple[str, CollectorRegistry] | None = None,

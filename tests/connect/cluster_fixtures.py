@@ -15,15 +15,16 @@ from fastapi.testclient import TestClient
 
 from sluice import clients
 from sluice.connect.rest import create_app
-from sluice.connect.runtime.distributed.herder import DistributedHerder
-from sluice.connect.runtime.distributed.worker import ClusterWorker
+from sluice.connect.runtime.distributed import cluster_worker
+from sluice.connect.runtime.herder import Herder
+from sluice.connect.runtime.reconciler import Reconciler
 from tests.conftest import BrokerProcess
 from tests.connect.plugins_for_tests import CollectingSink, CountingSource
 from tests.connect.rest_fixtures import wait_for
 
 BAD_TASKS = "tests.connect.plugins_for_tests.BadTaskConfigSource"
 
-Cluster = Callable[[str], tuple[ClusterWorker, TestClient]]
+Cluster = Callable[[str], tuple[Reconciler, TestClient]]
 
 
 @pytest.fixture
@@ -41,11 +42,11 @@ def cluster(shared_broker: BrokerProcess) -> Iterator[Cluster]:
         "session.timeout.ms": "6000",
         "heartbeat.interval.ms": "1000",
     }
-    made: list[tuple[ClusterWorker, TestClient]] = []
+    made: list[tuple[Reconciler, TestClient]] = []
 
-    def join(worker_id: str) -> tuple[ClusterWorker, TestClient]:
-        worker = ClusterWorker(settings)
-        herder = DistributedHerder(worker, plugins=[CountingSource, CollectingSink], timeout_s=10)
+    def join(worker_id: str) -> tuple[Reconciler, TestClient]:
+        worker = cluster_worker(settings)
+        herder = Herder(worker, plugins=[CountingSource, CollectingSink], timeout_s=10)
         client = TestClient(create_app(herder))
         made.append((worker, client))
         if worker_id:

@@ -1,7 +1,7 @@
 """Shared fixtures and helpers for the Kafka Connect REST API tests (connect/rest.py).
 
-Each test runs its own Worker and Herder on the shared broker; connector names (and so sink
-groups ``connect-<name>``) and topics are fresh per test. The plugins are
+Each test runs its own standalone worker and Herder on the shared broker; connector names (and
+so sink groups ``connect-<name>``) and topics are fresh per test. The plugins are
 ``tests.connect.plugins_for_tests``, loaded by dotted path as a user's would be.
 """
 
@@ -17,9 +17,9 @@ import pytest
 from fastapi.testclient import TestClient
 
 from sluice.connect.rest import create_app
+from sluice.connect.runtime.herder import Herder
 from sluice.connect.runtime.offsets import FileOffsetStore
-from sluice.connect.runtime.standalone import Herder
-from sluice.connect.runtime.worker import Worker
+from sluice.connect.runtime.standalone import standalone_worker
 from tests.conftest import BrokerProcess, create_topic
 from tests.connect.plugins_for_tests import CollectingSink, CountingSource
 
@@ -51,14 +51,15 @@ def unique(prefix: str) -> str:
 
 @pytest.fixture
 def herder(shared_broker: BrokerProcess, tmp_path: Path) -> Iterator[Herder]:
-    worker = Worker(
+    runtime = standalone_worker(
         {"bootstrap.servers": shared_broker.bootstrap, "offset.flush.interval.ms": 100},
         FileOffsetStore(tmp_path / "offsets.json"),
     )
+    runtime.start("127.0.0.1:8083")
     try:
-        yield Herder(worker, plugins=[CountingSource, CollectingSink], timeout_s=10)
+        yield Herder(runtime, plugins=[CountingSource, CollectingSink], timeout_s=10)
     finally:
-        worker.stop()
+        runtime.stop()
 
 
 @pytest.fixture

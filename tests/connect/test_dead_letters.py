@@ -10,7 +10,7 @@ from confluent_kafka import Producer
 
 from tests.conftest import BrokerProcess, create_topic
 from tests.connect.plugins_for_tests import RECEIVED
-from tests.connect.worker_helpers import in_process_worker, read, wait
+from tests.connect.worker_helpers import in_process_herder, read, wait
 
 
 def _send(bootstrap: str, topic: str, values: list[bytes]) -> None:
@@ -26,9 +26,9 @@ def test_bad_records_go_to_the_dead_letter_topic_with_context(
     bootstrap = shared_broker.bootstrap
     topic, dead = create_topic(bootstrap), create_topic(bootstrap)
     _send(bootstrap, topic, [b'{"n": 1}', b"{not json", b'{"n": 2}'])
-    worker = in_process_worker(bootstrap, tmp_path)
+    herder = in_process_herder(bootstrap, tmp_path)
     output = tmp_path / "out.txt"
-    worker.start_connector(
+    herder.create_connector(
         "sink",
         {
             "connector.class": "file-sink",
@@ -55,7 +55,7 @@ def test_bad_records_go_to_the_dead_letter_topic_with_context(
         assert headers["__connect.errors.connector.name"] == b"sink"
         assert headers["__connect.errors.exception.class.name"]
     finally:
-        worker.stop()
+        herder.runtime.stop()
 
 
 def test_without_tolerance_the_task_fails_with_its_trace(
@@ -64,8 +64,8 @@ def test_without_tolerance_the_task_fails_with_its_trace(
     bootstrap = shared_broker.bootstrap
     topic = create_topic(bootstrap)
     _send(bootstrap, topic, [b"{not json"])
-    worker = in_process_worker(bootstrap, tmp_path)
-    worker.start_connector(
+    herder = in_process_herder(bootstrap, tmp_path)
+    herder.create_connector(
         "strict",
         {
             "connector.class": "file-sink",
@@ -75,10 +75,10 @@ def test_without_tolerance_the_task_fails_with_its_trace(
         },
     )
     try:
-        wait(lambda: worker.status("strict")["tasks"][0]["state"] == "FAILED", "FAILED")
-        assert "ConverterError" in worker.status("strict")["tasks"][0]["trace"]
+        wait(lambda: herder.connector_status("strict")["tasks"][0]["state"] == "FAILED", "FAILED")
+        assert "ConverterError" in herder.connector_status("strict")["tasks"][0]["trace"]
     finally:
-        worker.stop()
+        herder.runtime.stop()
 
 
 def test_records_a_task_reports_go_to_the_dead_letter_topic(
@@ -88,9 +88,9 @@ def test_records_a_task_reports_go_to_the_dead_letter_topic(
     bootstrap = shared_broker.bootstrap
     topic, dead = create_topic(bootstrap), create_topic(bootstrap)
     _send(bootstrap, topic, [b"good", b"bad", b"fine"])
-    worker = in_process_worker(bootstrap, tmp_path)
+    herder = in_process_herder(bootstrap, tmp_path)
     name = f"picky-{topic}"
-    worker.start_connector(
+    herder.create_connector(
         name,
         {
             "connector.class": "tests.connect.plugins_for_tests.PickySink",
@@ -111,7 +111,7 @@ def test_records_a_task_reports_go_to_the_dead_letter_topic(
         assert headers["__connect.errors.offset"] == b"1"
         assert b"the value is bad" in headers["__connect.errors.exception.message"]
     finally:
-        worker.stop()
+        herder.runtime.stop()
 
 
 def test_reporting_without_tolerance_fails_the_task(
@@ -120,7 +120,7 @@ def test_reporting_without_tolerance_fails_the_task(
     bootstrap = shared_broker.bootstrap
     topic = create_topic(bootstrap)
     _send(bootstrap, topic, [b"good", b"bad"])
-    worker = in_process_worker(bootstrap, tmp_path)
+    herder = in_process_herder(bootstrap, tmp_path)
     name = f"picky-{topic}"
     config = {
         "connector.class": "tests.connect.plugins_for_tests.PickySink",
@@ -129,10 +129,13 @@ def test_reporting_without_tolerance_fails_the_task(
         "value.converter": "string",
         "errors.log.enable": "true",
     }
-    worker.start_connector(name, config)
+    herder.create_connector(name, config)
     try:
-        wait(lambda: worker.status(name)["tasks"][0]["state"] == "FAILED", "the task to fail")
-        trace = worker.status(name)["tasks"][0]["trace"]
+        wait(
+            lambda: herder.connector_status(name)["tasks"][0]["state"] == "FAILED",
+            "the task to fail",
+        )
+        trace = herder.connector_status(name)["tasks"][0]["trace"]
         assert "tolerance exceeded" in trace and "@1" in trace
     finally:
-        worker.stop()
+        herder.runtime.stop()

@@ -17,13 +17,12 @@ from fastapi.testclient import TestClient
 
 from sluice import clients
 from sluice.connect.rest import create_app
-from sluice.connect.runtime.distributed.herder import DistributedHerder
-from sluice.connect.runtime.distributed.worker import DEFAULTS, ClusterWorker
+from sluice.connect.runtime.distributed import DEFAULTS, cluster_worker
 from sluice.connect.runtime.exactly_once import ExactlyOnceSourceTaskRunner
+from sluice.connect.runtime.herder import BadRequestError, Herder
 from sluice.connect.runtime.offsets import FileOffsetStore, KafkaOffsetStore, offset_key
-from sluice.connect.runtime.standalone import Herder
+from sluice.connect.runtime.standalone import standalone_worker
 from sluice.connect.runtime.topic_store import TopicMap, ensure_topic
-from sluice.connect.runtime.worker import Worker
 from sluice.connectors.file.source import FileSourceConnector, FileSourceTask
 from sluice.errors import ConfigError
 from tests.conftest import SHARED_CONFIG, BrokerProcess
@@ -197,8 +196,8 @@ def test_a_distributed_group_runs_file_source_exactly_once(
     topic = f"lines-{suffix()}"
     lines = tmp_path / "in.txt"
     lines.write_text("".join(f"{n}\n" for n in range(30)))
-    worker = ClusterWorker(eos_settings)
-    client = TestClient(create_app(DistributedHerder(worker, timeout_s=10)))
+    worker = cluster_worker(eos_settings)
+    client = TestClient(create_app(Herder(worker, timeout_s=10)))
     try:
         worker.start("w1:8083")
         wait(lambda: not worker.rebalancing, "the worker to join")
@@ -255,8 +254,8 @@ def errors_of(client: TestClient, config: dict[str, Any]) -> dict[str, list[str]
 def test_settings_that_cannot_hold_are_refused_with_the_key(
     tmp_path: Path, eos_settings: dict[str, Any], extra: dict[str, str], key: str, message: str
 ) -> None:
-    worker = ClusterWorker(eos_settings)
-    client = TestClient(create_app(DistributedHerder(worker, timeout_s=10)))
+    worker = cluster_worker(eos_settings)
+    client = TestClient(create_app(Herder(worker, timeout_s=10)))
     try:
         config = {"connector.class": "file-source", "file": "x", "topic": "t", **extra}
         errors = errors_of(client, config)
@@ -270,8 +269,8 @@ def test_required_needs_an_enabled_worker_and_a_connector_that_supports_it(
     eos_settings: dict[str, Any],
 ) -> None:
     disabled = {**eos_settings, "exactly.once.source.support": "preparing"}
-    worker = ClusterWorker(disabled)
-    client = TestClient(create_app(DistributedHerder(worker, timeout_s=10)))
+    worker = cluster_worker(disabled)
+    client = TestClient(create_app(Herder(worker, timeout_s=10)))
     try:
         config = {
             "connector.class": "file-source",
@@ -309,7 +308,7 @@ def _problems(cls: type, config: dict[str, Any]) -> list[tuple[str, str]]:
 
 def test_a_bad_worker_setting_is_refused(eos_settings: dict[str, Any]) -> None:
     with pytest.raises(ConfigError, match="must be one of disabled, preparing, enabled"):
-        ClusterWorker({**eos_settings, "exactly.once.source.support": "on"})
+        cluster_worker({**eos_settings, "exactly.once.source.support": "on"})
 
 
 def test_a_standalone_worker_has_no_exactly_once_sources(
@@ -320,16 +319,23 @@ def test_a_standalone_worker_has_no_exactly_once_sources(
         "exactly.once.source.support": "enabled",
     }
     with pytest.raises(ConfigError, match="needs a distributed worker"):
-        Worker(settings, FileOffsetStore(tmp_path / "offsets.json"))
-    worker = Worker({"bootstrap.servers": shared_broker.bootstrap}, FileOffsetStore(tmp_path / "o"))
-    herder = Herder(worker)
-    config = {"name": "lines", "connector.class": "file-source", "file": "x", "topic": "t"}
-    found = herder.validate({**config, "exactly.once.support": "required"})
-    errors = {c["value"]["name"]: c["value"]["errors"] for c in found["configs"]}
-    assert any("not have exactly-once" in e for e in errors["exactly.once.support"])
-    with pytest.raises(ConfigError, match="exactly-once"):
-        worker.validate({**config, "exactly.once.support": "required"})
-    assert herder.validate({**config, "exactly.once.support": "requested"})["error_count"] == 0
+        standalone_worker(settings, FileOffsetStore(tmp_path / "offsets.json"))
+    runtime = standalone_worker(
+        {"bootstrap.servers": shared_broker.bootstrap}, FileOffsetStore(tmp_path / "o")
+    )
+    runtime.start("127.0.0.1:8083")
+    try:
+        herder = Herder(runtime)
+        config = {"name": "lines", "connector.class": "file-source", "file": "x", "topic": "t"}
+        found = herder.validate({**config, "exactly.once.support": "required"})
+        errors = {c["value"]["name"]: c["value"]["errors"] for c in found["configs"]}
+        assert any("not have exactly-once" in e for e in errors["exactly.once.support"])
+        with pytest.raises(BadRequestError, match="exactly-once"):
+            herder.create_connector("lines", {**config, "exactly.once.support": "required"})
+        assert herder.connectors() == []
+        assert herder.validate({**config, "exactly.once.support": "requested"})["error_count"] == 0
+    finally:
+        runtime.stop()
 
 
 def test_a_broker_killed_mid_flow_loses_and_doubles_nothing(

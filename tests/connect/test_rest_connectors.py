@@ -11,7 +11,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from sluice.connect.rest import serve
-from sluice.connect.runtime.standalone import Herder
+from sluice.connect.runtime.herder import Herder
 from tests.conftest import free_port
 from tests.connect.rest_fixtures import (
     SOURCE,

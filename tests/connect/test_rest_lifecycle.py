@@ -7,7 +7,8 @@ from __future__ import annotations
 import pytest
 from fastapi.testclient import TestClient
 
-from sluice.connect.runtime.standalone import Herder
+from sluice.connect.runtime.herder import Herder
+from sluice.connect.runtime.reconciler import LocalAssignment
 from tests.connect.rest_fixtures import (
     REBALANCING,
     create,
@@ -25,7 +26,9 @@ def test_every_change_is_409_while_rebalancing(
 ) -> None:
     name = unique("src")
     create(client, name, source_config(topic))
-    herder.rebalancing = True
+    assignment = herder.runtime.assignment
+    assert isinstance(assignment, LocalAssignment)
+    assignment.revoke()  # as a rebalance: no slots
     offsets_body = {"offsets": [{"partition": {"task": 0}, "offset": {"n": 1}}]}
     changes = [
         ("POST", "/connectors", {"name": unique("x"), "config": source_config(topic)}),
@@ -45,7 +48,7 @@ def test_every_change_is_409_while_rebalancing(
         assert (response.status_code, response.json()) == (409, REBALANCING), (method, path)
     assert client.get(f"/connectors/{name}").status_code == 200
     assert client.get("/connectors").json() == [name]
-    herder.rebalancing = False
+    assignment.assign()
     assert client.put(f"/connectors/{name}/pause").status_code == 202
 
 

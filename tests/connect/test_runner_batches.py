@@ -22,7 +22,7 @@ from sluice.connect.api.data import Schema
 from sluice.connect.runtime.offsets import FileOffsetStore
 from tests.conftest import BrokerProcess, create_topic
 from tests.connect.batch_plugins import ACKED, RECORDED
-from tests.connect.worker_helpers import in_process_worker, read, wait
+from tests.connect.worker_helpers import in_process_herder, read, wait
 
 SOURCE = "tests.connect.batch_plugins.BatchSource"
 SINK = "tests.connect.batch_plugins.RecordingSink"
@@ -88,10 +88,10 @@ def test_source_records_reach_the_topic_are_acknowledged_and_their_offsets_commi
 ) -> None:
     bootstrap = shared_broker.bootstrap
     topic = create_topic(bootstrap)
-    worker = in_process_worker(bootstrap, tmp_path)
+    herder = in_process_herder(bootstrap, tmp_path)
     name = f"batches-{topic}"
     config = {"connector.class": SOURCE, "topic": topic, "count": 10, "keyed": "true"}
-    worker.start_connector(name, {**config, **STRINGS, **SOURCE_PATHS[path]})
+    herder.create_connector(name, {**config, **STRINGS, **SOURCE_PATHS[path]})
     try:
         wait(lambda: len(ACKED[name]) == 10, "10 acknowledged records")
         assert ACKED[name] == [(f"v{n}", {"n": n + 1}) for n in range(10)]
@@ -102,7 +102,7 @@ def test_source_records_reach_the_topic_are_acknowledged_and_their_offsets_commi
         assert [m.headers() for m in found] == [None] * 10
         wait(lambda: source_offset(tmp_path, name) == {"n": 10}, "the last offset committed")
     finally:
-        worker.stop()
+        herder.runtime.stop()
 
 
 @pytest.mark.parametrize("path", SOURCE_PATHS)
@@ -111,7 +111,7 @@ def test_source_values_that_cannot_be_converted_are_skipped_and_their_offsets_co
 ) -> None:
     bootstrap = shared_broker.bootstrap
     topic = create_topic(bootstrap)
-    worker = in_process_worker(bootstrap, tmp_path)
+    herder = in_process_herder(bootstrap, tmp_path)
     name = f"skips-{topic}"
     config = {
         "connector.class": SOURCE,
@@ -121,7 +121,7 @@ def test_source_values_that_cannot_be_converted_are_skipped_and_their_offsets_co
         "value.converter.converter.encoding": "ascii",
         "errors.tolerance": "all",
     }
-    worker.start_connector(name, {**config, **STRINGS, **SOURCE_PATHS[path]})
+    herder.create_connector(name, {**config, **STRINGS, **SOURCE_PATHS[path]})
     kept = [n for n in range(10) if n % 3]
     try:
         wait(lambda: len(ACKED[name]) == len(kept), f"{len(kept)} acknowledged records")
@@ -130,10 +130,10 @@ def test_source_values_that_cannot_be_converted_are_skipped_and_their_offsets_co
             f"v{n}".encode() for n in kept
         ]
         wait(lambda: source_offset(tmp_path, name) == {"n": 10}, "the last offset committed")
-        status = worker.status(name)["tasks"][0]
+        status = herder.connector_status(name)["tasks"][0]
         assert status["state"] == "RUNNING", status
     finally:
-        worker.stop()
+        herder.runtime.stop()
 
 
 @pytest.mark.parametrize("path", SOURCE_PATHS)
@@ -142,7 +142,7 @@ def test_a_source_value_that_cannot_be_converted_fails_the_task_and_commits_noth
 ) -> None:
     bootstrap = shared_broker.bootstrap
     topic = create_topic(bootstrap)
-    worker = in_process_worker(bootstrap, tmp_path)
+    herder = in_process_herder(bootstrap, tmp_path)
     name = f"strict-{topic}"
     config = {
         "connector.class": SOURCE,
@@ -151,14 +151,17 @@ def test_a_source_value_that_cannot_be_converted_fails_the_task_and_commits_noth
         "accent.every": 3,  # v0 is the first value, and not ASCII
         "value.converter.converter.encoding": "ascii",
     }
-    worker.start_connector(name, {**config, **STRINGS, **SOURCE_PATHS[path]})
+    herder.create_connector(name, {**config, **STRINGS, **SOURCE_PATHS[path]})
     try:
-        wait(lambda: worker.status(name)["tasks"][0]["state"] == "FAILED", "the task to fail")
-        assert "ascii" in worker.status(name)["tasks"][0]["trace"]
+        wait(
+            lambda: herder.connector_status(name)["tasks"][0]["state"] == "FAILED",
+            "the task to fail",
+        )
+        assert "ascii" in herder.connector_status(name)["tasks"][0]["trace"]
         assert ACKED[name] == []
         assert source_offset(tmp_path, name) is None
     finally:
-        worker.stop()
+        herder.runtime.stop()
 
 
 @pytest.mark.parametrize("path", SOURCE_PATHS)
@@ -168,9 +171,9 @@ def test_source_records_go_through_transforms(
     bootstrap = shared_broker.bootstrap
     topic = create_topic(bootstrap)
     routed = create_topic(bootstrap)
-    worker = in_process_worker(bootstrap, tmp_path)
+    herder = in_process_herder(bootstrap, tmp_path)
     name = f"routed-{topic}"
-    worker.start_connector(
+    herder.create_connector(
         name,
         {
             "connector.class": SOURCE,
@@ -189,7 +192,7 @@ def test_source_records_go_through_transforms(
         assert [m.value() for m in found] == [f"v{n}".encode() for n in range(6)]
         wait(lambda: source_offset(tmp_path, name) == {"n": 6}, "the last offset committed")
     finally:
-        worker.stop()
+        herder.runtime.stop()
 
 
 # --- Sink ----------------------------------------------------------------------------------------
@@ -207,10 +210,10 @@ def test_a_sink_gets_every_field_of_its_records_and_their_offsets_are_committed(
     producer.produce(topic, None, b"tombstone", timestamp=1_700_000_000_002)
     producer.produce(topic, "été".encode(), "clé".encode(), timestamp=1_700_000_000_003)
     assert producer.flush(30) == 0
-    worker = in_process_worker(bootstrap, tmp_path)
+    herder = in_process_herder(bootstrap, tmp_path)
     name = f"{path}-{topic}"
     config = {"connector.class": SINK, "topics": topic, **STRINGS, **SINK_PATHS[path]}
-    worker.start_connector(name, config)
+    herder.create_connector(name, config)
     try:
         wait(lambda: len(RECORDED[name]) >= 4, "4 records")
         rows = [("one", "k1", [("h", b"x")]), ("two\nlines", None, []), (None, "tombstone", [])]
@@ -223,7 +226,7 @@ def test_a_sink_gets_every_field_of_its_records_and_their_offsets_are_committed(
         assert RECORDED[name] == expected
         wait(lambda: committed_offset(bootstrap, name, topic) == 4, "offset 4 committed")
     finally:
-        worker.stop()
+        herder.runtime.stop()
 
 
 @pytest.mark.parametrize("path", SINK_PATHS)
@@ -232,10 +235,10 @@ def test_sink_bytes_that_are_not_text_go_to_the_dead_letter_topic_with_their_con
 ) -> None:
     bootstrap = shared_broker.bootstrap
     topic, dead = good_bad_good(bootstrap)
-    worker = in_process_worker(bootstrap, tmp_path)
+    herder = in_process_herder(bootstrap, tmp_path)
     name = f"dlq-{path}-{topic}"
     config = {"connector.class": SINK, "topics": topic, **STRINGS, **SINK_PATHS[path]}
-    worker.start_connector(name, {**config, **dead_letters(dead)})
+    herder.create_connector(name, {**config, **dead_letters(dead)})
     try:
         wait(lambda: len(RECORDED[name]) >= 2, "2 records")
         assert [(row[2], row[6]) for row in RECORDED[name]] == [(0, "good 1"), (2, "good 2")]
@@ -251,7 +254,7 @@ def test_sink_bytes_that_are_not_text_go_to_the_dead_letter_topic_with_their_con
         }
         wait(lambda: committed_offset(bootstrap, name, topic) == 3, "offset 3 committed")
     finally:
-        worker.stop()
+        herder.runtime.stop()
 
 
 @pytest.mark.parametrize("path", SINK_PATHS)
@@ -261,9 +264,9 @@ def test_bytes_that_are_not_text_go_to_the_dead_letter_topic_and_the_rest_to_the
     bootstrap = shared_broker.bootstrap
     topic, dead = good_bad_good(bootstrap)
     output = tmp_path / "out.txt"
-    worker = in_process_worker(bootstrap, tmp_path)
+    herder = in_process_herder(bootstrap, tmp_path)
     config = {"connector.class": "file-sink", "topics": topic, "file": str(output), **STRINGS}
-    worker.start_connector("sink", {**config, **SINK_PATHS[path], **dead_letters(dead)})
+    herder.create_connector("sink", {**config, **SINK_PATHS[path], **dead_letters(dead)})
     try:
         wait(lambda: output.exists() and len(output.read_text().splitlines()) == 2, "2 lines")
         assert output.read_text() == "good 1\ngood 2\n"
@@ -271,4 +274,4 @@ def test_bytes_that_are_not_text_go_to_the_dead_letter_topic_and_the_rest_to_the
         assert [m.value() for m in found] == [b"\xff\xfe bad"]
         assert dict(found[0].headers())["__connect.errors.stage"] == b"VALUE_CONVERTER"
     finally:
-        worker.stop()
+        herder.runtime.stop()

@@ -1,10 +1,10 @@
 """Helpers of the tests that run connectors on a real worker against the shared broker.
 
-In process: :func:`in_process_worker` (a ``Worker`` storing its source offsets in
-``tmp_path/offsets.json``), :func:`wait` for what it does, :func:`read` for what reached a
-topic. As a process of its own: :func:`standalone_worker` (``sluice connect standalone``,
-logging to ``tmp_path/worker.log``, read back by :func:`worker_log`); stop it with
-``tests.conftest.stop_process``.
+In process: :func:`in_process_herder` (a started standalone worker storing its source offsets
+in ``tmp_path/offsets.json``, and its herder), :func:`wait` for what it does, :func:`read` for
+what reached a topic. As a process of its own: :func:`standalone_worker` (``sluice connect
+standalone``, logging to ``tmp_path/worker.log``, read back by :func:`worker_log`); stop it
+with ``tests.conftest.stop_process``.
 """
 
 from __future__ import annotations
@@ -17,18 +17,23 @@ from pathlib import Path
 from typing import Any
 
 from sluice import clients
+from sluice.connect.runtime import standalone
+from sluice.connect.runtime.herder import Herder
 from sluice.connect.runtime.offsets import FileOffsetStore
-from sluice.connect.runtime.worker import Worker
 from tests.conftest import SLUICE
 from tests.connect.rest_fixtures import wait_for
 
 RUN_TIMEOUT = 60.0  # seconds: the bound on a connector's run getting somewhere
 
 
-def in_process_worker(bootstrap: str, tmp_path: Path) -> Worker:
-    """A worker that flushes its source offsets every 200 ms to ``tmp_path/offsets.json``."""
-    settings = {"bootstrap.servers": bootstrap, "offset.flush.interval.ms": 200}
-    return Worker(settings, FileOffsetStore(tmp_path / "offsets.json"))
+def in_process_herder(bootstrap: str, tmp_path: Path, **settings: Any) -> Herder:
+    """The herder of a started standalone worker (stop it with ``herder.runtime.stop()``) that
+    flushes its source offsets every 200 ms to ``tmp_path/offsets.json``; ``settings`` are
+    more worker settings."""
+    config = {"bootstrap.servers": bootstrap, "offset.flush.interval.ms": 200, **settings}
+    runtime = standalone.standalone_worker(config, FileOffsetStore(tmp_path / "offsets.json"))
+    runtime.start("127.0.0.1:8083")
+    return Herder(runtime)
 
 
 def wait(condition: Callable[[], Any], what: str, timeout: float = RUN_TIMEOUT) -> Any:

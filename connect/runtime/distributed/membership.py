@@ -24,7 +24,7 @@ from confluent_kafka import Consumer, TopicPartition
 
 from sluice import clients
 
-__all__ = ["Membership"]
+__all__ = ["GroupAssignment"]
 
 log = logging.getLogger("sluice.connect")
 
@@ -36,34 +36,42 @@ GROUP_SETTINGS = {
 }
 
 
-class Membership:
-    """Joins ``group`` and reports slot changes; see the module docstring.
+class GroupAssignment:
+    """A worker's :class:`~sluice.connect.runtime.reconciler.Assignment` in ``group``: the
+    partitions of ``topic`` (``offset.storage.topic``) it is given; see the module docstring.
 
     ``on_revoke()`` and ``on_assign(slots)`` run in this object's thread; the group waits for
-    ``on_revoke`` to return before it hands the slots to anyone.
+    ``on_revoke`` to return before it hands the slots to anyone. ``settings`` are the worker's
+    (``session.timeout.ms``, ``heartbeat.interval.ms``, ``rebalance.timeout.ms``).
     """
 
-    def __init__(
+    def __init__(self, bootstrap: str, group: str, settings: dict[str, Any]) -> None:
+        self.bootstrap = bootstrap
+        self.group = group
+        self.topic = str(settings["offset.storage.topic"])
+        self.settings = settings
+        self.slots: frozenset[int] | None = None
+        self.slot_count = int(settings["offset.storage.partitions"])
+        self.consumer: Consumer | None = None
+        self._on_revoke: Callable[[], None] = lambda: None
+        self._on_assign: Callable[[frozenset[int]], None] = lambda slots: None
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="connect-group", daemon=True)
+
+    def join(
         self,
-        bootstrap: str,
-        group: str,
-        topic: str,
-        *,
         worker_id: str,
-        settings: dict[str, Any],
         on_revoke: Callable[[], None],
         on_assign: Callable[[frozenset[int]], None],
     ) -> None:
-        self.topic = topic
-        self._on_revoke = on_revoke
-        self._on_assign = on_assign
-        self.slots: frozenset[int] | None = None
-        group_settings = {k: str(settings.get(k, v)) for k, v in GROUP_SETTINGS.items()}
+        """Join the group as ``worker_id`` (in a thread that keeps polling)."""
+        self._on_revoke, self._on_assign = on_revoke, on_assign
+        group_settings = {k: str(self.settings.get(k, v)) for k, v in GROUP_SETTINGS.items()}
         rebalance_timeout = group_settings.pop("rebalance.timeout.ms")
-        self.consumer: Consumer = clients.consumer(
-            bootstrap,
+        consumer = clients.consumer(
+            self.bootstrap,
             **{
-                "group.id": group,
+                "group.id": self.group,
                 "client.id": f"connect-{worker_id}",
                 "partition.assignment.strategy": "roundrobin",
                 "enable.auto.commit": False,
@@ -71,13 +79,10 @@ class Membership:
                 **group_settings,
             },
         )
-        self.slot_count = len(self.consumer.list_topics(topic, timeout=30).topics[topic].partitions)
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="connect-group", daemon=True)
-
-    def start(self) -> None:
-        """Join the group (in a thread that keeps polling)."""
-        self.consumer.subscribe([self.topic], on_assign=self._assigned, on_revoke=self._revoked)
+        topic = consumer.list_topics(self.topic, timeout=30).topics[self.topic]
+        self.slot_count = len(topic.partitions)
+        self.consumer = consumer
+        consumer.subscribe([self.topic], on_assign=self._assigned, on_revoke=self._revoked)
         self._thread.start()
 
     @property
@@ -100,6 +105,7 @@ class Membership:
         consumer.unassign()
 
     def _run(self) -> None:
+        assert self.consumer is not None
         while not self._stop.is_set():
             try:
                 for message in self.consumer.consume(100, 0.5):
@@ -111,6 +117,8 @@ class Membership:
     def close(self) -> None:
         """Leave the group (what this worker runs must be stopped first)."""
         self._stop.set()
-        self._thread.join(10)
+        if self._thread.is_alive():
+            self._thread.join(10)
         self.slots = None
-        self.consumer.close()
+        if self.consumer is not None:
+            self.consumer.close()

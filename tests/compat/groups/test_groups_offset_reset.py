@@ -168,6 +168,9 @@ def test_none_kafka_python(bootstrap: str, group_id: str) -> None:
         enable_auto_commit=False,
         session_timeout_ms=SESSION_MS,
         heartbeat_interval_ms=500,
+        # a join before the topic's metadata arrived assigns nothing; kafka-python rejoins
+        # when its metadata changes, which it refreshes every 5 minutes by default
+        metadata_max_age_ms=500,
     )
     try:
         consumer.subscribe([topic])

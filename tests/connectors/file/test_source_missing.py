@@ -7,7 +7,7 @@ from pathlib import Path
 
 from sluice.connectors.file import FileSourceTask
 from tests.conftest import BrokerProcess, create_topic
-from tests.connect.worker_helpers import in_process_worker, read, wait
+from tests.connect.worker_helpers import in_process_herder, read, wait
 
 
 def test_the_task_warns_while_its_file_or_pattern_is_missing(tmp_path: Path) -> None:
@@ -33,8 +33,8 @@ def test_the_worker_status_shows_the_warning_until_the_file_appears(
     bootstrap = shared_broker.bootstrap
     topic = create_topic(bootstrap)
     path = tmp_path / "later.txt"
-    worker = in_process_worker(bootstrap, tmp_path)
-    worker.start_connector(
+    herder = in_process_herder(bootstrap, tmp_path)
+    herder.create_connector(
         "tail",
         {
             "connector.class": "file-source",
@@ -46,15 +46,16 @@ def test_the_worker_status_shows_the_warning_until_the_file_appears(
     try:
         task = wait(
             lambda: next(
-                (t for t in worker.status("tail")["tasks"] if t["state"] == "RUNNING"), None
+                (t for t in herder.connector_status("tail")["tasks"] if t["state"] == "RUNNING"),
+                None,
             ),
             "a RUNNING task",
         )
         assert task["warnings"] == [f"file {path} does not exist: waiting for it to appear"]
-        assert worker.status("tail")["connector"]["state"] == "RUNNING"
+        assert herder.connector_status("tail")["connector"]["state"] == "RUNNING"
         path.write_text("hello\n")
         found = read(bootstrap, topic, 1)
         assert [m.value() for m in found] == [b"hello"]
-        assert "warnings" not in worker.status("tail")["tasks"][0]
+        assert "warnings" not in herder.connector_status("tail")["tasks"][0]
     finally:
-        worker.stop()
+        herder.runtime.stop()

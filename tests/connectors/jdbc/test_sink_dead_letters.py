@@ -12,7 +12,7 @@ from pathlib import Path
 from confluent_kafka import Producer
 
 from tests.conftest import BrokerProcess, create_topic
-from tests.connect.worker_helpers import in_process_worker, read, wait
+from tests.connect.worker_helpers import in_process_herder, read, wait
 
 
 def _send(bootstrap: str, topic: str, values: list[dict[str, object]]) -> None:
@@ -50,8 +50,8 @@ def test_refused_records_go_to_the_dead_letter_topic_and_good_ones_land(
             {"id": 6, "name": "joan", "score": 7},
         ],
     )
-    worker = in_process_worker(bootstrap, tmp_path)
-    worker.start_connector(
+    herder = in_process_herder(bootstrap, tmp_path)
+    herder.create_connector(
         "db-sink",
         {
             "connector.class": "jdbc-sink",
@@ -69,9 +69,9 @@ def test_refused_records_go_to_the_dead_letter_topic_and_good_ones_land(
     try:
         wait(lambda: len(_rows(database)) == 3, "the 3 good rows")
         found = read(bootstrap, dead, 3)
-        status = worker.status("db-sink")
+        status = herder.connector_status("db-sink")
     finally:
-        worker.stop()
+        herder.runtime.stop()
     assert _rows(database) == [(1, "ada", 3), (3, "alan", 5), (6, "joan", 7)]
     assert status["tasks"][0]["state"] == "RUNNING", status
     # records that cannot be rows are reported while the batch is planned, those the
@@ -99,8 +99,8 @@ def test_without_tolerance_a_refused_record_fails_the_task_naming_it(
     with sqlite3.connect(database) as db:
         db.execute("CREATE TABLE people (id INTEGER PRIMARY KEY, name TEXT NOT NULL)")
     _send(bootstrap, topic, [{"id": 1, "name": None}])
-    worker = in_process_worker(bootstrap, tmp_path)
-    worker.start_connector(
+    herder = in_process_herder(bootstrap, tmp_path)
+    herder.create_connector(
         "strict-sink",
         {
             "connector.class": "jdbc-sink",
@@ -114,8 +114,11 @@ def test_without_tolerance_a_refused_record_fails_the_task_naming_it(
         },
     )
     try:
-        wait(lambda: worker.status("strict-sink")["tasks"][0]["state"] == "FAILED", "FAILED")
-        trace = worker.status("strict-sink")["tasks"][0]["trace"]
+        wait(
+            lambda: herder.connector_status("strict-sink")["tasks"][0]["state"] == "FAILED",
+            "FAILED",
+        )
+        trace = herder.connector_status("strict-sink")["tasks"][0]["trace"]
     finally:
-        worker.stop()
+        herder.runtime.stop()
     assert "NOT NULL" in trace and f"{topic}[0]@0" in trace, trace

@@ -12,9 +12,8 @@ import pytest
 
 from sluice.connect.api.data import Field, Schema, Struct
 from sluice.connect.api.errors import ConnectError
-from sluice.connect.runtime.offsets import FileOffsetStore
-from sluice.connect.runtime.worker import Worker
 from sluice.connectors.jdbc.sink import JdbcSinkConnector
+from tests.connect.worker_helpers import in_process_herder
 from tests.connectors.jdbc.sink_fixtures import ITEM, execute, keyed, record, rows
 from tests.connectors.jdbc.test_sink_schema import EVERY_TYPE, EXPECTED, VALUES
 
@@ -140,12 +139,12 @@ def test_wrong_password_fails_the_connector_with_the_databases_message(sink_pg_u
     assert wrong not in message, message
 
     # The worker (its broker is never reached: the connector fails before any task starts)
-    worker = Worker({"bootstrap.servers": "127.0.0.1:1"}, FileOffsetStore(tmp_path / "offsets"))
+    herder = in_process_herder("127.0.0.1:1", tmp_path)
     try:
-        worker.start_connector("pg-sink", {"connector.class": "jdbc-sink", **config})
-        status = worker.status("pg-sink")
+        herder.create_connector("pg-sink", {"connector.class": "jdbc-sink", **config})
+        status = herder.connector_status("pg-sink")
     finally:
-        worker.stop()
+        herder.runtime.stop()
     assert status["connector"]["state"] == "FAILED", status
     assert "password authentication failed" in status["connector"]["trace"]
     assert wrong not in str(status)

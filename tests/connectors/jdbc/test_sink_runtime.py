@@ -14,7 +14,7 @@ from confluent_kafka import TopicPartition as KafkaPartition
 from sluice import clients
 from sluice.connect.api.logical import decimal_schema, logical_to_raw
 from tests.conftest import BrokerProcess, create_topic
-from tests.connect.worker_helpers import in_process_worker, wait
+from tests.connect.worker_helpers import in_process_herder, wait
 from tests.connectors.jdbc.sink_fixtures import rows
 
 KEY_SCHEMA = {"type": "struct", "fields": [{"field": "id", "type": "int64"}], "optional": False}
@@ -83,9 +83,9 @@ def test_records_of_a_topic_become_rows_through_a_worker(
         producer.produce(topic, value, key)
     assert producer.flush(30) == 0
 
-    worker = in_process_worker(bootstrap, tmp_path)
+    herder = in_process_herder(bootstrap, tmp_path)
     try:
-        worker.start_connector(
+        herder.create_connector(
             "pg-sink",
             {
                 "connector.class": "jdbc-sink",
@@ -106,7 +106,7 @@ def test_records_of_a_topic_become_rows_through_a_worker(
         try:
             wait(lambda: _table(url) == expected, "the rows")
         finally:
-            status = worker.status("pg-sink")
+            status = herder.connector_status("pg-sink")
         assert [t["state"] for t in status["tasks"]] == ["RUNNING"], status
         assert rows(url, "SELECT seen FROM customers WHERE id = 3")[0][0].isoformat() == (
             "2023-11-14T22:13:20.003000"
@@ -123,4 +123,4 @@ def test_records_of_a_topic_become_rows_through_a_worker(
         finally:
             group.close()
     finally:
-        worker.stop()
+        herder.runtime.stop()

@@ -1,4 +1,4 @@
-"""jdbc-source through the real runtime: a standalone Worker, the broker, a PostgreSQL table."""
+"""jdbc-source through the real runtime: a standalone worker, the broker, a PostgreSQL table."""
 
 from __future__ import annotations
 
@@ -10,16 +10,11 @@ from typing import Any
 
 from sluice import clients
 from sluice.connect.runtime.offsets import FileOffsetStore
-from sluice.connect.runtime.worker import Worker
 from tests.conftest import BrokerProcess, create_topic
+from tests.connect.worker_helpers import in_process_herder
 from tests.connectors.jdbc.source_fixtures import Database
 
 TIMEOUT = 60.0
-
-
-def _worker(bootstrap: str, offsets: Path) -> Worker:
-    settings = {"bootstrap.servers": bootstrap, "offset.flush.interval.ms": 100}
-    return Worker(settings, FileOffsetStore(offsets))
 
 
 def _read(bootstrap: str, topic: str, count: int) -> list[dict[str, Any]]:
@@ -70,24 +65,24 @@ def test_rows_arrive_as_json_and_a_restart_resumes(
         "poll.interval.ms": "50",
     }
     offsets = tmp_path / "offsets.json"
-    worker = _worker(bootstrap, offsets)
+    herder = in_process_herder(bootstrap, tmp_path, **{"offset.flush.interval.ms": 100})
     try:
-        worker.start_connector("orders-source", config)
+        herder.create_connector("orders-source", config)
         first = _read(bootstrap, topic, 2)
         _wait_for_offset(offsets, "orders-source", {"incrementing": 2})
-        assert worker.status("orders-source")["tasks"][0]["state"] == "RUNNING"
+        assert herder.connector_status("orders-source")["tasks"][0]["state"] == "RUNNING"
     finally:
-        worker.stop()
+        herder.runtime.stop()
     assert first[0]["schema"]["name"] == "orders"
     assert [m["payload"] for m in first] == [
         {"id": 1, "item": "apple", "qty": 3},
         {"id": 2, "item": "pear", "qty": None},
     ]
     source_pg.execute("INSERT INTO orders (item, qty) VALUES ('plum', 1)")
-    worker = _worker(bootstrap, offsets)
+    herder = in_process_herder(bootstrap, tmp_path, **{"offset.flush.interval.ms": 100})
     try:
-        worker.start_connector("orders-source", config)
+        herder.create_connector("orders-source", config)
         _wait_for_offset(offsets, "orders-source", {"incrementing": 3})
     finally:
-        worker.stop()
+        herder.runtime.stop()
     assert [m["payload"]["item"] for m in _read(bootstrap, topic, 3)] == ["apple", "pear", "plum"]

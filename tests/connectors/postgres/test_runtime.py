@@ -1,4 +1,4 @@
-"""postgres-cdc through the real runtime: a standalone Worker captures a table into the broker's
+"""postgres-cdc through the real runtime: a standalone worker captures a table into the broker's
 topics; a consumer reads the Debezium events back; offsets are stored and the slot confirmed."""
 
 from __future__ import annotations
@@ -13,9 +13,8 @@ from confluent_kafka import TopicPartition as KafkaPartition
 
 from sluice import clients
 from sluice.connect.runtime.offsets import FileOffsetStore
-from sluice.connect.runtime.worker import Worker
 from tests.conftest import BrokerProcess, create_topic
-from tests.connect.worker_helpers import wait
+from tests.connect.worker_helpers import in_process_herder, wait
 from tests.connectors.postgres.fixtures import Database
 
 
@@ -55,20 +54,18 @@ def test_a_worker_captures_a_table_into_topics(
         "CREATE TABLE items (id int PRIMARY KEY, name text NOT NULL)",
         "INSERT INTO items VALUES (1, 'pen'), (2, 'ink')",
     )
-    store = FileOffsetStore(tmp_path / "offsets.json")
-    worker = Worker(
-        {
-            "bootstrap.servers": shared_broker.bootstrap,
-            "offset.flush.interval.ms": 100,
-            "key.converter.schemas.enable": "false",
-            "value.converter.schemas.enable": "false",
-        },
-        store,
-    )
+    settings = {
+        "offset.flush.interval.ms": 100,
+        "key.converter.schemas.enable": "false",
+        "value.converter.schemas.enable": "false",
+    }
+    herder = in_process_herder(shared_broker.bootstrap, tmp_path, **settings)
     try:
         config = {"connector.class": "io.debezium.connector.postgresql.PostgresConnector"}
-        worker.start_connector("pg", {**config, **db.config(**{"topic.prefix": prefix})})
-        assert worker.connectors["pg"].state == "RUNNING", worker.connectors["pg"].trace
+        herder.create_connector("pg", {**config, **db.config(**{"topic.prefix": prefix})})
+        assert herder.runtime.connectors["pg"].state == "RUNNING", herder.runtime.connectors[
+            "pg"
+        ].trace
         # once the task's slot exists, its snapshot is fixed: later changes are streamed
         wait(lambda: _slot_exists(db), "the replication slot")
         db.execute(
@@ -103,7 +100,7 @@ def test_a_worker_captures_a_table_into_topics(
         offset = wait(lambda: (o := stored()) and "snapshot" not in o and o, "stored offsets")
         assert offset["lsn"] == messages[4][1]["source"]["lsn"]
         wait(lambda: db.confirmed_flush() >= last_change, "the slot confirmed after the commit")
-        task = worker.tasks[("pg", 0)]
+        task = herder.runtime.tasks[("pg", 0)]
         assert task.state == "RUNNING", task.trace
     finally:
-        worker.stop()
+        herder.runtime.stop()

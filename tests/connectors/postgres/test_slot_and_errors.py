@@ -7,9 +7,8 @@ from pathlib import Path
 import pytest
 
 from sluice.connect.api.errors import ConnectError
-from sluice.connect.runtime.offsets import FileOffsetStore
-from sluice.connect.runtime.worker import Worker
 from sluice.connectors.postgres import PostgresCdcConnector, PostgresCdcTask
+from tests.connect.worker_helpers import in_process_herder
 from tests.connectors.postgres.fixtures import (
     CaptureFactory,
     Database,
@@ -61,15 +60,15 @@ def test_a_slot_in_use_is_a_clear_error_and_nothing_is_changed(
         task.start(other)
     task.stop()
     assert db.query("SELECT pubname FROM pg_publication WHERE pubname = 'other_publication'") == []
-    worker = Worker({"bootstrap.servers": "127.0.0.1:1"}, FileOffsetStore(tmp_path / "o.json"))
+    herder = in_process_herder("127.0.0.1:1", tmp_path)
     try:
-        worker.start_connector("cdc", {"connector.class": "postgres-cdc", **other})
-        state = worker.connectors["cdc"]
+        herder.create_connector("cdc", {"connector.class": "postgres-cdc", **other})
+        state = herder.runtime.connectors["cdc"]
         assert state.state == "FAILED"
         assert state.trace is not None and "is active" in state.trace
-        assert not worker.tasks_of("cdc")
+        assert not herder.runtime.worker.tasks_of("cdc")
     finally:
-        worker.stop()
+        herder.runtime.stop()
     db.execute("INSERT INTO items VALUES (1)")  # the running capture is undisturbed
     assert [r.key.get("id") for r in running.poll_changes(1)] == [1]
 

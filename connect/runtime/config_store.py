@@ -1,7 +1,8 @@
-"""The records of ``connect-configs``, in Kafka Connect's format.
+"""Connector configs, target states, task sets and restart requests: Kafka Connect's config store.
 
-One partition, compacted, read whole by every worker
-(:class:`~sluice.connect.runtime.topic_store.TopicMap`)::
+Kept in a :class:`~sluice.connect.runtime.backing_map.BackingMap`: in memory on a standalone
+worker, in ``connect-configs`` on a distributed one (one partition, compacted, read whole by
+every worker). The records are Kafka Connect's, in both::
 
     connector-<name>          {"properties": {...}}            the connector's config
     target-state-<name>       {"state": ..., "state.v2": ...}  RUNNING | PAUSED | STOPPED
@@ -22,9 +23,9 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from sluice.connect.runtime.topic_store import TopicMap
+from sluice.connect.runtime.backing_map import BackingMap
 
-__all__ = ["ConfigLog", "RestartRequest"]
+__all__ = ["ConfigStore", "RestartRequest"]
 
 CONNECTOR = "connector-"
 TARGET = "target-state-"
@@ -61,30 +62,28 @@ def _restart(key: str, value: Any) -> RestartRequest | None:
     return None
 
 
-class ConfigLog:
-    """Connector configs, target states and task sets shared by the workers of a group.
+class ConfigStore:
+    """Connector configs, target states and task sets, in ``records``; see the module docstring.
 
-    ``on_change`` is called (in the reading thread) after any record is read once the topic has
-    been read to its end; ``on_restart`` with each restart request read after that.
+    Once :meth:`listen` is called, ``on_change`` is called (in the reading thread) after any
+    record is read, and ``on_restart`` with each restart request — not for the records that
+    were there before: requests already in the topic were served before this worker started.
     """
 
-    def __init__(
-        self,
-        bootstrap: str,
-        topic: str,
-        *,
-        on_change: Callable[[], None] = lambda: None,
-        on_restart: Callable[[RestartRequest], None] = lambda request: None,
+    def __init__(self, records: BackingMap) -> None:
+        self._on_change: Callable[[], None] = lambda: None
+        self._on_restart: Callable[[RestartRequest], None] = lambda request: None
+        self.map = records
+        records.on_change = self._changed
+
+    def listen(
+        self, on_change: Callable[[], None], on_restart: Callable[[RestartRequest], None]
     ) -> None:
-        self._on_change = on_change
-        self._on_restart = on_restart
-        self._loaded = False
-        self.map = TopicMap(bootstrap, topic, on_change=self._changed, partitions=1)
-        self._loaded = True
+        """Call ``on_change`` after each change read from now on, ``on_restart`` with each
+        restart request."""
+        self._on_change, self._on_restart = on_change, on_restart
 
     def _changed(self, key: str, value: Any) -> None:
-        if not self._loaded:  # requests already in the topic were served before we started
-            return
         request = _restart(key, value)
         if request is not None:
             self._on_restart(request)
@@ -170,5 +169,5 @@ class ConfigLog:
         self.map.sync()
 
     def close(self) -> None:
-        """Stop following the topic."""
+        """Stop following the records (a topic's)."""
         self.map.close()

@@ -1,33 +1,35 @@
-"""A worker of a Connect group: runs the connectors and tasks whose slots the group gave it.
+"""What a worker runs, reconciled with the config store: the one lifecycle of both herders.
 
-This is the distributed side of the runtime: configs come from ``connect-configs``, statuses go
-to ``connect-status``, and what this worker's slots hold runs on its one
-:class:`~sluice.connect.runtime.worker.Worker` — the same worker the standalone herder drives.
+A :class:`Reconciler` drives this process's :class:`~sluice.connect.runtime.worker.Worker` from
+a :class:`~.config_store.ConfigStore` (connector configs, target states, task sets, restart
+requests), writes the states of what runs here to a :class:`~.status_store.StatusStore`, and
+runs the share of the work its :class:`Assignment` gives it. The two modes differ only in where
+configs and statuses live and in who shares the work (as Kafka's ``StandaloneHerder`` and
+``DistributedHerder`` differ in their backing stores):
 
-Every worker of group ``G`` reads ``connect-configs`` whole (:class:`ConfigLog`) and is given a
-share of the slots by the group (:class:`Membership`). Its herder thread then *reconciles*, on
-every change of either and twice a second:
+- standalone (:func:`sluice.connect.runtime.standalone.standalone_worker`): the stores in
+  memory, every slot this worker's (:class:`LocalAssignment`), and a change made through the
+  REST API applied before the request returns (``synchronous``);
+- distributed (:func:`sluice.connect.runtime.distributed.cluster_worker`): the stores in
+  ``connect-configs`` and ``connect-status``, read whole by every worker of the group, and the
+  slots given by the group (:class:`~.distributed.membership.Membership`); a change is applied
+  by whichever worker holds its slot, a moment after the request returns.
+
+The reconciler's thread *reconciles*, on every change of the configs or of the slots and twice
+a second:
 
 - a connector whose slot is this worker's runs here (unless its target state is STOPPED); when
   it starts — or asks for it with ``context.request_task_reconfiguration()`` — this worker
-  computes its task configs and, if they changed, writes the new set to ``connect-configs``;
+  computes its task configs and, if they changed, writes the new set to the config store;
 - a task of the current set whose slot is this worker's runs here, with its config from the
-  topic; a task whose config changed is restarted, one no longer in the set is stopped;
+  store; a task whose config changed is restarted, one no longer in the set is stopped;
 - PAUSED / RUNNING target states pause and resume the tasks here;
-- the states of what runs here are written to ``connect-status`` (:class:`StatusLog`).
+- the states of what runs here are written to the status store.
 
 A rebalance (a worker joined, left or was dropped after ``session.timeout.ms``) first stops all
-that runs here — committing source offsets, which live in ``connect-offsets``
-(:class:`~..offsets.KafkaOffsetStore`) so that the next worker resumes there — and
-then reconciles against the new slots. Sink tasks keep their consumer group ``connect-<name>``
-whichever worker runs them.
-
-Worker settings use Kafka Connect's names: ``group.id``, ``config.storage.topic``,
-``offset.storage.topic``, ``status.storage.topic``, ``offset.storage.partitions`` (25: the
-number of slots), ``status.storage.partitions`` (5), ``session.timeout.ms``,
-``heartbeat.interval.ms``, ``rebalance.timeout.ms``, beside the standalone worker's; and
-``exactly.once.source.support`` (``disabled``, ``preparing``, ``enabled``: source tasks commit
-their records and offsets in transactions, :mod:`sluice.connect.runtime.exactly_once`).
+that runs here — committing source offsets (``connect-offsets`` in distributed mode, so that the
+next worker resumes there) — and then reconciles against the new slots. Sink tasks keep their
+consumer group ``connect-<name>`` whichever worker runs them.
 """
 
 from __future__ import annotations
@@ -36,40 +38,85 @@ import json
 import logging
 import queue
 import threading
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, Protocol
 
 from sluice.connect.runtime.config_providers import placeholder_keys, resolve_config
-from sluice.connect.runtime.distributed.configs import ConfigLog, RestartRequest
-from sluice.connect.runtime.distributed.membership import Membership
-from sluice.connect.runtime.distributed.slots import connector_slot, task_slot
-from sluice.connect.runtime.distributed.status import StatusLog, connector_key, task_key
-from sluice.connect.runtime.exactly_once import check_worker_config
-from sluice.connect.runtime.offsets import KafkaOffsetStore
+from sluice.connect.runtime.config_store import ConfigStore, RestartRequest
+from sluice.connect.runtime.slots import connector_slot, task_slot
+from sluice.connect.runtime.status_store import StatusStore, connector_key, task_key
 from sluice.connect.runtime.task_runner import TaskRunner
-from sluice.connect.runtime.topic_store import TopicMap
 from sluice.connect.runtime.worker import ConnectorState, TaskId, Worker, trace_of
-from sluice.errors import ConfigError
 
-__all__ = ["DEFAULTS", "ClusterWorker"]
+__all__ = ["Assignment", "LocalAssignment", "Reconciler"]
 
 log = logging.getLogger("sluice.connect")
-
-DEFAULTS = {
-    "group.id": "connect-cluster",
-    "config.storage.topic": "connect-configs",
-    "offset.storage.topic": "connect-offsets",
-    "status.storage.topic": "connect-status",
-    "offset.storage.partitions": "25",
-    "status.storage.partitions": "5",
-}
 
 TICK_S = 0.5
 
 
+class Assignment(Protocol):
+    """Who runs what: the slots (:mod:`.slots`) this worker holds, ``None`` while it has none
+    (joining, or a rebalance under way)."""
+
+    slots: frozenset[int] | None
+    slot_count: int
+
+    def join(
+        self,
+        worker_id: str,
+        on_revoke: Callable[[], None],
+        on_assign: Callable[[frozenset[int]], None],
+    ) -> None:
+        """Start taking part; ``on_revoke()`` before slots are given up (everything here must
+        stop), ``on_assign(slots)`` when slots are given."""
+
+    def close(self) -> None:
+        """Stop taking part (what this worker runs must be stopped first)."""
+
+
+class LocalAssignment:
+    """A standalone worker's :class:`Assignment`: one slot, its own from :meth:`join` on.
+
+    :meth:`revoke` and :meth:`assign` do what a group's rebalance does (tooling and tests use
+    them to see a worker through one).
+    """
+
+    slot_count = 1
+
+    def __init__(self) -> None:
+        self.slots: frozenset[int] | None = None
+        self._on_revoke: Callable[[], None] = lambda: None
+        self._on_assign: Callable[[frozenset[int]], None] = lambda slots: None
+
+    def join(
+        self,
+        worker_id: str,
+        on_revoke: Callable[[], None],
+        on_assign: Callable[[frozenset[int]], None],
+    ) -> None:
+        """Take the one slot."""
+        self._on_revoke, self._on_assign = on_revoke, on_assign
+        self.assign()
+
+    def revoke(self) -> None:
+        """Give the slot up: everything here stops, changes are refused until :meth:`assign`."""
+        self.slots = None
+        self._on_revoke()
+
+    def assign(self) -> None:
+        """Take the slot (again)."""
+        self.slots = frozenset({0})
+        self._on_assign(self.slots)
+
+    def close(self) -> None:
+        """Give the slot up for good."""
+        self.slots = None
+
+
 def _unresolved(task: dict[str, Any], connector: Mapping[str, Any]) -> dict[str, Any]:
     """A task config with the connector's placeholders put back where their resolved values
-    stand (Kafka's reverse transform), so that no secret is written to ``connect-configs``."""
+    stand (Kafka's reverse transform), so that no secret is written to the config store."""
     keys = placeholder_keys(connector)
     if not keys:
         return task
@@ -81,54 +128,44 @@ def _unresolved(task: dict[str, Any], connector: Mapping[str, Any]) -> dict[str,
 
 
 def _normalised(configs: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Task configs as they read back from the topic (JSON: tuples become lists…)."""
+    """Task configs as they read back from the store (JSON: tuples become lists…)."""
     result: list[dict[str, Any]] = json.loads(json.dumps(configs, sort_keys=True))
     return result
 
 
-class ClusterWorker:
-    """One worker of a Connect group; see the module docstring.
+class Reconciler:
+    """Runs on ``worker`` what ``configs`` says for the slots of ``assignment``; see the module
+    docstring.
 
-    Reads the three topics when made; :meth:`start` joins the group under ``worker_id`` (the
-    REST API's ``host:port``, shown in statuses) and starts reconciling; :meth:`stop` stops
-    what runs here, committing, and leaves the group.
+    :meth:`start` joins under ``worker_id`` (the REST API's ``host:port``, shown in statuses)
+    and starts reconciling; :meth:`stop` stops what runs here, committing, leaves, and closes
+    the stores and the worker's offset store. With ``synchronous``, :meth:`settle` (called by
+    the herder after each change) reconciles in the caller's thread.
     """
 
-    def __init__(self, config: Mapping[str, Any]) -> None:
-        if "bootstrap.servers" not in config:
-            raise ConfigError("missing required configuration", key="bootstrap.servers")
-        self.config: dict[str, Any] = {**DEFAULTS, **config}
-        check_worker_config(self.config, distributed=True)  # before any topic is read
-        bootstrap = str(self.config["bootstrap.servers"])
-        offsets = KafkaOffsetStore(
-            TopicMap(
-                bootstrap,
-                str(self.config["offset.storage.topic"]),
-                partitions=int(self.config["offset.storage.partitions"]),
-            )
-        )
-        self.offsets = offsets
-        self.worker = Worker(
-            self.config, offsets, distributed=True, on_reconfigure=self.reconfigure
-        )
+    def __init__(
+        self,
+        worker: Worker,
+        configs: ConfigStore,
+        status: StatusStore,
+        assignment: Assignment,
+        *,
+        synchronous: bool = False,
+    ) -> None:
+        self.worker = worker
         """Runs the connector instances and tasks this worker's slots hold."""
-        self.worker.worker_id = "unknown"
-        self.status = StatusLog(
-            bootstrap,
-            str(self.config["status.storage.topic"]),
-            int(self.config["status.storage.partitions"]),
-        )
+        worker.on_reconfigure = self.reconfigure
+        self.config = worker.config
+        self.offsets = worker.offsets
+        self.configs = configs
+        self.status = status
+        self.assignment = assignment
+        self.synchronous = synchronous
         self._wake = threading.Event()
         self._restarts: queue.SimpleQueue[RestartRequest] = queue.SimpleQueue()
         self._reconfigure: queue.SimpleQueue[str] = queue.SimpleQueue()
-        self.configs = ConfigLog(
-            bootstrap,
-            str(self.config["config.storage.topic"]),
-            on_change=self._wake.set,
-            on_restart=self._restart_requested,
-        )
-        self.membership: Membership | None = None
-        self.task_sources: dict[TaskId, dict[str, Any]] = {}  # as in the topic: placeholders kept
+        configs.listen(self._wake.set, self._restart_requested)
+        self.task_sources: dict[TaskId, dict[str, Any]] = {}  # as in the store: placeholders kept
         # tasks that could not even be made (unknown class, bad converter…): config and trace,
         # so that they are tried again only when their config changes or on a restart request
         self.broken: dict[TaskId, tuple[dict[str, Any], str]] = {}
@@ -140,19 +177,11 @@ class ClusterWorker:
     # -- life ----------------------------------------------------------------------------------
 
     def start(self, worker_id: str) -> None:
-        """Join the group as ``worker_id`` and run this worker's share of the work."""
+        """Join as ``worker_id`` and run this worker's share of the work."""
         self.worker.worker_id = worker_id
-        self.membership = Membership(
-            str(self.config["bootstrap.servers"]),
-            str(self.config["group.id"]),
-            str(self.config["offset.storage.topic"]),
-            worker_id=worker_id,
-            settings=self.config,
-            on_revoke=self._revoked,
-            on_assign=self._assigned,
-        )
-        self.membership.start()
+        self.assignment.join(worker_id, self._revoked, self._assigned)
         self._thread.start()
+        self.settle()
 
     @property
     def worker_id(self) -> str:
@@ -171,21 +200,31 @@ class ClusterWorker:
 
     @property
     def rebalancing(self) -> bool:
-        """True until the group has given this worker its slots (and during each rebalance)."""
-        return self.membership is None or self.membership.rebalancing
+        """True until this worker has its slots (and during each rebalance)."""
+        return self.assignment.slots is None
 
     def stop(self) -> None:
-        """Stop everything here (committing), leave the group, close the topics."""
+        """Stop everything here (committing), leave, close the stores."""
         self._stop.set()
         self._wake.set()
         if self._thread.is_alive():
             self._thread.join(60)
         self._stop_all()
-        if self.membership is not None:
-            self.membership.close()
+        self.assignment.close()
         self.configs.close()
         self.status.close()
-        self.offsets.map.close()
+        self.offsets.close()
+
+    def settle(self) -> None:
+        """With ``synchronous``, reconcile now, in this thread (a failure is logged: the next
+        tick tries again); else let the reconciler's thread do it."""
+        if not self.synchronous:
+            self._wake.set()
+            return
+        try:
+            self.tick()
+        except Exception:
+            log.exception("connect worker %s: reconciling failed", self.worker_id)
 
     def _run(self) -> None:
         while not self._stop.is_set():
@@ -198,7 +237,7 @@ class ClusterWorker:
             except Exception:  # keep the worker up: the next tick tries again
                 log.exception("connect worker %s: reconciling failed", self.worker_id)
 
-    # -- the group -----------------------------------------------------------------------------
+    # -- the assignment ---------------------------------------------------------------------------
 
     def _revoked(self) -> None:
         self._stop_all()
@@ -217,13 +256,11 @@ class ClusterWorker:
                 self._stop_connector(name, forget=False)
 
     def _owns(self, slot_of: int) -> bool:
-        membership = self.membership
-        slots = None if membership is None else membership.slots
+        slots = self.assignment.slots
         return slots is not None and slot_of in slots
 
     def _slot_count(self) -> int:
-        assert self.membership is not None
-        return self.membership.slot_count
+        return self.assignment.slot_count
 
     # -- requests from connectors and the REST API ---------------------------------------------
 

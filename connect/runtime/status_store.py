@@ -1,7 +1,9 @@
-"""The records of ``connect-status``, in Kafka Connect's format.
+"""The states of connectors and tasks: Kafka Connect's status store.
 
-Each worker writes the state of the connectors and tasks it runs; every worker reads them all,
-so any worker's REST API answers for the whole group::
+Kept in a :class:`~sluice.connect.runtime.backing_map.BackingMap`: in memory on a standalone
+worker, in ``connect-status`` on a distributed one. Each worker writes the state of the
+connectors and tasks it runs; every worker reads them all, so any worker's REST API answers
+for the whole group. The records are Kafka Connect's::
 
     status-connector-<name>   {"state", "trace", "worker_id", "generation"}
     status-task-<name>-<n>    {"state", "trace", "worker_id", "generation"}
@@ -15,9 +17,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from sluice.connect.runtime.topic_store import TopicMap
+from sluice.connect.runtime.backing_map import BackingMap
 
-__all__ = ["StatusLog", "connector_key", "task_key"]
+__all__ = ["StatusStore", "connector_key", "task_key"]
 
 
 def connector_key(name: str) -> str:
@@ -30,11 +32,12 @@ def task_key(name: str, task: int) -> str:
     return f"status-task-{name}-{task}"
 
 
-class StatusLog:
-    """States of every connector and task of the group; see the module docstring."""
+class StatusStore:
+    """States of every connector and task of the group, in ``records``; see the module
+    docstring."""
 
-    def __init__(self, bootstrap: str, topic: str, partitions: int = 5) -> None:
-        self.map = TopicMap(bootstrap, topic, partitions=partitions)
+    def __init__(self, records: BackingMap) -> None:
+        self.map = records
         self._written: dict[str, Any] = {}
 
     def connector(self, name: str) -> dict[str, Any] | None:
@@ -54,12 +57,6 @@ class StatusLog:
         self.map.put(key, value, wait=False)
         self._written[key] = value
 
-    def forget(self, name: str, tasks: int) -> None:
-        """Tombstones for a deleted connector's records (tasks 0..``tasks``-1)."""
-        self.put(connector_key(name), None)
-        for task in range(tasks):
-            self.put(task_key(name, task), None)
-
     def close(self) -> None:
-        """Stop following the topic."""
+        """Stop following the records (a topic's)."""
         self.map.close()
