@@ -1,8 +1,9 @@
 """Distributed mode through the REST API, with workers in this process on the real broker.
 
-Two distributed workers (:func:`~sluice.connect.runtime.distributed.cluster_worker`) join one group (fresh topics and group per test); requests go to
-either worker's REST API and take effect wherever the connector's slots put the work. The
-records written to ``connect-configs`` and ``connect-status`` are Kafka Connect's.
+Two distributed workers (:func:`~sluice.connect.runtime.distributed.cluster_worker`) join one
+group (fresh topics and group per test); requests go to either worker's REST API and take
+effect wherever the connector's slots put the work. The records written to ``connect-configs``
+and ``connect-status`` are Kafka Connect's.
 """
 
 from __future__ import annotations
