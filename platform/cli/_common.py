@@ -122,6 +122,42 @@ def unescape(text: str) -> str:
     return "".join(out)
 
 
+def split_format(text: str, known: Iterable[str], help_text: str) -> list[str | bytes]:
+    r"""A kcat-style format (escapes already turned into characters) as its parts: each token
+    ``%x`` of ``known`` as ``"x"``, the text between them as bytes (``%%`` is a ``%``); an
+    unknown token is a usage error that lists ``help_text``.
+
+    >>> split_format("%k\t%v 100%%", "kv", "%k %v")
+    ['k', b'\t', 'v', b' 100%']
+    """
+    tokens = set(known)
+    parts: list[str | bytes] = []
+    literal: list[str] = []
+    i = 0
+    while i < len(text):
+        char = text[i]
+        if char != "%":
+            literal.append(char)
+            i += 1
+            continue
+        token = text[i + 1 : i + 2]
+        if token == "%":
+            literal.append("%")
+        elif token in tokens:
+            if literal:
+                parts.append("".join(literal).encode())
+                literal = []
+            parts.append(token)
+        else:
+            raise typer.BadParameter(
+                f"unknown token %{token} (known: {help_text})", param_hint="--format"
+            )
+        i += 2
+    if literal:
+        parts.append("".join(literal).encode())
+    return parts
+
+
 def print_table(headers: Sequence[str], rows: Iterable[Sequence[object]]) -> None:
     """Left-aligned columns, two spaces apart, like ``rpk``: easy to read and to ``awk``.
 

@@ -22,11 +22,12 @@ sluice.cli._input_format.LineError: no ':' after the key
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable
 
 import typer
 
-from sluice.cli._common import unescape
+from sluice.cli._common import split_format, unescape
 
 __all__ = ["Fields", "LineError", "Parser", "compile_input_format", "key_separator_format"]
 
@@ -56,43 +57,21 @@ def _parts(text: str) -> list[str | bytes]:
     text = unescape(text)
     if text.endswith("\n"):
         text = text[:-1]
-    parts: list[str | bytes] = []
-    literal: list[str] = []
-    i = 0
-    while i < len(text):
-        char = text[i]
-        if char == "\n":
+    if "\n" in text:
+        raise typer.BadParameter(
+            r"a record is one line: \n may only end the format", param_hint="--format"
+        )
+    parts = split_format(text, _NAMES, "when producing: %k %v %T %p %h %%")
+    tokens = [part for part in parts if isinstance(part, str)]
+    for before, after in itertools.pairwise(parts):
+        if isinstance(before, str) and isinstance(after, str):
             raise typer.BadParameter(
-                r"a record is one line: \n may only end the format", param_hint="--format"
+                f"%{before} and %{after} need a separator between them", param_hint="--format"
             )
-        if char != "%":
-            literal.append(char)
-            i += 1
-            continue
-        token = text[i + 1 : i + 2]
-        if token == "%":
-            literal.append("%")
-        elif token in _NAMES:
-            if literal:
-                parts.append("".join(literal).encode())
-                literal = []
-            elif parts and isinstance(parts[-1], str):
-                raise typer.BadParameter(
-                    f"%{parts[-1]} and %{token} need a separator between them",
-                    param_hint="--format",
-                )
-            if token in parts:
-                raise typer.BadParameter(f"%{token} appears twice", param_hint="--format")
-            parts.append(token)
-        else:
-            raise typer.BadParameter(
-                f"unknown token %{token} (known when producing: %k %v %T %p %h %%)",
-                param_hint="--format",
-            )
-        i += 2
-    if literal:
-        parts.append("".join(literal).encode())
-    if not any(isinstance(part, str) for part in parts):
+    for token in tokens:
+        if tokens.count(token) > 1:
+            raise typer.BadParameter(f"%{token} appears twice", param_hint="--format")
+    if not tokens:
         raise typer.BadParameter("the format has no token (%k, %v …)", param_hint="--format")
     return parts
 

@@ -47,6 +47,7 @@ from sluice.cli._common import (
     make_client,
     parse_pairs,
     records,
+    split_format,
     stderr,
     unescape,
     warn,
@@ -101,31 +102,11 @@ def compile_format(text: str) -> Formatter:
     text = unescape(text)
     if not text.endswith("\n"):
         text += "\n"
-    parts: list[bytes | Formatter] = []
-    literal: list[str] = []
-    i = 0
-    while i < len(text):
-        char = text[i]
-        if char != "%":
-            literal.append(char)
-            i += 1
-            continue
-        token = text[i + 1 : i + 2]
-        if token == "%":
-            literal.append("%")
-        elif token in _TOKENS:
-            if literal:
-                parts.append("".join(literal).encode())
-                literal = []
-            parts.append(_TOKENS[token])
-        else:
-            raise typer.BadParameter(
-                f"unknown token %{token} (known: %t %p %o %k %v %T %h %K %S %%)",
-                param_hint="--format",
-            )
-        i += 2
-    if literal:
-        parts.append("".join(literal).encode())
+    known = "%t %p %o %k %v %T %h %K %S %%"
+    parts = [
+        part if isinstance(part, bytes) else _TOKENS[part]
+        for part in split_format(text, _TOKENS, known)
+    ]
 
     def render(message: Message) -> bytes:
         return b"".join(part if isinstance(part, bytes) else part(message) for part in parts)
