@@ -25,6 +25,7 @@ from tests.broker.conftest import (
     read_partition,
     watermarks,
 )
+from tests.faults.history import History, check
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]
 
@@ -51,11 +52,15 @@ def test_acknowledged_records_survive_kill_9_exactly_once_in_order(
     failed: list[str] = []
     fatal: list[str] = []
 
+    history = History()
+
     def report(err: Any, msg: Any) -> None:
         if err is not None:
             failed.append(str(err))
+            history.failed(int(msg.value()), definite=False)  # a timeout: it may be there
         else:
             acked[int(msg.value())] = (msg.partition(), msg.offset())
+            history.acked(int(msg.value()), msg.partition(), msg.offset())
 
     def on_error(err: KafkaError) -> None:
         if err.fatal():
@@ -84,6 +89,7 @@ def test_acknowledged_records_survive_kill_9_exactly_once_in_order(
                 producer.produce(
                     "durable", value=str(n).encode(), partition=n % partitions, on_delivery=report
                 )
+                history.sent(n)
                 n += 1
             producer.poll(0.005)
 
@@ -107,6 +113,8 @@ def test_acknowledged_records_survive_kill_9_exactly_once_in_order(
 
     for p in range(partitions):
         records = read_partition(broker.bootstrap, "durable", p, timeout=60)
+        for record in records:
+            history.polled("drain", p, record.offset, int(record.value))
         numbers = [int(r.value) for r in records]
         repeats = [b for a, b in itertools.pairwise(numbers) if b <= a]
         assert not repeats, (
@@ -120,6 +128,8 @@ def test_acknowledged_records_survive_kill_9_exactly_once_in_order(
                     f"record {number} was acknowledged at {p}/{offset}, that offset holds "
                     f"{by_offset.get(offset)} ({context})"
                 )
+    verdict = check(history)  # idempotent: not even a duplicate
+    assert verdict.ok, f"{verdict} ({context})"
 
 
 # --- a torn tail ---------------------------------------------------------------------------
