@@ -27,13 +27,14 @@ broker: install
 	$(BIN)/sluice broker start --listen 127.0.0.1:9092 --data-dir .sluice/data
 
 ## make test: installs what the tests need (Debian packages kcat and sqlite3 included: the README
-## uses both), then runs everything.
+## uses both; zookeeper (Java 17 runs it) for the cluster tests), then runs everything.
 test: install system-deps lint typecheck contracts unit
 
 system-deps:
 	@missing=""; \
 	command -v kcat >/dev/null 2>&1 || missing="$$missing kcat"; \
 	command -v sqlite3 >/dev/null 2>&1 || missing="$$missing sqlite3"; \
+	[ -f /usr/share/java/zookeeper.jar ] || missing="$$missing zookeeper"; \
 	[ -z "$$missing" ] || { \
 	  echo "installing Debian packages:$$missing"; \
 	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing) >/dev/null \
