@@ -2,12 +2,18 @@
 
     python bench/broker_throughput.py [--quick] [--only sluice|tansu] [--no-latency]
                                       [--data-root DIR] [--json PATH]
+    python bench/broker_throughput.py --consume-only [--quick] [--only ...] [--data-root DIR]
 
 Figures, each the median of ``runs`` runs (3, or 1 with ``--quick``):
 
 * produce, 100 B and 1 KB records, acks=1 and acks=all, through one confluent-kafka producer
   (``_clients.produce_run``), timed until every record is acknowledged;
 * consume of the same records from offset 0 (``_clients.consume_run``);
+* long consume: one partition of 2,000,000 100 B records (written beforehand by the pre-encoded
+  producer, untimed) read from offset 0 by one confluent-kafka consumer with
+  ``fetch.max.bytes=52428800``, ``max.partition.fetch.bytes=10485760``,
+  ``queued.min.messages=1000000`` (``_clients.CONSUMER_FETCHING``): the broker's fetch path with
+  10 MB responses. ``--consume-only`` measures this figure alone;
 * the same produce through kcat (librdkafka from C, no Python loop), where kcat is on PATH;
 * produce of one pre-encoded batch sent over and over (``_wire``): the broker's ingest ceiling
   with the client taken out;
@@ -72,6 +78,10 @@ class Plan:
 
 FULL = Plan(3, 2.0, {100: 1_000_000, 1000: 300_000}, 3, 4.0, 3, 2.0)
 QUICK = Plan(1, 1.5, {100: 600_000, 1000: 150_000}, 1, 3.0, 1, 1.0)
+LONG_CONSUME_RECORDS = 2_000_000
+LONG_CONSUME_SECONDS = 30.0
+"""The long consume's bound in time (it reads the 2,000,000 records in ~1-3 s)."""
+LONG_CONSUME = f"consume 100 B, {LONG_CONSUME_RECORDS:,} from one partition"
 
 
 @dataclass(frozen=True)
@@ -149,10 +159,15 @@ class _Turns:
 
 
 def measure_all(
-    names: list[str], plan: Plan, latency: bool, data_root: str | None = None
+    names: list[str],
+    plan: Plan,
+    latency: bool,
+    data_root: str | None = None,
+    consume_only: bool = False,
 ) -> dict[str, dict[str, Figure]]:
     """Every figure for every broker named, by broker and row label; ``data_root`` holds
-    the brokers' temporary directories (see ``running_broker``)."""
+    the brokers' temporary directories (see ``running_broker``). ``consume_only``: only the
+    long consume (:func:`_long_consume`)."""
     console = Console(stderr=True)
     with contextlib.ExitStack() as stack:
         brokers: dict[str, Broker] = {}
@@ -162,10 +177,14 @@ def measure_all(
                 for size in SIZES:
                     for kind in ("produce", "wire", "kcat"):
                         create_topic(brokers[name].bootstrap, f"{kind}-{size}")
+                create_topic(brokers[name].bootstrap, "long-consume")
             except (RuntimeError, TimeoutError, KafkaException) as exc:
                 console.print(f"[red]{name} could not be measured: {exc}[/]")
                 brokers.pop(name, None)
         turns = _Turns(brokers, plan.runs)
+        if consume_only:
+            _long_consume(turns)
+            return turns.figures
         stored = {name: dict.fromkeys(SIZES, 0) for name in brokers}
         for size in SIZES:
             for acks in ACKS:
@@ -201,6 +220,7 @@ def measure_all(
                 ),
             )
             turns.record(label, results)
+        _long_consume(turns)
         if _kcat.available():
             for size in SIZES:
                 for acks in ACKS:
@@ -239,6 +259,35 @@ def measure_all(
         if latency:
             _latency(turns, plan)
         return turns.figures
+
+
+def _long_consume(turns: _Turns) -> None:
+    """The long-consume figure: fill ``long-consume`` once per broker (pre-encoded batches of
+    ~960 KB, untimed), then read it from offset 0 ``runs`` times per broker, in turns (a broker
+    that could not be filled gets the error as its figure)."""
+    for name, broker in turns.brokers.items():
+        turns.console.log(f"long consume: writing its records to {name}")
+        load = Workload(broker.bootstrap, "long-consume", 100, LONG_CONSUME_RECORDS, 120.0)
+        try:
+            written = in_child(wire_produce_run, load, timeout=180.0).records
+        except (RuntimeError, TimeoutError) as exc:
+            turns.figures[name][LONG_CONSUME] = Figure(error=str(exc).splitlines()[0])
+            continue
+        if written < LONG_CONSUME_RECORDS:
+            turns.figures[name][LONG_CONSUME] = Figure(error=f"wrote only {written:,} records")
+    results = turns.measure(
+        LONG_CONSUME,
+        consume_run,
+        lambda b: Workload(
+            b.bootstrap,
+            "long-consume",
+            100,
+            LONG_CONSUME_RECORDS,
+            LONG_CONSUME_SECONDS,
+            broker_pid=b.pid,
+        ),
+    )
+    turns.record(LONG_CONSUME, results)
 
 
 def _latency(turns: _Turns, plan: Plan) -> None:
@@ -397,6 +446,11 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="one short run of each (~1 min)")
     parser.add_argument("--only", choices=BROKERS, help="measure one broker only")
     parser.add_argument("--no-latency", action="store_true", help="skip the latency runs")
+    parser.add_argument(
+        "--consume-only",
+        action="store_true",
+        help=f"measure only the long consume ({LONG_CONSUME}, 10 MB fetches)",
+    )
     parser.add_argument("--json", type=Path, help="also write the figures to this file")
     parser.add_argument(
         "--data-root",
@@ -423,7 +477,13 @@ def main() -> None:
         except (RuntimeError, TimeoutError) as exc:
             ceiling[size] = Figure(error=str(exc).splitlines()[0])
     names = [args.only] if args.only else list(BROKERS)
-    results = measure_all(names, plan, latency=not args.no_latency, data_root=args.data_root)
+    results = measure_all(
+        names,
+        plan,
+        latency=not args.no_latency and not args.consume_only,
+        data_root=args.data_root,
+        consume_only=args.consume_only,
+    )
 
     sluice, tansu = results.get("sluice", {}), results.get("tansu", {})
     table = Table(

@@ -14,6 +14,12 @@ asks for the next frame. So the requests of a connection are handled one at a ti
 order; the next request waits in the kernel's socket buffer (and the client's, by TCP flow
 control), never in ours.
 
+Responses go back through the transport (:meth:`FrameProtocol.write`), except a Fetch
+response, which comes in parts — its framing bytes and the file regions of its records — and
+goes out with :meth:`FrameProtocol.send_frame`: on a plaintext socket the records are sent from
+the segment files with ``os.sendfile`` (the kernel's copy from the page cache is the only one),
+otherwise read with one ``pread`` each and written.
+
 The size is checked before anything is allocated: below 8 (shorter than a request header) or
 above ``socket.request.max.bytes`` fails the connection with
 :class:`~sluice.broker.protocol.codec.MalformedRequestError`, whatever follows.
@@ -35,10 +41,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
+import socket
 from collections.abc import Callable
 from typing import Any, cast
 
+from sluice.broker.log.region import FileRegion
 from sluice.broker.protocol.codec import MalformedRequestError
+from sluice.broker.protocol.fetch_response import OutgoingFrame
+from sluice.errors import StorageError
 
 __all__ = [
     "GROW_FROM",
@@ -91,9 +102,18 @@ class FrameProtocol(asyncio.BufferedProtocol):
     calls :meth:`done_with` and writes the response with :meth:`write` / :meth:`drain`.
     """
 
-    def __init__(self, max_frame: int, on_connect: Callable[[FrameProtocol], None]) -> None:
+    def __init__(
+        self,
+        max_frame: int,
+        on_connect: Callable[[FrameProtocol], None],
+        *,
+        sendfile: bool = True,
+    ) -> None:
         self.max_frame = max_frame
         self._on_connect = on_connect
+        self._sendfile = sendfile
+        self._out: socket.socket | None = None  # a duplicate of the socket, for send_frame
+        self._writable: asyncio.Future[None] | None = None  # send_frame waiting for the socket
         self.transport: asyncio.Transport | None = None
         self._head = bytearray(_SIZE_BYTES)
         self._head_view = memoryview(self._head)
@@ -113,6 +133,10 @@ class FrameProtocol(asyncio.BufferedProtocol):
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         # uvloop's TCPTransport has asyncio.Transport's methods but is not a subclass
         self.transport = cast(asyncio.Transport, transport)
+        sock = transport.get_extra_info("socket")
+        if self._sendfile and sock is not None and transport.get_extra_info("sslcontext") is None:
+            self._out = socket.socket(fileno=os.dup(sock.fileno()))
+            self._out.setblocking(False)
         self._on_connect(self)
 
     def get_buffer(self, sizehint: int) -> memoryview:
@@ -150,8 +174,10 @@ class FrameProtocol(asyncio.BufferedProtocol):
         self._fail(ConnectionClosedError(f"connection lost: {exc}" if exc else "connection closed"))
         self._target, self._got, self._size = self._head_view, 0, 0
         self._spare = None
-        if self._drain_waiter is not None and not self._drain_waiter.done():
-            self._drain_waiter.set_exception(ConnectionResetError("connection lost"))
+        for waiter in (self._drain_waiter, self._writable):
+            if waiter is not None and not waiter.done():
+                waiter.set_exception(ConnectionResetError("connection lost"))
+        self._close_out()
 
     def pause_writing(self) -> None:
         self._write_paused = True
@@ -215,6 +241,83 @@ class FrameProtocol(asyncio.BufferedProtocol):
             raise ConnectionResetError("connection lost")
         self.transport.write(data)
 
+    @property
+    def zero_copy(self) -> bool:
+        """Whether :meth:`send_frame` sends file regions with ``os.sendfile`` (a plaintext
+        socket, and ``sendfile`` not turned off)."""
+        return self._out is not None
+
+    async def send_frame(self, frame: OutgoingFrame) -> None:
+        """Send a frame made of parts, then close its regions (whatever happened).
+
+        Zero-copy (:attr:`zero_copy`): once the transport has written everything queued before
+        (so that responses stay in order), the parts go straight to the socket — the bytes with
+        ``send`` (``MSG_MORE``: they share packets with what follows), each region with
+        ``os.sendfile`` from its file, waiting for the socket whenever it is full. Otherwise the
+        regions are read (one ``pread`` each) and all the parts given to the transport at once
+        (``writelines``: no joining).
+        """
+        try:
+            if self._out is None:
+                assert self.transport is not None
+                if self._lost or self.transport.is_closing():
+                    raise ConnectionResetError("connection lost")
+                parts = [p.read() if isinstance(p, FileRegion) else p for p in frame.parts]
+                self.transport.writelines(parts)
+                return
+            while self.write_buffer_size():
+                await self._wait_writable()
+            last = len(frame.parts) - 1
+            for i, part in enumerate(frame.parts):
+                if isinstance(part, FileRegion):
+                    await self._send_region(part)
+                else:
+                    await self._send_bytes(part, more=i < last)
+        finally:
+            frame.close()
+
+    async def _send_bytes(self, data: bytes | bytearray, more: bool) -> None:
+        out = self._out
+        view = memoryview(data)
+        flags = socket.MSG_MORE if more else 0
+        while view:
+            if out is None or self._lost:
+                raise ConnectionResetError("connection lost")
+            try:
+                view = view[out.send(view, flags) :]
+            except BlockingIOError:
+                await self._wait_writable()
+
+    async def _send_region(self, region: FileRegion) -> None:
+        position, end = region.position, region.position + region.size
+        while position < end:
+            out = self._out
+            if out is None or self._lost:
+                raise ConnectionResetError("connection lost")
+            try:
+                sent = os.sendfile(out.fileno(), region.fd, position, end - position)
+            except BlockingIOError:
+                await self._wait_writable()
+                continue
+            if sent == 0:  # the file is shorter than the region: never send a short frame
+                raise StorageError(f"segment file ended inside {region}")
+            position += sent
+
+    async def _wait_writable(self) -> None:
+        """Wait until the socket takes more bytes (watched through the duplicate, which the
+        event loop accepts beside the transport's own registration of the socket)."""
+        assert self._out is not None
+        loop = asyncio.get_running_loop()
+        fd = self._out.fileno()
+        self._writable = waiter = loop.create_future()
+        loop.add_writer(fd, _wake_once, waiter)
+        try:
+            await waiter
+        finally:
+            self._writable = None
+            if self._out is not None:
+                loop.remove_writer(fd)
+
     def write_buffer_size(self) -> int:
         assert self.transport is not None
         return self.transport.get_write_buffer_size()
@@ -234,6 +337,15 @@ class FrameProtocol(asyncio.BufferedProtocol):
     def close(self) -> None:
         if self.transport is not None:
             self.transport.close()
+        self._close_out()
+
+    def _close_out(self) -> None:
+        """Close the socket's duplicate (the connection ends only once both are closed)."""
+        out, self._out = self._out, None
+        if out is not None:
+            if self._writable is not None:
+                asyncio.get_running_loop().remove_writer(out.fileno())
+            out.close()
 
     # -- internals ------------------------------------------------------------------------------
 
@@ -274,6 +386,11 @@ class FrameProtocol(asyncio.BufferedProtocol):
     def _wake(self) -> None:
         if self._waiter is not None and not self._waiter.done():
             self._waiter.set_result(None)
+
+
+def _wake_once(waiter: asyncio.Future[None]) -> None:
+    if not waiter.done():
+        waiter.set_result(None)
 
 
 def _grown(buffer: memoryview, size: int) -> memoryview:

@@ -6,7 +6,9 @@ until the response is sent), which gives the ordering guarantee; connections are
 Frames are received by :class:`~sluice.broker.framing.FrameProtocol` straight into their own
 buffers (no copy between the socket and the handlers); each connection has one task that takes
 its frames in turn, answers them and writes the responses, waiting for the client to read when
-more than 1 MiB of responses is queued.
+more than 1 MiB of responses is queued. A Fetch response is the exception to encoding a whole
+response in memory: its records stay in the segment files, and the connection sends them from
+there (:meth:`~sluice.broker.framing.FrameProtocol.send_frame`: ``os.sendfile`` on plaintext).
 
 Bad input never takes the broker down: a frame whose size is below 8 (negative included) or
 above ``socket.request.max.bytes``, an unknown API key or an unsupported version of an API
@@ -36,6 +38,7 @@ from sluice.broker.protocol.codec import (
     read_prefix,
 )
 from sluice.broker.protocol.context import Connection
+from sluice.broker.protocol.fetch_response import FetchAnswer, OutgoingFrame
 
 log = logging.getLogger(__name__)
 
@@ -46,8 +49,11 @@ _DRAIN_ABOVE = 1 << 20
 class Server:
     """Accepts connections and dispatches their requests to the handlers."""
 
-    def __init__(self, broker: Broker) -> None:
+    def __init__(self, broker: Broker, *, sendfile: bool = True) -> None:
         self.broker = broker
+        self.sendfile = sendfile
+        """Send fetched segment bytes with ``os.sendfile`` on plaintext connections (else: read
+        and written; see :meth:`FrameProtocol.send_frame`)."""
         self.max_request = int(broker.config["socket.request.max.bytes"])
         self._server: asyncio.Server | None = None
         self._connections: set[asyncio.Task[None]] = set()
@@ -62,7 +68,7 @@ class Server:
     async def start(self, host: str, port: int) -> None:
         loop = asyncio.get_running_loop()
         self._server = await loop.create_server(
-            lambda: FrameProtocol(self.max_request, self._on_connect),
+            lambda: FrameProtocol(self.max_request, self._on_connect, sendfile=self.sendfile),
             host,
             port,
             reuse_address=True,
@@ -109,16 +115,24 @@ class Server:
                 response = await self.handle(frame, client)
             finally:
                 conn.done_with(frame)
-            if response is not None:
+            if response is None:
+                continue
+            if isinstance(response, OutgoingFrame):
+                await conn.send_frame(response)
+            else:
                 conn.write(response)
-                if conn.write_buffer_size() > _DRAIN_ABOVE:
-                    await conn.drain()
+            if conn.write_buffer_size() > _DRAIN_ABOVE:
+                await conn.drain()
 
-    async def handle(self, frame: bytes | memoryview, client: Connection) -> bytes | None:
+    async def handle(
+        self, frame: bytes | memoryview, client: Connection
+    ) -> bytes | OutgoingFrame | None:
         """Answer one request frame; ``None`` when no response is due (acks=0).
 
         A Produce request's big batches are views of ``frame``: nothing may keep them after
-        this returns (the connection reuses the buffer for its next frame).
+        this returns (the connection reuses the buffer for its next frame). A Fetch response
+        comes as an :class:`OutgoingFrame` of parts holding its segment files' regions: the
+        caller sends it (or calls its ``close``).
         """
         started = perf_counter()
         prefix = read_prefix(frame)
@@ -135,6 +149,10 @@ class Server:
         if response is None:
             self.requests.record(prefix.api_key, perf_counter() - started)
             return None
+        if isinstance(response, FetchAnswer):
+            framed = response.frame(prefix.correlation_id)
+            self.requests.record(prefix.api_key, perf_counter() - started)
+            return framed
         encoded = encode_response(
             prefix.api_key, prefix.api_version, prefix.correlation_id, response
         )

@@ -31,6 +31,7 @@ from sluice.broker.handlers import (
     list_offsets,
     log_dirs,
     metadata,
+    offset_for_leader_epoch,
     offsets,
     produce,
     topics_admin,
@@ -70,6 +71,9 @@ APIS: Final[tuple[ApiSpec[Any, Any], ...]] = (
     ApiSpec(k.DELETE_TOPICS, "DeleteTopics", 1, 6, topics_admin.delete_topics),
     ApiSpec(k.DELETE_RECORDS, "DeleteRecords", 0, 2, delete_records.handle),
     ApiSpec(k.INIT_PRODUCER_ID, "InitProducerId", 0, 4, init_producer_id.handle),
+    ApiSpec(
+        k.OFFSET_FOR_LEADER_EPOCH, "OffsetForLeaderEpoch", 2, 4, offset_for_leader_epoch.handle
+    ),
     ApiSpec(
         k.ADD_PARTITIONS_TO_TXN, "AddPartitionsToTxn", 0, 3, transactions.add_partitions_to_txn
     ),

@@ -1,6 +1,12 @@
 """Fetch: whole record batches straight from the segments, with long polling.
 
-Segment bytes are passed to the response as they are on disk — never parsed or re-encoded.
+Segment bytes are passed to the response as they are on disk — never parsed or re-encoded, and
+not even read here: each partition's answer holds a :class:`~sluice.broker.log.region.FileRegion`
+of its segment file, which the connection sends with ``os.sendfile`` on a plaintext socket (or
+reads once and writes otherwise; :meth:`sluice.broker.framing.FrameProtocol.send_frame`). The
+response around them is written by :mod:`sluice.broker.protocol.fetch_response`. Each partition is
+looked up once per read, and its range found from batch headers only; the regions are taken after
+the last read with no ``await`` in between, so no append, roll or deletion can move them first.
 Limits are honoured at batch boundaries: ``partition_max_bytes`` per partition and
 ``max_bytes`` for the response, except that the first batch of the first non-empty partition is
 returned whole even when larger (KIP-74), so a consumer always makes progress.
@@ -28,10 +34,12 @@ from kio.schema.errors import ErrorCode
 
 from sluice.broker.broker import Broker
 from sluice.broker.log import OffsetOutOfRangeError
-from sluice.broker.protocol.api_keys import FETCH
-from sluice.broker.protocol.codec import make, millis, nested
+from sluice.broker.log.epochs import check_current_leader_epoch
+from sluice.broker.log.segment import LogSegment
+from sluice.broker.protocol.codec import millis
 from sluice.broker.protocol.context import Connection
-from sluice.broker.protocol.messages import FetchRequest, FetchResponse, response_schema
+from sluice.broker.protocol.fetch_response import FetchAnswer, PartitionAnswer, TopicAnswer
+from sluice.broker.protocol.messages import FetchRequest
 from sluice.broker.topics import Partition, Topic
 from sluice.errors import StorageError
 
@@ -39,22 +47,18 @@ READ_COMMITTED = 1
 TOPIC_IDS_FROM = 13
 """The first version that names topics by id."""
 
-# one topic of the response: (name, id, [(partition or None, the partition's response fields)])
-_TopicResult = tuple[str | None, Any, list[tuple[Partition | None, dict[str, Any]]]]
+# where a partition's records are: its answer, the partition (metrics), the segment, [start, end)
+_Span = tuple[PartitionAnswer, Partition, LogSegment, int, int]
 
 
-async def handle(broker: Broker, request: FetchRequest, _client: Connection) -> FetchResponse:
-    schema = response_schema(FETCH, request.__version__)
-    topic_cls = nested(schema, "responses")
-    partition_cls = nested(schema, "responses", "partitions")
-    aborted_cls = nested(schema, "responses", "partitions", "aborted_transactions")
+async def handle(broker: Broker, request: FetchRequest, _client: Connection) -> FetchAnswer:
     committed = getattr(request, "isolation_level", 0) == READ_COMMITTED
     max_bytes = getattr(request, "max_bytes", 2**31 - 1)
     loop = asyncio.get_running_loop()
     deadline = loop.time() + millis(request.max_wait) / 1000
 
     while True:
-        results, total, waitable = _read_all(broker, request, max_bytes, committed, aborted_cls)
+        topics, spans, total, waitable = _read_all(broker, request, max_bytes, committed)
         remaining = deadline - loop.time()
         if total >= request.min_bytes or remaining <= 0 or not waitable:
             break
@@ -69,23 +73,26 @@ async def handle(broker: Broker, request: FetchRequest, _client: Connection) -> 
             for partition in waitable:
                 partition.waiters.discard(waiter)
 
-    topics = []
-    for name, topic_id, partitions in results:
-        for read, fields in partitions:  # metrics: bytes out, once per partition with data
-            if read is not None and fields["records"]:
-                read.bytes_out += len(fields["records"])
-        entries = tuple(make(partition_cls, **fields) for _, fields in partitions)
-        topics.append(make(topic_cls, topic=name, topic_id=topic_id, partitions=entries))
-    return make(
-        schema, throttle_time=0, error_code=ErrorCode.none, session_id=0, responses=tuple(topics)
-    )
+    # No await since the last read: every span still points at live bytes of its segment.
+    answer = FetchAnswer(request.__version__, topics)
+    try:
+        for entry, partition, segment, start, end in spans:
+            entry.records = segment.region(start, end)
+            partition.bytes_out += end - start  # metrics: bytes out, once per partition
+    except BaseException:
+        answer.close()
+        raise
+    return answer
 
 
 def _read_all(
-    broker: Broker, request: Any, max_bytes: int, committed: bool, aborted_cls: type[Any]
-) -> tuple[list[_TopicResult], int, list[Partition]]:
+    broker: Broker, request: Any, max_bytes: int, committed: bool
+) -> tuple[list[TopicAnswer], list[_Span], int, list[Partition]]:
+    """Every partition's answer but its records, where those records are, their total size,
+    and the partitions that had nothing to give (to wait on)."""
     total = 0
-    results: list[_TopicResult] = []
+    topics: list[TopicAnswer] = []
+    spans: list[_Span] = []
     waitable: list[Partition] = []
     by_id = request.__version__ >= TOPIC_IDS_FROM
     for topic in request.topics:
@@ -93,64 +100,54 @@ def _read_all(
         if by_id:
             found = broker.topics.by_id(topic.topic_id) if topic.topic_id is not None else None
             missing = ErrorCode.unknown_topic_id
+            answer = TopicAnswer(None, topic.topic_id)
         else:
             found = broker.topics.get(topic.topic)
             missing = ErrorCode.unknown_topic_or_partition
-        entries: list[tuple[Partition | None, dict[str, Any]]] = []
+            answer = TopicAnswer(topic.topic, None)
+        topics.append(answer)
+        partitions = found.partitions if found is not None else []
         for wanted in topic.partitions:
-            partition = (
-                found.partitions[wanted.partition]
-                if found is not None and 0 <= wanted.partition < len(found.partitions)
-                else None
+            entry = PartitionAnswer(
+                wanted.partition, aborted_transactions=[] if committed else None
             )
-            entry: dict[str, Any] = {
-                "partition_index": wanted.partition,
-                "error_code": ErrorCode.none,
-                "high_watermark": -1,
-                "last_stable_offset": -1,
-                "log_start_offset": -1,
-                "aborted_transactions": () if committed else None,
-                "preferred_read_replica": -1,
-                "records": b"",
-            }
-            entries.append((partition, entry))
-            if partition is None:
-                entry["error_code"] = (
+            answer.partitions.append(entry)
+            if not 0 <= wanted.partition < len(partitions):
+                entry.error_code = (
                     missing if found is None else ErrorCode.unknown_topic_or_partition
                 )
                 continue
+            partition = partitions[wanted.partition]
             plog = partition.log
-            hwm, lso = plog.high_watermark, plog.last_stable_offset
-            entry.update(
-                high_watermark=hwm, last_stable_offset=lso, log_start_offset=plog.log_start_offset
+            fenced = check_current_leader_epoch(  # the field is there from v9 (KIP-320)
+                getattr(wanted, "current_leader_epoch", -1), plog.leader_epoch
             )
+            if fenced:
+                entry.error_code = ErrorCode(fenced)
+                continue
+            hwm, lso = plog.high_watermark, plog.last_stable_offset
+            entry.high_watermark, entry.last_stable_offset = hwm, lso
+            entry.log_start_offset = plog.log_start_offset
             budget = min(wanted.partition_max_bytes, max_bytes - total)
             try:
-                read = plog.read(
+                span = plog.locate(
                     wanted.fetch_offset,
                     max(budget, 0),
                     upper_bound=lso if committed else hwm,
                     min_one_batch=total == 0,
                 )
             except OffsetOutOfRangeError:
-                entry["error_code"] = ErrorCode.offset_out_of_range
+                entry.error_code = ErrorCode.offset_out_of_range
                 continue
             except StorageError:
-                entry["error_code"] = ErrorCode.kafka_storage_error
+                entry.error_code = ErrorCode.kafka_storage_error
                 continue
-            data = read.data
-            if data:
-                entry["records"] = bytes(data)
-                total += len(data)
-                if committed:
-                    entry["aborted_transactions"] = tuple(
-                        make(aborted_cls, producer_id=pid, first_offset=first)
-                        for pid, first in plog.aborted_transactions(wanted.fetch_offset, lso)
-                    )
-            else:
+            if span is None:
                 waitable.append(partition)
-        if by_id:
-            results.append((None, topic.topic_id, entries))
-        else:
-            results.append((topic.topic, None, entries))
-    return results, total, waitable
+                continue
+            segment, start, end = span
+            spans.append((entry, partition, segment, start, end))
+            total += end - start
+            if committed:
+                entry.aborted_transactions = plog.aborted_transactions(wanted.fetch_offset, lso)
+    return topics, spans, total, waitable

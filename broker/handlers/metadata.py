@@ -1,7 +1,8 @@
 """Metadata: the broker, and the topics with their ids, partitions' leader, replicas and ISR.
 
-One node leads every partition. Leader epochs are reported as -1 (unknown). Authorized
-operations are answered as Kafka without an authorizer answers them
+One node leads every partition, in the partition's leader epoch (:mod:`sluice.broker.log.epochs`:
+0 from the partition's creation on one node), against which clients check their fetch positions
+(KIP-320). Authorized operations are answered as Kafka without an authorizer answers them
 (:mod:`sluice.broker.protocol.authorized_operations`): every operation the topic or cluster
 supports when the request asks, INT32_MIN when it does not. Unknown topics are created when
 ``auto.create.topics.enable`` and the request allows it (by name only, as Kafka).
@@ -55,7 +56,7 @@ async def handle(broker: Broker, request: MetadataRequest, _client: Connection) 
                 error_code=ErrorCode.none,
                 partition_index=p.index,
                 leader_id=node,
-                leader_epoch=-1,
+                leader_epoch=p.log.leader_epoch,
                 replica_nodes=(node,),
                 isr_nodes=(node,),
                 offline_replicas=(),

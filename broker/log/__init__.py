@@ -20,6 +20,8 @@ module              concept
 ``txn_index``       aborted transactions whose markers a segment holds
 ``markers``         commit/abort control batches (Kafka's ``EndTransactionMarker``)
 ``producer_state``  producer sequences, epochs, open transactions, ``.snapshot`` files
+``epochs``          the partition's leader epoch and the start offset of each epoch in the log
+                    (``leader-epoch-checkpoint``, OffsetForLeaderEpoch's answers)
 ``loader``          what opening a directory repairs after a crash
 ``retention``       which old segments ``retention.ms``/``retention.bytes`` delete
 ``cleaner``         compaction (``cleanup.policy=compact``)

@@ -8,6 +8,8 @@ A partition directory (``<topic>-<partition>/``) holds, as Kafka's does::
     00000000000000000000.txnindex    its aborted-transaction index
     00000000000000001234.snapshot    idempotent-producer state at offset 1234
     log-start-offset                 the log start offset after DeleteRecords (text)
+    leader-epoch                     the partition's leader epoch (text, see epochs)
+    leader-epoch-checkpoint          start offset of each leader epoch (Kafka's text format)
     cleaner-offset-checkpoint        where the dirty part of a compacted log begins (text)
     recovery-point                   base offset of the oldest segment that may not be on disk
     clean-shutdown                   present only while the log is closed cleanly

@@ -25,7 +25,8 @@ batch headers after the last index entry are walked to find the log end: bytes t
 on a batch boundary there (a tail torn after the close) still trigger the recovery.
 
 The marker is removed before the log is used, so a crash after opening is never taken for a
-clean shutdown.
+clean shutdown. The log then loads its leader epochs (:func:`.epochs.load_leader_epochs`): the
+checkpoint is cut to what the recovered log holds, or rebuilt from the batches when missing.
 """
 
 from __future__ import annotations

@@ -52,6 +52,12 @@ from typing import Any
 
 from sluice.broker.log import cleaner, timestamps
 from sluice.broker.log.config import LogConfig
+from sluice.broker.log.epochs import (
+    LeaderEpochFileCache,
+    load_leader_epochs,
+    read_leader_epoch,
+    write_leader_epoch,
+)
 from sluice.broker.log.errors import OffsetOutOfRangeError
 from sluice.broker.log.files import fsync_dir, read_checkpoint, write_atomically, write_checkpoint
 from sluice.broker.log.flusher import RollFlusher
@@ -66,6 +72,7 @@ from sluice.broker.records.batch import (
     InvalidBatchError,
     read_header,
     set_base_offset,
+    set_leader_epoch,
     set_log_append_time,
 )
 from sluice.errors import CorruptRecordError, StorageError
@@ -110,6 +117,8 @@ class Log:
         log_start_offset: int,
         producers: ProducerStateManager,
         flushes: RollFlusher,
+        epochs: LeaderEpochFileCache,
+        leader_epoch: int,
     ) -> None:
         self.directory = directory
         self.config: Mapping[str, Any] = dict(config)
@@ -121,6 +130,8 @@ class Log:
         self._log_start_offset = log_start_offset
         self._producers = producers
         self._flushes = flushes
+        self._epochs = epochs
+        self._leader_epoch = leader_epoch
         self._unflushed_messages = 0
         self._first_unflushed_ms: int | None = None
         self._retired: list[tuple[int | None, LogSegment]] = []
@@ -151,8 +162,18 @@ class Log:
             fsync_dir(directory)
         producers = ProducerStateManager(directory)
         flushes = RollFlusher(directory, flusher)
-        opened = cls(directory, config, segments, log_start, producers, flushes)
-        end = opened.log_end_offset  # finds (and recovers) a torn tail first
+        end = segments[-1].next_offset  # finds (and recovers) a torn tail first
+        epochs = load_leader_epochs(
+            directory, segments, log_start_offset=log_start, log_end_offset=end
+        )
+        recorded = read_leader_epoch(directory)
+        leader_epoch = max(recorded or 0, epochs.latest_epoch or 0)
+        if recorded != leader_epoch:
+            write_leader_epoch(directory, leader_epoch)
+        epochs.assign(leader_epoch, end)  # led since the log end, as a leader elected now
+        opened = cls(
+            directory, config, segments, log_start, producers, flushes, epochs, leader_epoch
+        )
         rebuild_producer_state(directory, opened._segments, producers, end)
         if len(segments) > 1:
             flushes.start_at(segments[-1].base_offset)
@@ -186,6 +207,37 @@ class Log:
     def segments(self) -> tuple[LogSegment, ...]:
         """The segments, oldest first; the last one is active."""
         return tuple(self._segments)
+
+    # -- leader epochs (see :mod:`.epochs`) ------------------------------------------------------
+
+    @property
+    def leader_epoch(self) -> int:
+        """The partition's leader epoch, stamped into every batch appended."""
+        return self._leader_epoch
+
+    @property
+    def leader_epochs(self) -> LeaderEpochFileCache:
+        """The start offset of each epoch in the log (``leader-epoch-checkpoint``)."""
+        return self._epochs
+
+    def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:
+        """``(epoch, end offset)`` of ``epoch`` in this log: OffsetForLeaderEpoch's answer
+        (:meth:`.epochs.LeaderEpochFileCache.end_offset_for`)."""
+        return self._epochs.end_offset_for(epoch, self.log_end_offset)
+
+    def become_leader(self, leader_epoch: int) -> None:
+        """Lead the partition in ``leader_epoch`` (an election): the epoch is recorded in
+        ``leader-epoch`` and starts at the log end. An epoch below the current one is refused
+        (ValueError); the current one changes nothing."""
+        if leader_epoch < self._leader_epoch:
+            raise ValueError(
+                f"{self.directory.name}: leader epoch {leader_epoch} is older than the "
+                f"partition's {self._leader_epoch}"
+            )
+        if leader_epoch > self._leader_epoch:
+            write_leader_epoch(self.directory, leader_epoch)
+            self._leader_epoch = leader_epoch
+        self._epochs.assign(leader_epoch, self.log_end_offset)
 
     def _floor(self, offset: int) -> int:
         return max(bisect.bisect_right(self._bases, offset) - 1, 0)
@@ -225,6 +277,8 @@ class Log:
         base_offset = self.log_end_offset
         last_offset = base_offset + header.last_offset_delta
         set_base_offset(records, 0, base_offset)
+        set_leader_epoch(records, 0, self._leader_epoch)
+        self._epochs.assign(self._leader_epoch, base_offset)  # written before the batch
         max_timestamp, append_time = header.max_timestamp, -1
         if self.settings.log_append_time:
             set_log_append_time(records, 0, now_ms)
@@ -304,19 +358,35 @@ class Log:
     ) -> ReadResult:
         """Whole batches from the one holding ``offset``: at most ``max_bytes`` (but the first
         batch whole if ``min_one_batch``), none reaching ``upper_bound`` (exclusive)."""
+        end = self.log_end_offset
+        found = self.locate(offset, max_bytes, upper_bound=upper_bound, min_one_batch=min_one_batch)
+        data = b"" if found is None else found[0].read_batch(found[1], found[2] - found[1])
+        return ReadResult(data, self.high_watermark, self._log_start_offset, end)
+
+    def locate(
+        self,
+        offset: int,
+        max_bytes: int,
+        *,
+        upper_bound: int | None = None,
+        min_one_batch: bool = True,
+    ) -> tuple[LogSegment, int, int] | None:
+        """Where the bytes :meth:`read` returns are: ``(segment, start, end)`` file positions,
+        None when there are none. Nothing but batch headers is read; a fetch sends the range
+        with :meth:`LogSegment.region <.segment.LogSegment.region>`, before the log changes
+        (any append, roll or deletion may move or close the segment)."""
         self._check_range(offset)
         end = self.log_end_offset
         bound = end if upper_bound is None else min(upper_bound, end)
-        data: bytes = b""
         if offset < bound:
             for segment in self._segments[self._floor(offset) :]:
                 if segment.base_offset >= bound:
                     break
-                found = segment.read(offset, max_bytes, bound, min_one_batch)
+                found = segment.span(offset, max_bytes, bound, min_one_batch)
                 if found is not None:
-                    data = found
-                    break
-        return ReadResult(data, self.high_watermark, self._log_start_offset, end)
+                    start, stop = found
+                    return (segment, start, stop) if stop > start else None
+        return None
 
     def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
         """``(offset, timestamp)`` of the first record whose timestamp is >= ``timestamp``
@@ -458,6 +528,7 @@ class Log:
         self._retire(self._segments[:count], now_ms)
         del self._segments[:count], self._bases[:count]
         self._log_start_offset = max(self._log_start_offset, self._bases[0])
+        self._epochs.truncate_from_start(self._log_start_offset)
 
     def replace_segments(
         self, old: list[LogSegment], new: LogSegment, *, now_ms: int | None = None

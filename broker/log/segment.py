@@ -14,7 +14,9 @@ base offset, and offsets increase from batch to batch (compaction may leave gaps
 Appends write at the end with ``os.pwrite``; reads use ``os.pread`` (no shared file position), so
 a read never sees a half-written batch: the segment's ``size`` only grows after a write
 completed. Finding a position costs an index binary search plus a header scan of about
-``index.interval.bytes``; the bytes of a fetch are read with one ``pread``, never parsed.
+``index.interval.bytes``; the bytes of a fetch are never parsed: a fetch takes them as a
+:class:`~.region.FileRegion` (sent with ``os.sendfile`` where it can be), :meth:`LogSegment.read`
+with one ``pread``.
 
 Crash behaviour: a write that fails (ENOSPC, EIO) is cut off again with ``ftruncate`` and raises
 :class:`~sluice.errors.StorageError`, leaving the segment as it was. After an unclean shutdown
@@ -46,6 +48,7 @@ from sluice.broker.log.files import (
 )
 from sluice.broker.log.index import CorruptIndexError
 from sluice.broker.log.offset_index import OffsetIndex
+from sluice.broker.log.region import FileRegion
 from sluice.broker.log.time_index import TimeIndex
 from sluice.broker.log.txn_index import TransactionIndex
 from sluice.broker.records.batch import (
@@ -304,10 +307,21 @@ class LogSegment:
     def read(
         self, offset: int, max_bytes: int, upper_bound: int, min_one_batch: bool
     ) -> bytes | None:
-        """Whole batches from the one holding ``offset``, at most ``max_bytes`` (or the first
-        batch whole if ``min_one_batch``), none with offsets at or past ``upper_bound``.
+        """The bytes of :meth:`span` (one ``pread``); None when no batch reaches ``offset``."""
+        found = self.span(offset, max_bytes, upper_bound, min_one_batch)
+        if found is None:
+            return None
+        start, end = found
+        return os.pread(self._fd, end - start, start) if end > start else b""
 
-        None when no batch of this segment reaches ``offset``.
+    def span(
+        self, offset: int, max_bytes: int, upper_bound: int, min_one_batch: bool
+    ) -> tuple[int, int] | None:
+        """``(start, end)`` file positions of whole batches from the one holding ``offset``, at
+        most ``max_bytes`` (or the first batch whole if ``min_one_batch``), none with offsets at
+        or past ``upper_bound``; ``start == end`` when there is nothing to read.
+
+        None when no batch of this segment reaches ``offset``. Only headers are read.
         """
         with self._reading():
             found = self._locate(offset)
@@ -315,7 +329,7 @@ class LogSegment:
                 return None
             start, first = found
             if scan.last_offset(first) >= upper_bound:
-                return b""
+                return start, start
             limit = min(self.size, start + max(max_bytes, 0))
             if upper_bound < self.next_offset and (bound := self._locate(upper_bound)):
                 limit = min(limit, bound[0])
@@ -325,11 +339,14 @@ class LogSegment:
                 if position + LOG_OVERHEAD + fields[scan.LENGTH] > limit:
                     break
                 end = position + LOG_OVERHEAD + fields[scan.LENGTH]
-        if end == start:
-            if not min_one_batch:
-                return b""
+        if end == start and min_one_batch:
             end = start + LOG_OVERHEAD + first[scan.LENGTH]
-        return os.pread(self._fd, end - start, start)
+        return start, end
+
+    def region(self, start: int, end: int) -> FileRegion:
+        """Bytes ``[start, end)`` of the ``.log`` file as a :class:`FileRegion` (its own
+        descriptor: it outlives this segment's closing)."""
+        return FileRegion.of(self._fd, start, end - start)
 
     def find_by_timestamp(self, timestamp: int, min_offset: int) -> BatchHeader | None:
         """The first batch with max timestamp >= ``timestamp`` and offsets reaching

@@ -153,6 +153,9 @@ from kio.schema.offset_fetch import v4 as offset_fetch_v4
 from kio.schema.offset_fetch import v5 as offset_fetch_v5
 from kio.schema.offset_fetch import v6 as offset_fetch_v6
 from kio.schema.offset_fetch import v7 as offset_fetch_v7
+from kio.schema.offset_for_leader_epoch import v2 as offset_for_leader_epoch_v2
+from kio.schema.offset_for_leader_epoch import v3 as offset_for_leader_epoch_v3
+from kio.schema.offset_for_leader_epoch import v4 as offset_for_leader_epoch_v4
 from kio.schema.produce import v3 as produce_v3
 from kio.schema.produce import v4 as produce_v4
 from kio.schema.produce import v5 as produce_v5
@@ -228,6 +231,8 @@ __all__ = [
     "OffsetDeleteResponse",
     "OffsetFetchRequest",
     "OffsetFetchResponse",
+    "OffsetForLeaderEpochRequest",
+    "OffsetForLeaderEpochResponse",
     "ProduceRequest",
     "ProduceResponse",
     "SyncGroupRequest",
@@ -443,6 +448,17 @@ InitProducerIdResponse: TypeAlias = (
     | init_producer_id_v2.InitProducerIdResponse | init_producer_id_v3.InitProducerIdResponse
     | init_producer_id_v4.InitProducerIdResponse
 )
+# OffsetForLeaderEpoch (key 23), versions 2-4
+OffsetForLeaderEpochRequest: TypeAlias = (
+    offset_for_leader_epoch_v2.OffsetForLeaderEpochRequest
+    | offset_for_leader_epoch_v3.OffsetForLeaderEpochRequest
+    | offset_for_leader_epoch_v4.OffsetForLeaderEpochRequest
+)
+OffsetForLeaderEpochResponse: TypeAlias = (
+    offset_for_leader_epoch_v2.OffsetForLeaderEpochResponse
+    | offset_for_leader_epoch_v3.OffsetForLeaderEpochResponse
+    | offset_for_leader_epoch_v4.OffsetForLeaderEpochResponse
+)
 # AddPartitionsToTxn (key 24), versions 0-3
 AddPartitionsToTxnRequest: TypeAlias = (
     add_partitions_to_txn_v0.AddPartitionsToTxnRequest
@@ -588,6 +604,8 @@ def response_schema(api_key: Literal[20], version: int) -> type[DeleteTopicsResp
 def response_schema(api_key: Literal[21], version: int) -> type[DeleteRecordsResponse]: ...
 @overload
 def response_schema(api_key: Literal[22], version: int) -> type[InitProducerIdResponse]: ...
+@overload
+def response_schema(api_key: Literal[23], version: int) -> type[OffsetForLeaderEpochResponse]: ...
 @overload
 def response_schema(api_key: Literal[24], version: int) -> type[AddPartitionsToTxnResponse]: ...
 @overload

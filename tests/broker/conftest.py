@@ -28,6 +28,7 @@ from kio.index import load_response_schema
 from kio.serial import entity_reader, entity_writer
 
 from sluice.broker.records.codec import Record, encode_batch
+from tests.conftest import BrokerProcess, free_port
 
 if TYPE_CHECKING:
     from tests.broker.inprocess import InProcessBroker
@@ -285,3 +286,22 @@ def in_process_broker(tmp_path: Path) -> Iterator[InProcessBroker]:
 
     with InProcessBroker(tmp_path / "data") as broker:
         yield broker
+
+
+@pytest.fixture
+def metered(tmp_path: Path) -> Iterator[tuple[BrokerProcess, int]]:
+    """A broker process serving its metrics on a free port: ``(broker, metrics port)``."""
+    port = free_port()
+    proc = BrokerProcess(
+        tmp_path / "data",
+        {"group.initial.rebalance.delay.ms": "0"},
+        tmp_path / "broker.log",
+        args=("--metrics-listen", f"127.0.0.1:{port}"),
+    )
+    try:
+        yield proc.start(), port
+    finally:
+        try:
+            proc.stop()
+        finally:
+            proc.kill()

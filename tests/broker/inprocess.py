@@ -23,6 +23,7 @@ from typing import Any
 from sluice.broker.broker import Broker
 from sluice.broker.config import BrokerConfig
 from sluice.broker.protocol.context import Connection
+from sluice.broker.protocol.fetch_response import OutgoingFrame
 from sluice.broker.server import Server
 from tests.broker.conftest import decode_response, encode_request
 
@@ -53,8 +54,15 @@ class InProcessBroker:
             self._runner.close()
 
     def handle(self, frame: bytes) -> bytes | None:
-        """What ``Server.handle`` answers to one request frame (without its size prefix)."""
-        return self._runner.run(self.server.handle(bytearray(frame), self.client))
+        """What ``Server.handle`` answers to one request frame (without its size prefix); a
+        response sent in parts (Fetch) is joined, its file regions read."""
+        answer = self._runner.run(self.server.handle(bytearray(frame), self.client))
+        if isinstance(answer, OutgoingFrame):
+            try:
+                return answer.to_bytes()
+            finally:
+                answer.close()
+        return answer
 
     def request(self, body: Any) -> Any:
         """Send a kio request, return the decoded response body."""

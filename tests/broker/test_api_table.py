@@ -60,6 +60,13 @@ def test_handler_types_cover_exactly_the_served_versions(spec: typing.Any) -> No
     request = list(inspect.signature(spec.handler).parameters)[1]
     served = set(range(spec.min_version, spec.max_version + 1))
     for what, annotation in (("request", hints[request]), ("response", hints["return"])):
+        if isinstance(getattr(annotation, "versions", None), range):  # written by hand (Fetch)
+            assert list(annotation.versions) == sorted(served), (
+                f"{spec.name}'s handler writes versions {annotation.versions}, "
+                f"the table serves {sorted(served)}"
+            )
+            assert annotation.api_key == spec.key, f"{spec.name}'s answer is of another API"
+            continue
         classes = _classes(annotation)
         versions = sorted(int(c.__version__) for c in classes)
         assert versions == sorted(served), (

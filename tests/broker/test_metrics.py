@@ -6,10 +6,8 @@ from __future__ import annotations
 import socket
 import subprocess
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
@@ -18,25 +16,6 @@ from tests.conftest import SLUICE, BrokerProcess, create_topic, free_port
 from tests.platform.scrape import scrape, scrape_until
 
 TOPIC_METRICS = "kafka_server_broker_topic_metrics_"
-
-
-@pytest.fixture
-def metered(tmp_path: Path) -> Iterator[tuple[BrokerProcess, int]]:
-    """A broker serving its metrics on a free port: ``(broker, metrics port)``."""
-    port = free_port()
-    proc = BrokerProcess(
-        tmp_path / "data",
-        {"group.initial.rebalance.delay.ms": "0"},
-        tmp_path / "broker.log",
-        args=("--metrics-listen", f"127.0.0.1:{port}"),
-    )
-    try:
-        yield proc.start(), port
-    finally:
-        try:
-            proc.stop()
-        finally:
-            proc.kill()
 
 
 def test_counts_sizes_latencies_and_group_lag(metered: tuple[BrokerProcess, int]) -> None:

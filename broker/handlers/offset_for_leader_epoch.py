@@ -1,0 +1,67 @@
+"""OffsetForLeaderEpoch: where a leader epoch's log ends (KIP-101 followers, KIP-320 consumers).
+
+For each partition the request names an epoch (``leader_epoch``) and the answer is
+``(epoch, end offset)`` by Kafka's rules (:meth:`.epochs.LeaderEpochFileCache.end_offset_for`):
+for the partition's current epoch, that epoch and the log end offset; for an older one, the
+largest epoch the log knows at or below it and the start offset of the next (where its records
+end); for one older than every epoch the log still holds, itself and the start of the first; for
+one it cannot place (newer than all, or -1), ``-1/-1`` with no error. A consumer whose position
+lies past the end offset it gets back knows its log was truncated there.
+
+``current_leader_epoch`` (-1: no check) is checked first against the partition's leader epoch:
+older is FENCED_LEADER_EPOCH, newer UNKNOWN_LEADER_EPOCH (both retried by clients after a
+metadata refresh). An unknown topic or partition is UNKNOWN_TOPIC_OR_PARTITION. ``replica_id``
+(v3+) is not checked: on one node no follower asks, and consumers and followers get the same
+answer, as from Kafka's leader.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from sluice.broker.broker import Broker
+from sluice.broker.log.epochs import check_current_leader_epoch
+from sluice.broker.protocol.api_keys import OFFSET_FOR_LEADER_EPOCH
+from sluice.broker.protocol.codec import make, nested
+from sluice.broker.protocol.context import Connection
+from sluice.broker.protocol.messages import (
+    OffsetForLeaderEpochRequest,
+    OffsetForLeaderEpochResponse,
+    response_schema,
+)
+
+
+async def handle(
+    broker: Broker, request: OffsetForLeaderEpochRequest, _client: Connection
+) -> OffsetForLeaderEpochResponse:
+    schema = response_schema(OFFSET_FOR_LEADER_EPOCH, request.__version__)
+    topic_cls = nested(schema, "topics")
+    partition_cls = nested(schema, "topics", "partitions")
+    topics = []
+    for topic in request.topics:
+        entries: list[Any] = []
+        for wanted in topic.partitions:
+            code, epoch, end_offset = ErrorCode.none, -1, -1
+            partition = broker.topics.partition(topic.topic, wanted.partition)
+            if partition is None:
+                code = ErrorCode.unknown_topic_or_partition
+            else:
+                plog = partition.log
+                fenced = check_current_leader_epoch(wanted.current_leader_epoch, plog.leader_epoch)
+                if fenced:
+                    code = ErrorCode(fenced)
+                else:
+                    epoch, end_offset = plog.end_offset_for_epoch(wanted.leader_epoch)
+            entries.append(
+                make(
+                    partition_cls,
+                    error_code=code,
+                    partition=wanted.partition,
+                    leader_epoch=epoch,
+                    end_offset=end_offset,
+                )
+            )
+        topics.append(make(topic_cls, topic=topic.topic, partitions=tuple(entries)))
+    return make(schema, throttle_time=0, topics=tuple(topics))
