@@ -127,7 +127,6 @@ def fetch(bootstrap: str, topic: str, current_leader_epoch: int) -> tuple[ErrorC
     with Wire(bootstrap) as conn:
         answer = conn.request(
             fetch_v12.FetchRequest(
-                replica_id=-1,
                 max_wait=timedelta(0),
                 min_bytes=0,
                 max_bytes=1 << 20,
@@ -142,15 +141,12 @@ def fetch(bootstrap: str, topic: str, current_leader_epoch: int) -> tuple[ErrorC
                                 partition=0,
                                 current_leader_epoch=current_leader_epoch,
                                 fetch_offset=0,
-                                last_fetched_epoch=-1,
-                                log_start_offset=-1,
                                 partition_max_bytes=1 << 20,
                             ),
                         ),
                     ),
                 ),
                 forgotten_topics_data=(),
-                rack_id="",
             )
         )
     (partition,) = answer.responses[0].partitions

@@ -45,6 +45,9 @@ from typing import Any
 
 __all__ = ["History", "Report", "check"]
 
+ANOMALIES = ("lost", "duplicated", "inconsistent", "failed_but_read", "nonmonotonic", "skipped")
+"""The fields of :class:`Report` that name anomalies."""
+
 Position = tuple[int, int]
 """(partition, offset) of a record; the topic is the test's."""
 
@@ -103,38 +106,14 @@ class Report:
     @property
     def ok(self) -> bool:
         """Whether no anomaly was found."""
-        return not (
-            self.lost
-            or self.duplicated
-            or self.inconsistent
-            or self.failed_but_read
-            or self.nonmonotonic
-            or self.skipped
-        )
+        return not any(getattr(self, name) for name in ANOMALIES)
 
     def ok_but_duplicates(self) -> bool:
         """No anomaly but duplicates: what at-least-once (a non-idempotent producer) allows."""
-        return not (
-            self.lost
-            or self.inconsistent
-            or self.failed_but_read
-            or self.nonmonotonic
-            or self.skipped
-        )
+        return not any(getattr(self, name) for name in ANOMALIES if name != "duplicated")
 
     def __str__(self) -> str:
-        found = {
-            name: getattr(self, name)
-            for name in (
-                "lost",
-                "duplicated",
-                "inconsistent",
-                "failed_but_read",
-                "nonmonotonic",
-                "skipped",
-            )
-            if getattr(self, name)
-        }
+        found = {name: getattr(self, name) for name in ANOMALIES if getattr(self, name)}
         head = f"{self.acknowledged} acknowledged, {self.read} distinct values read"
         if not found:
             return f"{head}: no anomaly"
