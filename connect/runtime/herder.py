@@ -25,7 +25,7 @@ Errors carry the HTTP status the REST API answers with::
         ├── BadRequestError        400: invalid config or request body, connector not stopped
         ├── NotFoundError          404: unknown connector, task or plugin
         ├── AlreadyExistsError     409: a connector of that name exists
-        └── RebalanceNeededError   409: :attr:`HerderBase.rebalancing`; try again later
+        └── RebalanceNeededError   409: :attr:`Herder.rebalancing`; try again later
 
 While :attr:`Herder.rebalancing` is true (the worker has no slots: joining, or a rebalance
 under way) every request that changes something raises :class:`RebalanceNeededError`, as

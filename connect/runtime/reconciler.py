@@ -12,8 +12,8 @@ configs and statuses live and in who shares the work (as Kafka's ``StandaloneHer
   REST API applied before the request returns (``synchronous``);
 - distributed (:func:`sluice.connect.runtime.distributed.cluster_worker`): the stores in
   ``connect-configs`` and ``connect-status``, read whole by every worker of the group, and the
-  slots given by the group (:class:`~.distributed.membership.Membership`); a change is applied
-  by whichever worker holds its slot, a moment after the request returns.
+  slots given by the group (:class:`~.distributed.membership.GroupAssignment`); a change is
+  applied by whichever worker holds its slot, a moment after the request returns.
 
 The reconciler's thread *reconciles*, on every change of the configs or of the slots and twice
 a second:
