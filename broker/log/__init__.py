@@ -7,7 +7,8 @@ module states its own on-disk format and crash behaviour:
 ==================  ==========================================================================
 module              concept
 ==================  ==========================================================================
-``log``             :class:`Log`: append, read, roll, DeleteRecords, retention, flush, close
+``log``             :class:`Log`: append, read, roll, DeleteRecords, retention, flush, close;
+                    append as a follower, truncation
 ``transactions``    transaction markers, last stable offset, aborted transactions, producer
                     state at open (mixed into :class:`Log`)
 ``timestamps``      offsets by time (ListOffsets)
@@ -23,6 +24,7 @@ module              concept
 ``epochs``          the partition's leader epoch and the start offset of each epoch in the log
                     (``leader-epoch-checkpoint``, OffsetForLeaderEpoch's answers)
 ``loader``          what opening a directory repairs after a crash
+``truncation``      cutting the log back to an offset (a follower's divergent tail), crash-safe
 ``retention``       which old segments ``retention.ms``/``retention.bytes`` delete
 ``cleaner``         compaction (``cleanup.policy=compact``)
 ``files``           file names, atomic small-file writes
@@ -40,6 +42,7 @@ from sluice.broker.log.errors import (
     LogError,
     OffsetOutOfRangeError,
     OutOfOrderSequenceError,
+    UnexpectedAppendOffsetError,
     UnknownProducerIdError,
 )
 from sluice.broker.log.log import AppendResult, Log, ReadResult
@@ -60,5 +63,6 @@ __all__ = [
     "OutOfOrderSequenceError",
     "ProducerState",
     "ReadResult",
+    "UnexpectedAppendOffsetError",
     "UnknownProducerIdError",
 ]

@@ -35,6 +35,7 @@ __all__ = [
     "OffsetOutOfRangeError",
     "OutOfOrderSequenceError",
     "RecordValidationError",
+    "UnexpectedAppendOffsetError",
     "UnknownProducerIdError",
 ]
 
@@ -55,6 +56,14 @@ class OffsetOutOfRangeError(LogError):
         self.offset = offset
         self.log_start_offset = log_start_offset
         self.log_end_offset = log_end_offset
+
+
+class UnexpectedAppendOffsetError(LogError):
+    """Batches appended as a follower that do not continue the log (Kafka's
+    ``UnexpectedAppendOffsetException``): the first does not start at the log end offset, or one
+    does not follow the batch before it."""
+
+    code = 1  # OFFSET_OUT_OF_RANGE: the follower must truncate or refetch
 
 
 class OutOfOrderSequenceError(LogError):

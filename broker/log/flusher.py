@@ -64,7 +64,9 @@ class RollFlusher:
 
     def start_at(self, base_offset: int) -> None:
         """Every segment below ``base_offset`` is on disk (a log just opened or recovered; with
-        one segment the log needs no file: without one, a restart recovers them all)."""
+        one segment the log needs no file: without one, a restart recovers them all), and no
+        flush is pending (the log waited: it may have been truncated below the recovery point)."""
+        self._wanted = base_offset
         if base_offset != self.recovery_point:
             self._advance(base_offset)
 

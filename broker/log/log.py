@@ -33,8 +33,9 @@ producer state is rebuilt at open by :func:`.transactions.rebuild_producer_state
 
 Thread-safety: none; the broker calls a log from its asyncio loop only, and only the flushes of
 rolled segments run elsewhere (:mod:`sluice.broker.log.flusher`). Crash behaviour: see
-:mod:`sluice.broker.log.loader` (what a restart repairs) and :mod:`sluice.broker.log.segment`
-(torn writes, failed writes). Time is never read here: callers pass ``now_ms``.
+:mod:`sluice.broker.log.loader` (what a restart repairs), :mod:`sluice.broker.log.segment`
+(torn writes, failed writes) and :mod:`sluice.broker.log.truncation` (a truncation cut short).
+Time is never read here: callers pass ``now_ms``.
 """
 
 from __future__ import annotations
@@ -50,7 +51,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from sluice.broker.log import cleaner, timestamps
+from sluice.broker.log import cleaner, timestamps, truncation
 from sluice.broker.log.config import LogConfig
 from sluice.broker.log.epochs import (
     LeaderEpochFileCache,
@@ -58,7 +59,7 @@ from sluice.broker.log.epochs import (
     read_leader_epoch,
     write_leader_epoch,
 )
-from sluice.broker.log.errors import OffsetOutOfRangeError
+from sluice.broker.log.errors import OffsetOutOfRangeError, UnexpectedAppendOffsetError
 from sluice.broker.log.files import fsync_dir, read_checkpoint, write_atomically, write_checkpoint
 from sluice.broker.log.flusher import RollFlusher
 from sluice.broker.log.loader import CLEAN_SHUTDOWN, load_segments
@@ -69,11 +70,13 @@ from sluice.broker.log.segment import LogSegment
 from sluice.broker.log.transactions import collect_aborted_transactions, rebuild_producer_state
 from sluice.broker.log.txn_index import AbortedTxn
 from sluice.broker.records.batch import (
+    BatchHeader,
     InvalidBatchError,
     read_header,
     set_base_offset,
     set_leader_epoch,
     set_log_append_time,
+    validate,
 )
 from sluice.errors import CorruptRecordError, StorageError
 
@@ -150,6 +153,10 @@ class Log:
         directory = Path(directory)
         settings = LogConfig.from_mapping(config)
         segments = load_segments(directory, settings)
+        pending = truncation.pending(directory)
+        if pending is not None:
+            log.warning("%s: finishing a truncation to offset %d", directory, pending)
+            segments = truncation.cut(directory, segments, pending)
         saved = read_checkpoint(directory / LOG_START_OFFSET) or [0]
         log_start = max(saved[0], segments[0].base_offset if segments else 0)
         if segments and log_start > segments[-1].next_offset:
@@ -175,8 +182,10 @@ class Log:
             directory, config, segments, log_start, producers, flushes, epochs, leader_epoch
         )
         rebuild_producer_state(directory, opened._segments, producers, end)
-        if len(segments) > 1:
+        if len(segments) > 1 or pending is not None:
             flushes.start_at(segments[-1].base_offset)
+        if pending is not None:
+            truncation.finish(directory)
         return opened
 
     # -- state ---------------------------------------------------------------------------------
@@ -268,12 +277,7 @@ class Log:
                 before_max_ms=self.settings.timestamp_before_max_ms,
                 after_max_ms=self.settings.timestamp_after_max_ms,
             )
-        abort = False
-        if header.is_control:
-            try:
-                abort = not decode_marker(records, header).commit
-            except InvalidBatchError as exc:
-                raise CorruptRecordError(exc.reason) from exc
+        abort = _is_abort(records, header)
         base_offset = self.log_end_offset
         last_offset = base_offset + header.last_offset_delta
         set_base_offset(records, 0, base_offset)
@@ -283,6 +287,75 @@ class Log:
         if self.settings.log_append_time:
             set_log_append_time(records, 0, now_ms)
             max_timestamp = append_time = now_ms
+        self._write(records, header, base_offset, max_timestamp, abort=abort, now_ms=now_ms)
+        return AppendResult(base_offset, last_offset, append_time, self._log_start_offset)
+
+    def append_as_follower(self, records: bytes | bytearray | memoryview, *, now_ms: int) -> int:
+        """Append record batches fetched from the partition leader as they are (Kafka's
+        ``appendAsFollower``): their base offsets and partition leader epochs are kept, nothing
+        is patched; returns the new log end offset.
+
+        Every batch is checked before any is written: magic 2, whole, CRC-32C
+        (:class:`~sluice.errors.CorruptRecordError`), the first starting at the log end offset
+        and each following the one before without a gap
+        (:class:`~sluice.broker.log.errors.UnexpectedAppendOffsetError`); a refused call
+        leaves the log unchanged. Each batch then goes through the write :meth:`append` uses
+        (roll, offset and time indexes, producer state, the aborted-transaction index for an
+        abort marker, flush policy); a batch of a leader epoch newer than the cache's latest
+        starts that epoch in the leader-epoch cache. Producer sequences are not checked (the
+        leader did). Empty ``records``: nothing appended."""
+        checked = self._check_follower_batches(records)
+        view = memoryview(records)
+        for header, abort in checked:
+            epoch, latest = header.partition_leader_epoch, self._epochs.latest_epoch
+            if epoch >= 0 and (latest is None or epoch > latest):
+                self._epochs.assign(epoch, header.base_offset)  # written before the batch
+            data = view[header.position : header.position + header.size]
+            self._write(
+                data, header, header.base_offset, header.max_timestamp, abort=abort, now_ms=now_ms
+            )
+        return self.log_end_offset
+
+    def _check_follower_batches(
+        self, records: bytes | bytearray | memoryview
+    ) -> list[tuple[BatchHeader, bool]]:
+        """The headers of the batches of ``records`` with whether each is an abort marker;
+        raises if one is damaged or does not continue the log (see :meth:`append_as_follower`)."""
+        checked: list[tuple[BatchHeader, bool]] = []
+        expected, position = self.log_end_offset, 0
+        while position < len(records):
+            try:
+                header = read_header(records, position)
+                validate(records, header)
+            except InvalidBatchError as exc:
+                raise CorruptRecordError(
+                    f"{self.directory.name}: batch at byte {position} of the fetched data: "
+                    f"{exc.reason}"
+                ) from exc
+            if header.base_offset != expected or header.last_offset_delta < 0:
+                raise UnexpectedAppendOffsetError(
+                    f"{self.directory.name}: fetched batch at offsets "
+                    f"{header.base_offset}..{header.last_offset} does not continue the log at "
+                    f"offset {expected}"
+                )
+            checked.append((header, _is_abort(records, header)))
+            expected, position = header.next_offset, position + header.size
+        return checked
+
+    def _write(
+        self,
+        records: bytes | bytearray | memoryview,
+        header: BatchHeader,
+        base_offset: int,
+        max_timestamp: int,
+        *,
+        abort: bool,
+        now_ms: int,
+    ) -> None:
+        """What both appends do with a batch whose offsets are final: roll when due, write it
+        to the active segment, record an aborted transaction, update the producer state and
+        apply the flush policy."""
+        last_offset = base_offset + header.last_offset_delta
         segment = self._segments[-1]
         if segment.should_roll(len(records), last_offset, max_timestamp, now_ms, self.settings):
             segment = self.roll(now_ms)
@@ -297,7 +370,6 @@ class Log:
             self._first_unflushed_ms = now_ms
         if self._unflushed_messages >= self.settings.flush_messages:
             self.flush()
-        return AppendResult(base_offset, last_offset, append_time, self._log_start_offset)
 
     def roll(self, now_ms: int) -> LogSegment:
         """Close the active segment (producer snapshot taken, its flush handed to the flusher)
@@ -486,6 +558,35 @@ class Log:
             self._delete_oldest(count, now_ms)
         return self._log_start_offset
 
+    def truncate_to(self, offset: int) -> int:
+        """Cut the log back so that it ends at ``offset`` (a follower's divergent tail,
+        KIP-101/279); returns the new log end offset (below ``offset`` when it falls inside a
+        batch: batches are never split; the log start offset when that batch holds the log
+        start, the log then being empty). Segments, indexes, the leader-epoch cache and the
+        producer state follow; crash-safe (see :mod:`.truncation`). An offset below the log
+        start or above the log end raises
+        :class:`~sluice.broker.log.errors.OffsetOutOfRangeError`."""
+        self._check_range(offset)
+        if offset == self.log_end_offset:
+            return offset
+        self._flushes.wait()
+        truncation.begin(self.directory, offset)
+        self._segments = truncation.cut(self.directory, self._segments, offset)
+        if self.log_end_offset < self._log_start_offset:  # the batch holding the start went
+            for gone in self._segments:  # as an open finding the log below its start does
+                gone.delete()
+            start = LogSegment.create(self.directory, self._log_start_offset, self.settings)
+            self._segments = [start]
+            fsync_dir(self.directory)
+        self._bases = [s.base_offset for s in self._segments]
+        end = self.log_end_offset
+        self._epochs.truncate_from_end(end)
+        rebuild_producer_state(self.directory, self._segments, self._producers, end)
+        self._flushes.start_at(self._bases[-1])
+        truncation.finish(self.directory)
+        self._unflushed_messages, self._first_unflushed_ms = 0, None
+        return end
+
     def enforce_retention(self, now_ms: int) -> int:
         """Delete segments past ``retention.ms``/``retention.bytes`` or below the log start
         offset; returns how many were deleted."""
@@ -579,3 +680,13 @@ class Log:
             f"Log({self.directory.name}, start={self._log_start_offset}, "
             f"end={self.log_end_offset}, segments={len(self._segments)})"
         )
+
+
+def _is_abort(records: bytes | bytearray | memoryview, header: BatchHeader) -> bool:
+    """Whether the batch is an abort marker (a damaged control batch is refused)."""
+    if not header.is_control:
+        return False
+    try:
+        return not decode_marker(records, header).commit
+    except InvalidBatchError as exc:
+        raise CorruptRecordError(exc.reason) from exc

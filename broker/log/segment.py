@@ -412,6 +412,27 @@ class LogSegment:
         self.flush()
         return truncated
 
+    def truncate_to(self, offset: int) -> int:
+        """Cut the segment before its first batch whose offsets reach ``offset`` (a batch is
+        never split), then rebuild the indexes as :meth:`recover` does (the aborted-transaction
+        index is flagged stale: the log rebuilds it). Returns the number of bytes cut."""
+        cut = self.size
+        with self._reading():
+            _, position = self.index.lookup(offset)
+            for at, fields in self._walk(position):
+                if scan.last_offset(fields) >= offset:
+                    cut = at
+                    break
+        if cut == self.size:
+            return 0
+        try:
+            os.ftruncate(self._fd, cut)
+        except OSError as exc:
+            raise StorageError(f"cannot truncate {self.log_path}: {exc.strerror or exc}") from exc
+        removed = self.size - cut
+        self.recover()
+        return removed
+
     # -- files ---------------------------------------------------------------------------------
 
     def change_suffix(self, suffix: str) -> None:
