@@ -15,7 +15,8 @@ from kio.schema.errors import ErrorCode
 
 from sluice.broker.protocol.api_keys import API_VERSIONS
 from sluice.broker.protocol.codec import encode_response, make, nested
-from sluice.broker.protocol.messages import ApiVersionsResponse, response_schema
+from sluice.broker.protocol.messages import ApiVersionsResponse
+from sluice.broker.protocol.response_schema import response_schema
 
 Supported = Mapping[int, tuple[int, int]]
 """``api_key -> (min_version, max_version)``."""

@@ -46,8 +46,8 @@ from sluice.broker.protocol.messages import (
     DescribeConfigsResponse,
     IncrementalAlterConfigsRequest,
     IncrementalAlterConfigsResponse,
-    response_schema,
 )
+from sluice.broker.protocol.response_schema import response_schema
 from sluice.broker.topics import Topic
 from sluice.errors import ConfigError, StorageError
 

@@ -15,8 +15,8 @@ from sluice.broker.protocol.context import Connection
 from sluice.broker.protocol.messages import (
     DeleteRecordsRequest,
     DeleteRecordsResponse,
-    response_schema,
 )
+from sluice.broker.protocol.response_schema import response_schema
 from sluice.errors import StorageError
 
 

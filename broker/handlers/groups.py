@@ -41,8 +41,8 @@ from sluice.broker.protocol.messages import (
     ListGroupsResponse,
     SyncGroupRequest,
     SyncGroupResponse,
-    response_schema,
 )
+from sluice.broker.protocol.response_schema import response_schema
 
 GROUP_KEY, TXN_KEY = 0, 1
 

@@ -20,8 +20,8 @@ from sluice.broker.protocol.context import Connection
 from sluice.broker.protocol.messages import (
     InitProducerIdRequest,
     InitProducerIdResponse,
-    response_schema,
 )
+from sluice.broker.protocol.response_schema import response_schema
 
 MAX_EPOCH = 2**15 - 1
 

@@ -19,7 +19,8 @@ from sluice.broker.log.epochs import UNDEFINED_EPOCH, check_current_leader_epoch
 from sluice.broker.protocol.api_keys import LIST_OFFSETS
 from sluice.broker.protocol.codec import make, nested
 from sluice.broker.protocol.context import Connection
-from sluice.broker.protocol.messages import ListOffsetsRequest, ListOffsetsResponse, response_schema
+from sluice.broker.protocol.messages import ListOffsetsRequest, ListOffsetsResponse
+from sluice.broker.protocol.response_schema import response_schema
 from sluice.errors import StorageError
 
 LATEST, EARLIEST, MAX_TIMESTAMP = -1, -2, -3

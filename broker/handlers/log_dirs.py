@@ -21,8 +21,8 @@ from sluice.broker.protocol.context import Connection
 from sluice.broker.protocol.messages import (
     DescribeLogDirsRequest,
     DescribeLogDirsResponse,
-    response_schema,
 )
+from sluice.broker.protocol.response_schema import response_schema
 from sluice.broker.topics import Partition
 
 

@@ -30,7 +30,8 @@ from sluice.broker.protocol.authorized_operations import (
 )
 from sluice.broker.protocol.codec import make, nested
 from sluice.broker.protocol.context import Connection
-from sluice.broker.protocol.messages import MetadataRequest, MetadataResponse, response_schema
+from sluice.broker.protocol.messages import MetadataRequest, MetadataResponse
+from sluice.broker.protocol.response_schema import response_schema
 from sluice.broker.topics import Topic, validate_topic_name
 
 LOOKUP_BY_ID_FROM = 12

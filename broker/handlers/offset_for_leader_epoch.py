@@ -29,8 +29,8 @@ from sluice.broker.protocol.context import Connection
 from sluice.broker.protocol.messages import (
     OffsetForLeaderEpochRequest,
     OffsetForLeaderEpochResponse,
-    response_schema,
 )
+from sluice.broker.protocol.response_schema import response_schema
 
 
 async def handle(

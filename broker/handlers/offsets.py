@@ -23,8 +23,8 @@ from sluice.broker.protocol.messages import (
     OffsetDeleteResponse,
     OffsetFetchRequest,
     OffsetFetchResponse,
-    response_schema,
 )
+from sluice.broker.protocol.response_schema import response_schema
 
 T = TypeVar("T")
 

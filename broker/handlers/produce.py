@@ -51,7 +51,8 @@ from sluice.broker.log.errors import RecordValidationError
 from sluice.broker.protocol.api_keys import PRODUCE
 from sluice.broker.protocol.codec import make, nested
 from sluice.broker.protocol.context import Connection
-from sluice.broker.protocol.messages import ProduceRequest, ProduceResponse, response_schema
+from sluice.broker.protocol.messages import ProduceRequest, ProduceResponse
+from sluice.broker.protocol.response_schema import response_schema
 from sluice.broker.records import batch as rb
 from sluice.broker.records.codec import decode_records, recompress
 from sluice.broker.topics import Partition

@@ -31,8 +31,8 @@ from sluice.broker.protocol.messages import (
     CreateTopicsResponse,
     DeleteTopicsRequest,
     DeleteTopicsResponse,
-    response_schema,
 )
+from sluice.broker.protocol.response_schema import response_schema
 
 
 async def create_topics(

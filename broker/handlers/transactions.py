@@ -35,8 +35,8 @@ from sluice.broker.protocol.messages import (
     ListTransactionsResponse,
     TxnOffsetCommitRequest,
     TxnOffsetCommitResponse,
-    response_schema,
 )
+from sluice.broker.protocol.response_schema import response_schema
 
 
 async def add_partitions_to_txn(

@@ -24,6 +24,8 @@ module              concept
 ``epochs``          the partition's leader epoch and the start offset of each epoch in the log
                     (``leader-epoch-checkpoint``, OffsetForLeaderEpoch's answers)
 ``loader``          what opening a directory repairs after a crash
+``incoming``        what an append checks of the batches it is given (a follower's: whole,
+                    intact, contiguous); abort markers
 ``truncation``      cutting the log back to an offset (a follower's divergent tail), crash-safe
 ``retention``       which old segments ``retention.ms``/``retention.bytes`` delete
 ``cleaner``         compaction (``cleanup.policy=compact``)

@@ -51,7 +51,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from sluice.broker.log import cleaner, timestamps, truncation
+from sluice.broker.log import cleaner, incoming, timestamps, truncation
 from sluice.broker.log.config import LogConfig
 from sluice.broker.log.epochs import (
     LeaderEpochFileCache,
@@ -59,11 +59,11 @@ from sluice.broker.log.epochs import (
     read_leader_epoch,
     write_leader_epoch,
 )
-from sluice.broker.log.errors import OffsetOutOfRangeError, UnexpectedAppendOffsetError
+from sluice.broker.log.errors import OffsetOutOfRangeError
 from sluice.broker.log.files import fsync_dir, read_checkpoint, write_atomically, write_checkpoint
 from sluice.broker.log.flusher import RollFlusher
 from sluice.broker.log.loader import CLEAN_SHUTDOWN, load_segments
-from sluice.broker.log.markers import decode_marker, encode_marker
+from sluice.broker.log.markers import encode_marker
 from sluice.broker.log.producer_state import ProducerState, ProducerStateManager
 from sluice.broker.log.retention import deletable_segments
 from sluice.broker.log.segment import LogSegment
@@ -76,7 +76,6 @@ from sluice.broker.records.batch import (
     set_base_offset,
     set_leader_epoch,
     set_log_append_time,
-    validate,
 )
 from sluice.errors import CorruptRecordError, StorageError
 
@@ -277,7 +276,7 @@ class Log:
                 before_max_ms=self.settings.timestamp_before_max_ms,
                 after_max_ms=self.settings.timestamp_after_max_ms,
             )
-        abort = _is_abort(records, header)
+        abort = incoming.is_abort(records, header)
         base_offset = self.log_end_offset
         last_offset = base_offset + header.last_offset_delta
         set_base_offset(records, 0, base_offset)
@@ -304,7 +303,7 @@ class Log:
         abort marker, flush policy); a batch of a leader epoch newer than the cache's latest
         starts that epoch in the leader-epoch cache. Producer sequences are not checked (the
         leader did). Empty ``records``: nothing appended."""
-        checked = self._check_follower_batches(records)
+        checked = incoming.follower_batches(records, self.log_end_offset, self.directory.name)
         view = memoryview(records)
         for header, abort in checked:
             epoch, latest = header.partition_leader_epoch, self._epochs.latest_epoch
@@ -315,32 +314,6 @@ class Log:
                 data, header, header.base_offset, header.max_timestamp, abort=abort, now_ms=now_ms
             )
         return self.log_end_offset
-
-    def _check_follower_batches(
-        self, records: bytes | bytearray | memoryview
-    ) -> list[tuple[BatchHeader, bool]]:
-        """The headers of the batches of ``records`` with whether each is an abort marker;
-        raises if one is damaged or does not continue the log (see :meth:`append_as_follower`)."""
-        checked: list[tuple[BatchHeader, bool]] = []
-        expected, position = self.log_end_offset, 0
-        while position < len(records):
-            try:
-                header = read_header(records, position)
-                validate(records, header)
-            except InvalidBatchError as exc:
-                raise CorruptRecordError(
-                    f"{self.directory.name}: batch at byte {position} of the fetched data: "
-                    f"{exc.reason}"
-                ) from exc
-            if header.base_offset != expected or header.last_offset_delta < 0:
-                raise UnexpectedAppendOffsetError(
-                    f"{self.directory.name}: fetched batch at offsets "
-                    f"{header.base_offset}..{header.last_offset} does not continue the log at "
-                    f"offset {expected}"
-                )
-            checked.append((header, _is_abort(records, header)))
-            expected, position = header.next_offset, position + header.size
-        return checked
 
     def _write(
         self,
@@ -680,13 +653,3 @@ class Log:
             f"Log({self.directory.name}, start={self._log_start_offset}, "
             f"end={self.log_end_offset}, segments={len(self._segments)})"
         )
-
-
-def _is_abort(records: bytes | bytearray | memoryview, header: BatchHeader) -> bool:
-    """Whether the batch is an abort marker (a damaged control batch is refused)."""
-    if not header.is_control:
-        return False
-    try:
-        return not decode_marker(records, header).commit
-    except InvalidBatchError as exc:
-        raise CorruptRecordError(exc.reason) from exc

@@ -1,6 +1,6 @@
 """Kafka's API keys, by name (Kafka's ``ApiKeys`` enum, for the APIs the broker serves).
 
-Each is a ``Final`` literal, so that :func:`sluice.broker.protocol.messages.response_schema`
+Each is a ``Final`` literal, so that :func:`sluice.broker.protocol.response_schema.response_schema`
 knows which response class a key and version give. The versions served, the handler and the
 metric name of each API are in the one table of :mod:`sluice.broker.handlers` (``APIS``).
 

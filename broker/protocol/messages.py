@@ -1,5 +1,5 @@
 """The request and response classes of every API the broker serves, as typed unions of kio's
-per-version classes, and :func:`response_schema` typed by API key.
+per-version classes (:mod:`.response_schema` types kio's response lookup with them).
 
 ``ProduceRequest`` is the union of kio's ``ProduceRequest`` classes of the versions served
 (3–9), and so on for every API of the table in :mod:`sluice.broker.handlers`; handlers are typed
@@ -11,9 +11,8 @@ serves.
 
 from __future__ import annotations
 
-from typing import Any, Literal, TypeAlias, cast, overload
+from typing import TypeAlias
 
-from kio.index import load_response_schema
 from kio.schema.add_offsets_to_txn import v0 as add_offsets_to_txn_v0
 from kio.schema.add_offsets_to_txn import v1 as add_offsets_to_txn_v1
 from kio.schema.add_offsets_to_txn import v2 as add_offsets_to_txn_v2
@@ -239,7 +238,6 @@ __all__ = [
     "SyncGroupResponse",
     "TxnOffsetCommitRequest",
     "TxnOffsetCommitResponse",
-    "response_schema",
 ]
 
 # fmt: off
@@ -563,90 +561,3 @@ DescribeTransactionsResponse: TypeAlias = describe_transactions_v0.DescribeTrans
 ListTransactionsRequest: TypeAlias = list_transactions_v0.ListTransactionsRequest
 ListTransactionsResponse: TypeAlias = list_transactions_v0.ListTransactionsResponse
 # fmt: on
-
-_SCHEMAS: dict[tuple[int, int], type[Any]] = {}
-
-
-# fmt: off
-@overload
-def response_schema(api_key: Literal[0], version: int) -> type[ProduceResponse]: ...
-@overload
-def response_schema(api_key: Literal[1], version: int) -> type[FetchResponse]: ...
-@overload
-def response_schema(api_key: Literal[2], version: int) -> type[ListOffsetsResponse]: ...
-@overload
-def response_schema(api_key: Literal[3], version: int) -> type[MetadataResponse]: ...
-@overload
-def response_schema(api_key: Literal[8], version: int) -> type[OffsetCommitResponse]: ...
-@overload
-def response_schema(api_key: Literal[9], version: int) -> type[OffsetFetchResponse]: ...
-@overload
-def response_schema(api_key: Literal[10], version: int) -> type[FindCoordinatorResponse]: ...
-@overload
-def response_schema(api_key: Literal[11], version: int) -> type[JoinGroupResponse]: ...
-@overload
-def response_schema(api_key: Literal[12], version: int) -> type[HeartbeatResponse]: ...
-@overload
-def response_schema(api_key: Literal[13], version: int) -> type[LeaveGroupResponse]: ...
-@overload
-def response_schema(api_key: Literal[14], version: int) -> type[SyncGroupResponse]: ...
-@overload
-def response_schema(api_key: Literal[15], version: int) -> type[DescribeGroupsResponse]: ...
-@overload
-def response_schema(api_key: Literal[16], version: int) -> type[ListGroupsResponse]: ...
-@overload
-def response_schema(api_key: Literal[18], version: int) -> type[ApiVersionsResponse]: ...
-@overload
-def response_schema(api_key: Literal[19], version: int) -> type[CreateTopicsResponse]: ...
-@overload
-def response_schema(api_key: Literal[20], version: int) -> type[DeleteTopicsResponse]: ...
-@overload
-def response_schema(api_key: Literal[21], version: int) -> type[DeleteRecordsResponse]: ...
-@overload
-def response_schema(api_key: Literal[22], version: int) -> type[InitProducerIdResponse]: ...
-@overload
-def response_schema(api_key: Literal[23], version: int) -> type[OffsetForLeaderEpochResponse]: ...
-@overload
-def response_schema(api_key: Literal[24], version: int) -> type[AddPartitionsToTxnResponse]: ...
-@overload
-def response_schema(api_key: Literal[25], version: int) -> type[AddOffsetsToTxnResponse]: ...
-@overload
-def response_schema(api_key: Literal[26], version: int) -> type[EndTxnResponse]: ...
-@overload
-def response_schema(api_key: Literal[28], version: int) -> type[TxnOffsetCommitResponse]: ...
-@overload
-def response_schema(api_key: Literal[32], version: int) -> type[DescribeConfigsResponse]: ...
-@overload
-def response_schema(api_key: Literal[33], version: int) -> type[AlterConfigsResponse]: ...
-@overload
-def response_schema(api_key: Literal[35], version: int) -> type[DescribeLogDirsResponse]: ...
-@overload
-def response_schema(api_key: Literal[37], version: int) -> type[CreatePartitionsResponse]: ...
-@overload
-def response_schema(api_key: Literal[42], version: int) -> type[DeleteGroupsResponse]: ...
-@overload
-def response_schema(
-    api_key: Literal[44], version: int
-) -> type[IncrementalAlterConfigsResponse]: ...
-@overload
-def response_schema(api_key: Literal[47], version: int) -> type[OffsetDeleteResponse]: ...
-@overload
-def response_schema(api_key: Literal[65], version: int) -> type[DescribeTransactionsResponse]: ...
-@overload
-def response_schema(api_key: Literal[66], version: int) -> type[ListTransactionsResponse]: ...
-@overload
-def response_schema(api_key: int, version: int) -> type[Any]: ...
-# fmt: on
-
-
-def response_schema(api_key: int, version: int) -> type[Any]:
-    """The response class for ``(api_key, version)`` (cached: kio resolves it by name).
-
-    >>> response_schema(18, 3)
-    <class 'kio.schema.api_versions.v3.response.ApiVersionsResponse'>
-    """
-    if (schema := _SCHEMAS.get((api_key, version))) is None:
-        schema = _SCHEMAS[api_key, version] = cast(
-            type[Any], load_response_schema(api_key, version)
-        )
-    return schema

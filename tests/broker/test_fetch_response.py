@@ -25,7 +25,7 @@ from sluice.broker.protocol.fetch_response import (
     TopicAnswer,
     encode_fetch_response,
 )
-from sluice.broker.protocol.messages import response_schema
+from sluice.broker.protocol.response_schema import response_schema
 
 VERSIONS = range(4, 17)
 

@@ -33,12 +33,10 @@ from typing import Any, TypeVar
 
 from kazoo.client import KazooClient, KazooState
 from kazoo.exceptions import (
-    BadVersionError,
     NodeExistsError,
     NoNodeError,
     RolledBackError,
 )
-from kazoo.recipe.watchers import ChildrenWatch, DataWatch
 
 from sluice.broker.cluster import znodes
 from sluice.broker.cluster.metadata_store import (
@@ -64,6 +62,7 @@ from sluice.broker.cluster.model import (
     TopicPartition,
     Versioned,
 )
+from sluice.broker.cluster.zookeeper import znode_ops
 from sluice.broker.cluster.zookeeper.session import (
     BoundedClient,
     KazooWatch,
@@ -239,8 +238,10 @@ class ZooKeeperMetadataStore:
     @translate_errors
     def watch_live_brokers(self, callback: Callable[[frozenset[int]], None]) -> KazooWatch:
         """Call ``callback`` with the live broker ids, now and at every change."""
-        return self._watch_children(
-            znodes.BROKER_IDS, lambda children: callback(frozenset(int(c) for c in children))
+        return znode_ops.watch_children(
+            self._client,
+            znodes.BROKER_IDS,
+            lambda children: callback(frozenset(int(c) for c in children)),
         )
 
     # controller
@@ -258,7 +259,7 @@ class ZooKeeperMetadataStore:
         )
         tx.set_data(znodes.CONTROLLER_EPOCH, znodes.encode_controller_epoch(epoch), current.version)
         results = self._client.commit(tx)
-        if not _failed(results):
+        if not znode_ops.failed(results):
             return ControllerFence(epoch, int(results[1].version))
         # Lost the race, unless this session holds the office already (a retried election,
         # or a second call): then the term goes on at the current epoch.
@@ -274,7 +275,7 @@ class ZooKeeperMetadataStore:
     @translate_errors
     def controller(self) -> Versioned[ControllerRegistration] | None:
         """Who holds ``/controller``, or None."""
-        return self._read(znodes.CONTROLLER, znodes.decode_controller)
+        return znode_ops.read(self._client, znodes.CONTROLLER, znodes.decode_controller)
 
     @translate_errors
     def controller_epoch(self) -> Versioned[int]:
@@ -297,7 +298,9 @@ class ZooKeeperMetadataStore:
         def deliver(data: bytes | None) -> None:
             callback(None if data is None else znodes.decode_controller(data).broker_id)
 
-        return self._watch_data(znodes.CONTROLLER, lambda data, _stat: deliver(data))
+        return znode_ops.watch_data(
+            self._client, znodes.CONTROLLER, lambda data, _stat: deliver(data)
+        )
 
     def _fenced(self, fence: ControllerFence, add_ops: Callable[[Any], None]) -> list[Any]:
         """Commit ``add_ops``' operations after a check of ``/controller_epoch``; the results
@@ -306,7 +309,7 @@ class ZooKeeperMetadataStore:
         tx.check(znodes.CONTROLLER_EPOCH, fence.epoch_version)
         add_ops(tx)
         results = self._client.commit(tx)
-        if _failed(results) and not isinstance(results[0], RolledBackError):
+        if znode_ops.failed(results) and not isinstance(results[0], RolledBackError):
             raise ControllerMovedError(
                 f"controller elected at epoch {fence.epoch} was deposed: "
                 f"{znodes.CONTROLLER_EPOCH} is no longer at version {fence.epoch_version}"
@@ -324,8 +327,8 @@ class ZooKeeperMetadataStore:
             raise TopicExistsError(f"Topic '{topic}' is marked for deletion.")
         if self._client.exists(znodes.topic_path(topic)) is not None:
             raise TopicExistsError(f"Topic '{topic}' already exists.")
-        self._set_or_create(
-            znodes.config_path("topics", topic), znodes.encode_entity_config(config)
+        znode_ops.set_or_create(
+            self._client, znodes.config_path("topics", topic), znodes.encode_entity_config(config)
         )
         try:
             self._client.create(znodes.topic_path(topic), znodes.encode_topic(assignment))
@@ -340,20 +343,27 @@ class ZooKeeperMetadataStore:
     @translate_errors
     def watch_topics(self, callback: Callable[[frozenset[str]], None]) -> KazooWatch:
         """Call ``callback`` with the topic names at every change."""
-        return self._watch_children(znodes.TOPICS, lambda children: callback(frozenset(children)))
+        return znode_ops.watch_children(
+            self._client, znodes.TOPICS, lambda children: callback(frozenset(children))
+        )
 
     @translate_errors
     def topic_assignment(self, topic: str) -> Versioned[TopicAssignment] | None:
         """``/brokers/topics/<t>``, or None."""
-        return self._read(znodes.topic_path(topic), lambda data: znodes.decode_topic(topic, data))
+        return znode_ops.read(
+            self._client, znodes.topic_path(topic), lambda data: znodes.decode_topic(topic, data)
+        )
 
     @translate_errors
     def set_topic_assignment(
         self, topic: str, assignment: TopicAssignment, expected_version: int
     ) -> int | BadVersion:
         """A conditional write of ``/brokers/topics/<t>``."""
-        return self._set_versioned(
-            znodes.topic_path(topic), znodes.encode_topic(assignment), expected_version
+        return znode_ops.set_versioned(
+            self._client,
+            znodes.topic_path(topic),
+            znodes.encode_topic(assignment),
+            expected_version,
         )
 
     @translate_errors
@@ -361,14 +371,18 @@ class ZooKeeperMetadataStore:
         self, topic: str, callback: Callable[[Versioned[TopicAssignment] | None], None]
     ) -> KazooWatch:
         """Call ``callback`` with the assignment (None once deleted) at every change."""
-        return self._watch_versioned(
-            znodes.topic_path(topic), lambda data: znodes.decode_topic(topic, data), callback
+        return znode_ops.watch_versioned(
+            self._client,
+            znodes.topic_path(topic),
+            lambda data: znodes.decode_topic(topic, data),
+            callback,
         )
 
     @translate_errors
     def partition_state(self, topic: str, partition: int) -> Versioned[PartitionState] | None:
         """``.../partitions/<p>/state``, or None."""
-        return self._read(
+        return znode_ops.read(
+            self._client,
             znodes.partition_state_path(topic, partition),
             lambda data: znodes.decode_partition_state(topic, partition, data),
         )
@@ -383,7 +397,7 @@ class ZooKeeperMetadataStore:
         results = self._fenced(
             fence, lambda tx: tx.create(path, znodes.encode_partition_state(state))
         )
-        if _failed(results):
+        if znode_ops.failed(results):
             return BadVersion(path, -1)
         return 0
 
@@ -401,9 +415,9 @@ class ZooKeeperMetadataStore:
         path = znodes.partition_state_path(topic, partition)
         data = znodes.encode_partition_state(state)
         if fence is None:
-            return self._set_versioned(path, data, expected_version)
+            return znode_ops.set_versioned(self._client, path, data, expected_version)
         results = self._fenced(fence, lambda tx: tx.set_data(path, data, expected_version))
-        if _failed(results):
+        if znode_ops.failed(results):
             return BadVersion(path, expected_version)
         return int(results[0].version)
 
@@ -415,7 +429,8 @@ class ZooKeeperMetadataStore:
         callback: Callable[[Versioned[PartitionState] | None], None],
     ) -> KazooWatch:
         """Call ``callback`` with the partition's state at every change."""
-        return self._watch_versioned(
+        return znode_ops.watch_versioned(
+            self._client,
             znodes.partition_state_path(topic, partition),
             lambda data: znodes.decode_partition_state(topic, partition, data),
             callback,
@@ -436,7 +451,9 @@ class ZooKeeperMetadataStore:
     def entity_config(self, entity_type: str, name: str) -> dict[str, str]:
         """``/config/<type>/<name>``'s config (empty when the znode is missing)."""
         path = znodes.config_path(_entity_type(entity_type), name)
-        config = self._read(path, lambda data: znodes.decode_entity_config(path, data))
+        config = znode_ops.read(
+            self._client, path, lambda data: znodes.decode_entity_config(path, data)
+        )
         return {} if config is None else config.value
 
     @translate_errors
@@ -444,8 +461,8 @@ class ZooKeeperMetadataStore:
         """Kafka's ``changeConfigs``: write the config, then a change notification; notifications
         past :data:`CONFIG_CHANGE_EXPIRATION_MS` are removed."""
         entity_type = _entity_type(entity_type)
-        self._set_or_create(
-            znodes.config_path(entity_type, name), znodes.encode_entity_config(config)
+        znode_ops.set_or_create(
+            self._client, znodes.config_path(entity_type, name), znodes.encode_entity_config(config)
         )
         self._client.create(
             f"{znodes.CONFIG_CHANGES}/{znodes.CONFIG_CHANGE_PREFIX}",
@@ -488,7 +505,8 @@ class ZooKeeperMetadataStore:
     @translate_errors
     def watch_config_changes(self, callback: Callable[[list[ConfigChange]], None]) -> KazooWatch:
         """Call ``callback`` with every notification present, now and at every new one."""
-        return self._watch_children(
+        return znode_ops.watch_children(
+            self._client,
             znodes.CONFIG_CHANGES,
             lambda children: callback(self._read_config_changes(children, -1)),
         )
@@ -507,7 +525,8 @@ class ZooKeeperMetadataStore:
                     "Exhausted all producerIds: the next block would pass 2^63-1"
                 )
             block = ProducerIdBlock(broker_id, first, first + PRODUCER_ID_BLOCK_SIZE - 1)
-            written = self._set_versioned(
+            written = znode_ops.set_versioned(
+                self._client,
                 znodes.LATEST_PRODUCER_ID_BLOCK,
                 znodes.encode_producer_id_block(block),
                 int(stat.version),
@@ -537,14 +556,14 @@ class ZooKeeperMetadataStore:
     @translate_errors
     def watch_topic_deletions(self, callback: Callable[[frozenset[str]], None]) -> KazooWatch:
         """Call ``callback`` with the pending deletions at every change."""
-        return self._watch_children(
-            znodes.DELETE_TOPICS, lambda children: callback(frozenset(children))
+        return znode_ops.watch_children(
+            self._client, znodes.DELETE_TOPICS, lambda children: callback(frozenset(children))
         )
 
     @translate_errors
     def complete_topic_deletion(self, topic: str, fence: ControllerFence) -> None:
         """Delete the topic's subtree, config and deletion request in one fenced ``multi``."""
-        doomed = self._subtree(znodes.topic_path(topic))
+        doomed = znode_ops.subtree(self._client, znodes.topic_path(topic))
         for path in (znodes.config_path("topics", topic), znodes.delete_topic_path(topic)):
             if self._client.exists(path) is not None:
                 doomed.append(path)
@@ -553,19 +572,10 @@ class ZooKeeperMetadataStore:
             for path in doomed:
                 tx.delete(path)
 
-        if _failed(self._fenced(fence, add)):  # changed under us (only admin paths may)
+        if znode_ops.failed(self._fenced(fence, add)):  # changed under us (only admin paths may)
             raise ControllerMovedError(
                 f"the deletion of topic '{topic}' raced another writer of its znodes; retry"
             )
-
-    def _subtree(self, path: str) -> list[str]:
-        """``path`` and everything below it, children before parents (empty if missing)."""
-        try:
-            children = self._client.get_children(path)
-        except NoNodeError:
-            return []
-        below = [p for child in children for p in self._subtree(f"{path}/{child}")]
-        return [*below, path]
 
     @translate_errors
     def request_preferred_election(self, partitions: Iterable[TopicPartition]) -> None:
@@ -586,7 +596,7 @@ class ZooKeeperMetadataStore:
     @translate_errors
     def pending_preferred_election(self) -> frozenset[TopicPartition] | None:
         """The partitions of ``/admin/preferred_replica_election``, or None."""
-        request = self._read(znodes.PREFERRED_REPLICA_ELECTION, _decode_election)
+        request = znode_ops.read(self._client, znodes.PREFERRED_REPLICA_ELECTION, _decode_election)
         return None if request is None else request.value
 
     @translate_errors
@@ -594,7 +604,8 @@ class ZooKeeperMetadataStore:
         self, callback: Callable[[frozenset[TopicPartition] | None], None]
     ) -> KazooWatch:
         """Call ``callback`` with the pending request (or None) at every change."""
-        return self._watch_versioned(
+        return znode_ops.watch_versioned(
+            self._client,
             znodes.PREFERRED_REPLICA_ELECTION,
             _decode_election,
             lambda request: callback(None if request is None else request.value),
@@ -606,71 +617,6 @@ class ZooKeeperMetadataStore:
         if self._client.exists(znodes.PREFERRED_REPLICA_ELECTION) is None:
             return
         self._fenced(fence, lambda tx: tx.delete(znodes.PREFERRED_REPLICA_ELECTION))
-
-    # helpers
-
-    def _read(self, path: str, decode: Callable[[bytes], T]) -> Versioned[T] | None:
-        """``path``'s value and version, or None when there is no such znode."""
-        try:
-            data, stat = self._client.get(path)
-        except NoNodeError:
-            return None
-        return Versioned(decode(data), int(stat.version))
-
-    def _watch_versioned(
-        self,
-        path: str,
-        decode: Callable[[bytes], T],
-        callback: Callable[[Versioned[T] | None], None],
-    ) -> KazooWatch:
-        return self._watch_data(
-            path,
-            lambda data, stat: callback(
-                None if data is None else Versioned(decode(data), int(stat.version))
-            ),
-        )
-
-    def _set_versioned(self, path: str, data: bytes, expected_version: int) -> int | BadVersion:
-        try:
-            stat = self._client.set(path, data, version=expected_version)
-        except (BadVersionError, NoNodeError):
-            return BadVersion(path, expected_version)
-        return int(stat.version)
-
-    def _set_or_create(self, path: str, data: bytes) -> None:
-        try:
-            self._client.set(path, data)
-        except NoNodeError:
-            try:
-                self._client.create(path, data, makepath=True)
-            except NodeExistsError:
-                self._client.set(path, data)
-
-    def _watch_data(self, path: str, callback: Callable[[bytes | None, Any], None]) -> KazooWatch:
-        watch = KazooWatch(path)
-
-        def on_change(data: bytes | None, stat: Any, event: Any = None) -> bool:
-            if stat is None:  # no such node
-                data = None
-            return watch.deliver(lambda: callback(data, stat))
-
-        self._client.require_connected()
-        DataWatch(self._client.kazoo, path, on_change)
-        return watch
-
-    def _watch_children(self, path: str, callback: Callable[[list[str]], None]) -> KazooWatch:
-        watch = KazooWatch(path)
-
-        def on_change(children: list[str]) -> bool:
-            return watch.deliver(lambda: callback(children))
-
-        self._client.require_connected()
-        ChildrenWatch(self._client.kazoo, path, on_change)
-        return watch
-
-
-def _failed(results: list[Any]) -> bool:
-    return any(isinstance(r, Exception) for r in results)
 
 
 def _entity_type(entity_type: str) -> str:
