@@ -70,7 +70,11 @@ class MemoryMap:
     def put(self, key: str, value: Any, *, wait: bool = True, partition: int | None = None) -> None:
         """Write ``key`` (None: remove it) as JSON would give it back; ``wait`` and
         ``partition`` mean nothing in memory (a write is read back at once)."""
-        value = None if value is None else json.loads(json.dumps(value, sort_keys=True))
+        self.load(key, None if value is None else json.loads(json.dumps(value, sort_keys=True)))
+
+    def load(self, key: str, value: Any) -> None:
+        """Take ``value``, already in JSON's shapes (read from a topic), as it is (None:
+        remove ``key``)."""
         with self._lock:
             if value is None:
                 self._data.pop(key, None)

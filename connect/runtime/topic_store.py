@@ -96,7 +96,7 @@ class TopicMap:
             raw = message.value()
             value = None if raw is None else json.loads(raw)
             with self._lock:
-                self._records.put(name, value)
+                self._records.load(name, value)  # decoded JSON already
                 self._read_offsets[message.partition()] = message.offset() + 1
                 self._lock.notify_all()
             if self.on_change is not None:
