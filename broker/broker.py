@@ -13,6 +13,7 @@ import logging
 import time
 import uuid
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from sluice.broker.config import BrokerConfig
@@ -28,6 +29,16 @@ from sluice.errors import ConfigError, StorageError
 log = logging.getLogger(__name__)
 
 Clock = Callable[[], int]
+
+
+@dataclass(frozen=True)
+class NodeEndpoint:
+    """A live broker as clients reach it (Metadata's and DescribeCluster's ``brokers``)."""
+
+    node_id: int
+    host: str
+    port: int
+    rack: str | None = None
 
 
 def wall_clock_ms() -> int:
@@ -123,6 +134,17 @@ class Broker:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
         self.topics.close()
+
+    # -- the cluster as clients see it ----------------------------------------------------
+
+    def live_brokers(self) -> list[NodeEndpoint]:
+        """The brokers clients may connect to, by node id: this one alone on one node."""
+        return [NodeEndpoint(self.node_id, self.host, self.port, self.config["broker.rack"])]
+
+    @property
+    def controller_id(self) -> int:
+        """The node id of the cluster's controller: this node on one node."""
+        return self.node_id
 
     # -- topics ---------------------------------------------------------------------------
 

@@ -88,17 +88,17 @@ class InternalTopic:
                     "compression.type": "producer",
                 },
             )
-        self.partitions = len(topic.partitions)
+        self.partitions = topic.partition_count
         return topic
 
     def partition_count(self) -> int:
         """The partitions of the topic: as created, or as configured while it does not exist."""
         topic = self.topics.get(self.name)
-        return self.partitions if topic is None else len(topic.partitions)
+        return self.partitions if topic is None else topic.partition_count
 
     def partition_of(self, key: str) -> Partition:
         topic = self.ensure()
-        return topic.partitions[partition_for(key, len(topic.partitions))]
+        return topic.partitions[partition_for(key, topic.partition_count)]
 
     def append(
         self,
@@ -133,9 +133,10 @@ class InternalTopic:
         """Every batch of partition ``index``, oldest first (none while the topic or the
         partition does not exist)."""
         topic = self.topics.get(self.name)
-        if topic is None or not 0 <= index < len(topic.partitions):
+        partition = None if topic is None else topic.partitions.get(index)
+        if partition is None:
             return
-        plog = topic.partitions[index].log
+        plog = partition.log
         offset = plog.log_start_offset
         while offset < plog.log_end_offset:
             data = plog.read(offset, _READ_CHUNK).data

@@ -161,7 +161,7 @@ class BrokerCollector(Collector):
         }
         for topic in list(self.broker.topics.topics.values()):
             totals = dict.fromkeys(families, 0)
-            for partition in topic.partitions:
+            for partition in topic.partitions.values():
                 for attr in families:
                     totals[attr] += getattr(partition, attr)
             for attr, family in families.items():

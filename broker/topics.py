@@ -92,6 +92,9 @@ class Partition:
     topic: str
     index: int
     log: Log
+    is_leader: bool = True
+    """False while this broker follows the partition's leader (in a cluster): clients are then
+    answered NOT_LEADER_OR_FOLLOWER."""
     waiters: set[asyncio.Future[None]] = field(default_factory=set)
     bytes_in: int = 0
     messages_in: int = 0
@@ -113,7 +116,10 @@ class Topic:
     topic_id: uuid.UUID
     overrides: dict[str, str]
     config: dict[str, Any]
-    partitions: list[Partition] = field(default_factory=list)
+    partition_count: int = 0
+    """How many partitions the topic has (in a cluster, more than this broker hosts)."""
+    partitions: dict[int, Partition] = field(default_factory=dict)
+    """The partitions whose replica this broker hosts, by index: all of them on one node."""
 
     @property
     def internal(self) -> bool:
@@ -151,8 +157,9 @@ class TopicManager:
             )
             if not saved_id:
                 self._save(topic, int(meta["partitions"]))
-            for index in range(int(meta["partitions"])):
-                topic.partitions.append(self._open_partition(topic, index))
+            topic.partition_count = int(meta["partitions"])
+            for index in range(topic.partition_count):
+                topic.partitions[index] = self._open_partition(topic, index)
             self.topics[topic.name] = topic
             self._by_id[topic.topic_id] = topic
         log.info("loaded %d topics", len(self.topics))
@@ -160,7 +167,7 @@ class TopicManager:
     def close(self) -> None:
         try:
             for topic in self.topics.values():
-                for partition in topic.partitions:
+                for partition in topic.partitions.values():
                     partition.log.close()
         finally:
             self._flusher.shutdown()
@@ -172,9 +179,7 @@ class TopicManager:
 
     def partition(self, name: str, index: int) -> Partition | None:
         topic = self.topics.get(name)
-        if topic is None or not 0 <= index < len(topic.partitions):
-            return None
-        return topic.partitions[index]
+        return None if topic is None else topic.partitions.get(index)
 
     def by_id(self, topic_id: uuid.UUID) -> Topic | None:
         """The topic with this Kafka topic id (a dict lookup)."""
@@ -182,7 +187,7 @@ class TopicManager:
 
     def all_partitions(self) -> Iterator[Partition]:
         for topic in list(self.topics.values()):
-            yield from topic.partitions
+            yield from topic.partitions.values()
 
     # -- changes --------------------------------------------------------------------------
 
@@ -245,10 +250,12 @@ class TopicManager:
         topic_id = random_topic_id()
         while topic_id in self._by_id:  # never in practice: 122 random bits
             topic_id = random_topic_id()
-        topic = Topic(name, topic_id, dict(overrides), self.broker_config.topic_config(overrides))
+        topic = Topic(
+            name, topic_id, dict(overrides), self.broker_config.topic_config(overrides), partitions
+        )
         self._save(topic, partitions)
         for index in range(partitions):
-            topic.partitions.append(self._open_partition(topic, index, fresh=True))
+            topic.partitions[index] = self._open_partition(topic, index, fresh=True)
         self.topics[name] = topic
         self._by_id[topic_id] = topic
         log.info("created topic %s with %d partitions", name, partitions)
@@ -256,15 +263,16 @@ class TopicManager:
 
     def add_partitions(self, topic: Topic, count: int) -> None:
         self._save(topic, count)
-        for index in range(len(topic.partitions), count):
-            topic.partitions.append(self._open_partition(topic, index, fresh=True))
+        for index in range(topic.partition_count, count):
+            topic.partitions[index] = self._open_partition(topic, index, fresh=True)
+        topic.partition_count = count
 
     def set_overrides(self, topic: Topic, overrides: Mapping[str, str]) -> None:
         """Replace the topic's config overrides and apply them to its logs."""
         config = self.broker_config.topic_config(overrides)
         topic.overrides, topic.config = dict(overrides), config
-        self._save(topic, len(topic.partitions))
-        for partition in topic.partitions:
+        self._save(topic, topic.partition_count)
+        for partition in topic.partitions.values():
             partition.log.update_config(config)
 
     def set_broker_config(self, config: BrokerConfig) -> None:
@@ -273,14 +281,14 @@ class TopicManager:
         self.broker_config = config
         for topic in self.topics.values():
             topic.config = config.topic_config(topic.overrides)
-            for partition in topic.partitions:
+            for partition in topic.partitions.values():
                 partition.log.update_config(topic.config)
 
     def delete(self, topic: Topic) -> None:
         (self._meta / f"{topic.name}.json").unlink(missing_ok=True)
         del self.topics[topic.name]
         self._by_id.pop(topic.topic_id, None)
-        for partition in topic.partitions:
+        for partition in topic.partitions.values():
             partition.notify()
             directory = partition.log.directory
             partition.log.close()

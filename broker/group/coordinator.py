@@ -65,7 +65,7 @@ class GroupCoordinator:
     def partition_for(self, group_id: str) -> int:
         """The ``__consumer_offsets`` partition of ``group_id`` (the topic is created if it
         does not exist yet, as AddOffsetsToTxn needs it)."""
-        return partition_for(group_id, len(self.store.ensure().partitions))
+        return partition_for(group_id, self.store.ensure().partition_count)
 
     def load(self) -> None:
         """Load every partition of ``__consumer_offsets`` (one node leads them all). Call

@@ -106,18 +106,18 @@ def _read_all(
             missing = ErrorCode.unknown_topic_or_partition
             answer = TopicAnswer(topic.topic, None)
         topics.append(answer)
-        partitions = found.partitions if found is not None else []
+        partitions = found.partitions if found is not None else {}
         for wanted in topic.partitions:
             entry = PartitionAnswer(
                 wanted.partition, aborted_transactions=[] if committed else None
             )
             answer.partitions.append(entry)
-            if not 0 <= wanted.partition < len(partitions):
+            partition = partitions.get(wanted.partition)
+            if partition is None:
                 entry.error_code = (
                     missing if found is None else ErrorCode.unknown_topic_or_partition
                 )
                 continue
-            partition = partitions[wanted.partition]
             plog = partition.log
             fenced = check_current_leader_epoch(  # the field is there from v9 (KIP-320)
                 getattr(wanted, "current_leader_epoch", -1), plog.leader_epoch

@@ -62,7 +62,7 @@ async def handle(broker: Broker, request: MetadataRequest, _client: Connection) 
                 isr_nodes=(node,),
                 offline_replicas=(),
             )
-            for p in topic.partitions
+            for p in topic.partitions.values()
         )
         return make(
             topic_cls,

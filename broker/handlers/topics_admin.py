@@ -161,10 +161,10 @@ async def create_partitions(
         topic = broker.topics.get(wanted.name)
         if topic is None:
             code, message = ErrorCode.unknown_topic_or_partition, f"unknown topic {wanted.name!r}"
-        elif wanted.count <= len(topic.partitions):
+        elif wanted.count <= topic.partition_count:
             code = ErrorCode.invalid_partitions
             message = (
-                f"topic has {len(topic.partitions)} partitions; the count can only grow "
+                f"topic has {topic.partition_count} partitions; the count can only grow "
                 f"(asked {wanted.count})"
             )
         elif wanted.assignments and {n for a in wanted.assignments for n in a.broker_ids} - {

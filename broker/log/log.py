@@ -134,6 +134,8 @@ class Log:
         self._flushes = flushes
         self._epochs = epochs
         self._leader_epoch = leader_epoch
+        self._high_watermark: int | None = None
+        """Set by replication (:meth:`set_high_watermark`); None: the log end offset (one node)."""
         self._unflushed_messages = 0
         self._first_unflushed_ms: int | None = None
         self._retired: list[tuple[int | None, LogSegment]] = []
@@ -200,8 +202,18 @@ class Log:
 
     @property
     def high_watermark(self) -> int:
-        """Equal to the log end offset on one node."""
-        return self.log_end_offset
+        """The offset below which records are committed: the log end offset on one node; in a
+        cluster, what replication last set (:meth:`set_high_watermark`)."""
+        if self._high_watermark is None:
+            return self.log_end_offset
+        return max(self._high_watermark, self._log_start_offset)
+
+    def set_high_watermark(self, offset: int) -> None:
+        """Replication's high watermark from now on (a leader's from its in-sync replicas, a
+        follower's from its leader's), kept within the log start and end offsets. Once set,
+        the high watermark no longer follows appends; :meth:`truncate_to` lowers it with the
+        log end."""
+        self._high_watermark = min(max(offset, self._log_start_offset), self.log_end_offset)
 
     @property
     def size_in_bytes(self) -> int:
@@ -553,6 +565,8 @@ class Log:
             fsync_dir(self.directory)
         self._bases = [s.base_offset for s in self._segments]
         end = self.log_end_offset
+        if self._high_watermark is not None:
+            self._high_watermark = min(max(self._high_watermark, self._log_start_offset), end)
         self._epochs.truncate_from_end(end)
         rebuild_producer_state(self.directory, self._segments, self._producers, end)
         self._flushes.start_at(self._bases[-1])
