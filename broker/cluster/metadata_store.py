@@ -236,6 +236,16 @@ class MetadataStore(Protocol):
         """The controller's last step of a deletion: remove the topic's assignment, partition
         states, config and deletion request in one atomic step."""
 
+    def request_controlled_shutdown(self, broker_id: int) -> None:
+        """Ask the controller to move this broker's leaderships away before it stops (a
+        record that lives as long as the session)."""
+
+    def controlled_shutdowns(self) -> frozenset[int]:
+        """The brokers that asked for a controlled shutdown."""
+
+    def watch_controlled_shutdowns(self, callback: Callable[[frozenset[int]], None]) -> Watch:
+        """Call ``callback`` with the brokers shutting down, now and at every change."""
+
     def request_preferred_election(self, partitions: Iterable[TopicPartition]) -> None:
         """Ask the controller to move these partitions' leadership to their preferred replica.
         Raise :class:`AdminRequestPendingError` while an earlier request is pending."""

@@ -51,6 +51,9 @@ CONFIG_CHANGES = "/config/changes"
 CONFIG_CHANGE_PREFIX = "config_change_"
 DELETE_TOPICS = "/admin/delete_topics"
 PREFERRED_REPLICA_ELECTION = "/admin/preferred_replica_election"
+#: Sluice's own (Kafka's brokers asked the controller with a ControlledShutdown request): a
+#: broker stopping cleanly creates an ephemeral child named by its id.
+CONTROLLED_SHUTDOWN = "/admin/controlled_shutdown"
 REASSIGN_PARTITIONS = "/admin/reassign_partitions"
 ISR_CHANGE_NOTIFICATION = "/isr_change_notification"
 ISR_CHANGE_PREFIX = "isr_change_"
@@ -68,6 +71,7 @@ PERSISTENT_PATHS = (
     CONFIG_CHANGES,
     *(f"{CONFIG}/{kind}" for kind in CONFIG_ENTITY_TYPES),
     DELETE_TOPICS,
+    CONTROLLED_SHUTDOWN,
     ISR_CHANGE_NOTIFICATION,
     LATEST_PRODUCER_ID_BLOCK,
 )

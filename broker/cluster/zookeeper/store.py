@@ -578,6 +578,28 @@ class ZooKeeperMetadataStore:
             )
 
     @translate_errors
+    def request_controlled_shutdown(self, broker_id: int) -> None:
+        """Create the ephemeral ``/admin/controlled_shutdown/<id>`` (nothing if it exists)."""
+        with contextlib.suppress(NodeExistsError):
+            self._client.create(f"{znodes.CONTROLLED_SHUTDOWN}/{broker_id}", ephemeral=True)
+
+    @translate_errors
+    def controlled_shutdowns(self) -> frozenset[int]:
+        """The children of ``/admin/controlled_shutdown``."""
+        return frozenset(int(c) for c in self._client.get_children(znodes.CONTROLLED_SHUTDOWN))
+
+    @translate_errors
+    def watch_controlled_shutdowns(
+        self, callback: Callable[[frozenset[int]], None]
+    ) -> KazooWatch:
+        """Call ``callback`` with the brokers shutting down at every change."""
+        return znode_ops.watch_children(
+            self._client,
+            znodes.CONTROLLED_SHUTDOWN,
+            lambda children: callback(frozenset(int(c) for c in children)),
+        )
+
+    @translate_errors
     def request_preferred_election(self, partitions: Iterable[TopicPartition]) -> None:
         """Create ``/admin/preferred_replica_election``; refused while one is pending."""
         wanted = frozenset(partitions)
