@@ -288,7 +288,9 @@ class Controller:
             return
         isr = tuple(r for r in current.isr if r not in stopping)
         if isr and isr != current.isr:
-            self._write(tp, state, LeaderAndIsr(current.leader, current.leader_epoch + 1, isr), fence)
+            self._write(
+                tp, state, LeaderAndIsr(current.leader, current.leader_epoch + 1, isr), fence
+            )
 
     def _elect_preferred(
         self,
