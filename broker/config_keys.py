@@ -162,7 +162,6 @@ def render(value: Any) -> str | None:
 
 _COMPRESSION = ("producer", "uncompressed", "gzip", "snappy", "lz4", "zstd")
 
-_ONE_NODE = "one node holds the only replica"
 _NO_TIERING = "Sluice has no tiered (remote) storage"
 _NO_THROTTLE = "Sluice does not replicate between brokers on one node"
 
@@ -466,10 +465,9 @@ TOPIC_KEYS: dict[str, ConfigKey] = {
             "unclean.leader.election.enable",
             ConfigType.BOOLEAN,
             False,
-            "Let an out-of-sync replica become leader.",
+            "In a cluster, let a replica outside the ISR become leader when no in-sync one is "
+            "alive (what only the old leader had is lost).",
             "unclean.leader.election.enable",
-            None,
-            _ONE_NODE + ": there is no other replica to elect",
         ),
     )
 }
@@ -729,6 +727,38 @@ BROKER_KEYS: dict[str, ConfigKey] = {
             check=_at_least(1),
         ),
         ConfigKey(
+            "offsets.topic.replication.factor",
+            ConfigType.SHORT,
+            3,
+            "Replication factor of __consumer_offsets in a cluster (created when a group first "
+            "needs it; fewer live brokers: COORDINATOR_NOT_AVAILABLE until enough are up).",
+            check=_at_least(1),
+        ),
+        ConfigKey(
+            "offsets.commit.timeout.ms",
+            ConfigType.INT,
+            5_000,
+            "How long a coordinator waits for its write (offsets, group metadata, transaction "
+            "state) to reach the in-sync replicas of its partition before answering "
+            "REQUEST_TIMED_OUT (offsets) or COORDINATOR_NOT_AVAILABLE (transactions).",
+            check=_at_least(1),
+        ),
+        ConfigKey(
+            "transaction.state.log.replication.factor",
+            ConfigType.SHORT,
+            3,
+            "Replication factor of __transaction_state in a cluster (as "
+            "offsets.topic.replication.factor).",
+            check=_at_least(1),
+        ),
+        ConfigKey(
+            "transaction.state.log.min.isr",
+            ConfigType.INT,
+            2,
+            "min.insync.replicas of __transaction_state in a cluster.",
+            check=_at_least(1),
+        ),
+        ConfigKey(
             "transaction.state.log.segment.bytes",
             ConfigType.INT,
             104_857_600,
@@ -780,6 +810,50 @@ BROKER_KEYS: dict[str, ConfigKey] = {
         ),
         ConfigKey(
             "broker.rack", ConfigType.STRING, None, "The rack of this broker (replica placement)."
+        ),
+        ConfigKey(
+            "auto.leader.rebalance.enable",
+            ConfigType.BOOLEAN,
+            True,
+            "In a cluster, the controller moves leaderships back to their preferred replicas "
+            "(see leader.imbalance.per.broker.percentage).",
+        ),
+        ConfigKey(
+            "leader.imbalance.check.interval.seconds",
+            ConfigType.LONG,
+            300,
+            "How often the controller checks the leaders' balance.",
+            check=_at_least(1),
+        ),
+        ConfigKey(
+            "leader.imbalance.per.broker.percentage",
+            ConfigType.INT,
+            10,
+            "The share of a broker's preferred partitions led elsewhere above which the "
+            "controller moves them back.",
+            check=_at_least(0),
+        ),
+        ConfigKey(
+            "controlled.shutdown.enable",
+            ConfigType.BOOLEAN,
+            True,
+            "In a cluster, a broker stopping cleanly first hands its leaderships to other "
+            "in-sync replicas.",
+        ),
+        ConfigKey(
+            "controlled.shutdown.max.retries",
+            ConfigType.INT,
+            3,
+            "How many times a stopping broker waits controlled.shutdown.retry.backoff.ms for "
+            "its leaderships to move before it stops anyway.",
+            check=_at_least(1),
+        ),
+        ConfigKey(
+            "controlled.shutdown.retry.backoff.ms",
+            ConfigType.LONG,
+            5_000,
+            "See controlled.shutdown.max.retries.",
+            check=_at_least(0),
         ),
         ConfigKey(
             "replica.lag.time.max.ms",
@@ -877,9 +951,6 @@ of the topic keys, thread-pool, cleaner and connection-quota sizes, the producer
 # Accepted in server.properties but without effect on one node (or handled elsewhere).
 INERT_BROKER_KEYS = frozenset(
     {
-        "offsets.topic.replication.factor",
-        "transaction.state.log.replication.factor",
-        "transaction.state.log.min.isr",
         "process.roles",
         "controller.quorum.voters",
         "controller.listener.names",

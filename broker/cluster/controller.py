@@ -22,7 +22,10 @@ deletion and preferred-election requests) and every few seconds as a safety net:
   it;
 - topics whose deletion was requested are removed;
 - a pending preferred-leader election moves each listed partition's leadership to its first
-  replica when that one is live and in sync;
+  replica when that one is live and in sync; with ``auto.leader.rebalance.enable``, every
+  ``leader.imbalance.check.interval.seconds`` the controller does the same for the partitions
+  of each broker that leads less than ``100 - leader.imbalance.per.broker.percentage`` % of the
+  partitions it prefers (Kafka's rule);
 - a broker that asked for a controlled shutdown (``/admin/controlled_shutdown/<id>``) hands
   each of its leaderships to another in-sync replica and leaves the ISR of the others, and is
   given no new leadership.
@@ -36,7 +39,9 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable
+from typing import Any
 
 from sluice.broker.cluster.election import (
     NO_LEADER,
@@ -78,13 +83,19 @@ class Controller:
         broker_id: int,
         *,
         unclean_default: bool,
-        on_elected: Callable[[ControllerFence], None] | None = None,
+        rebalance_interval_s: float | None = None,
+        imbalance_percentage: int = 10,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.store = store
         self.broker_id = broker_id
         self.unclean_default = unclean_default
+        self.rebalance_interval_s = rebalance_interval_s
+        """``leader.imbalance.check.interval.seconds`` when ``auto.leader.rebalance.enable``."""
+        self.imbalance_percentage = imbalance_percentage
         self.fence: ControllerFence | None = None
-        self._on_elected = on_elected
+        self._clock = clock
+        self._next_rebalance = 0.0
         self._wake = threading.Event()
         self._stopped = threading.Event()
         self._watches: list[Watch] = []
@@ -122,7 +133,7 @@ class Controller:
 
     def _run(self) -> None:
         while not self._stopped.is_set():
-            self._wake.wait(RECONCILE_INTERVAL_S)
+            self._wake.wait(self._pause())
             self._wake.clear()
             if self._stopped.is_set():
                 return
@@ -159,8 +170,8 @@ class Controller:
             self.store.watch_preferred_election(lambda _request: wake()),
             self.store.watch_controlled_shutdowns(lambda _ids: wake()),
         ]
-        if self._on_elected is not None:
-            self._on_elected(fence)
+        if self.rebalance_interval_s is not None:
+            self._next_rebalance = self._clock() + self.rebalance_interval_s
 
     def _resign(self) -> None:
         self.fence = None
@@ -188,6 +199,8 @@ class Controller:
         topics = self.store.topics() - deleting
         self._watch_assignments(topics)
         preferred = self.store.pending_preferred_election() or frozenset()
+        rebalance = self.rebalance_interval_s is not None and self._clock() >= self._next_rebalance
+        led: list[tuple[TopicPartition, tuple[int, ...], Versioned[PartitionState]]] = []
         for topic in sorted(topics):
             assignment = self.store.topic_assignment(topic)
             if assignment is None:
@@ -209,8 +222,47 @@ class Controller:
                     self._elect_preferred(tp, replicas.replicas, state, live, fence)
                 else:
                     self._drop_dead_followers(tp, state, live, fence)
+                    led.append((tp, replicas.replicas, state))
         if preferred:
             self.store.complete_preferred_election(fence)
+        if rebalance:
+            assert self.rebalance_interval_s is not None
+            self._next_rebalance = self._clock() + self.rebalance_interval_s
+            self._rebalance(led, live, fence)
+
+    def _pause(self) -> float:
+        """Until the next pass without a change: the safety net, or the rebalance check."""
+        if self.rebalance_interval_s is None or self.fence is None:
+            return RECONCILE_INTERVAL_S
+        return max(0.0, min(RECONCILE_INTERVAL_S, self._next_rebalance - self._clock()))
+
+    def _rebalance(
+        self,
+        partitions: list[tuple[TopicPartition, tuple[int, ...], Versioned[PartitionState]]],
+        live: frozenset[int],
+        fence: ControllerFence,
+    ) -> None:
+        """Kafka's ``checkAndTriggerAutoLeaderRebalance``: a broker whose share of partitions
+        it prefers but does not lead is above ``leader.imbalance.per.broker.percentage`` gets
+        them back (those whose ISR it is in)."""
+        by_preferred: dict[int, list[tuple[TopicPartition, tuple[int, ...], Any]]] = {}
+        for tp, replicas, state in partitions:
+            if replicas:
+                by_preferred.setdefault(replicas[0], []).append((tp, replicas, state))
+        for broker, preferring in sorted(by_preferred.items()):
+            elsewhere = [p for p in preferring if p[2].value.leader != broker]
+            if broker not in live or not elsewhere:
+                continue
+            if len(elsewhere) * 100 <= self.imbalance_percentage * len(preferring):
+                continue
+            log.info(
+                "controller: broker %d leads %d of the %d partitions it prefers: rebalancing",
+                broker,
+                len(preferring) - len(elsewhere),
+                len(preferring),
+            )
+            for tp, replicas, state in elsewhere:
+                self._elect_preferred(tp, replicas, state, live, fence)
 
     def _create_state(
         self,

@@ -210,3 +210,32 @@ def test_the_controller_fails_over_and_deletes_and_elects_preferred(
     finally:
         first.close()
         second.close()
+
+
+def test_auto_rebalance_gives_leaders_back_to_their_preferred_replicas(
+    store_factory: StoreFactory,
+) -> None:
+    sessions = brokers(store_factory, [1, 2])
+    controller = Controller(sessions[1], 1, unclean_default=False, rebalance_interval_s=0.5)
+    controller.start()
+    try:
+        create(sessions[1], "t", {0: (2, 1), 1: (2, 1), 2: (1, 2)})
+        for index in (0, 1):
+            state_of(sessions[1], "t", index, lambda s: s.leader == 2)
+        sessions[2].close()
+        for index in (0, 1):
+            state_of(sessions[1], "t", index, lambda s: s.leader == 1 and s.isr == (1,))
+        sessions[2] = store_factory()
+        sessions[2].register_broker(registration(2))
+        for index in (0, 1):  # broker 2 caught up: its leader puts it back in the ISR
+            current = sessions[1].partition_state("t", index)
+            assert current is not None
+            rejoined = PartitionState(
+                1, current.value.leader_epoch, (1, 2), current.value.controller_epoch
+            )
+            sessions[1].set_partition_state("t", index, rejoined, current.version, None)
+        for index in (0, 1):
+            assert state_of(sessions[1], "t", index, lambda s: s.leader == 2).isr == (1, 2)
+        assert sessions[1].partition_state("t", 2).value.leader == 1  # type: ignore[union-attr]
+    finally:
+        controller.close()
