@@ -131,12 +131,20 @@ def running_broker(
             _stop(proc)
 
 
-def create_topic(bootstrap: str, topic: str, partitions: int = 1, timeout: float = 20.0) -> None:
-    """Create ``topic`` and wait until its metadata shows every partition with a leader."""
+def create_topic(
+    bootstrap: str,
+    topic: str,
+    partitions: int = 1,
+    timeout: float = 20.0,
+    replication_factor: int = 1,
+) -> None:
+    """Create ``topic`` (``replication_factor`` replicas of each partition; more than 1 needs a
+    cluster) and wait until its metadata shows every partition with a leader."""
     from confluent_kafka.admin import AdminClient, NewTopic
 
     admin = AdminClient({"bootstrap.servers": bootstrap})
-    for future in admin.create_topics([NewTopic(topic, partitions, 1)]).values():
+    new = NewTopic(topic, partitions, replication_factor)
+    for future in admin.create_topics([new]).values():
         future.result(timeout)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

@@ -40,6 +40,7 @@ class LatencyLoad:
     value_bytes: int = 100
     linger_ms: float = 1.0
     fetch_wait_ms: int = 500
+    replication_factor: int = 1  # of the run's topic (more than 1 on a cluster)
 
 
 @dataclass(frozen=True)
@@ -132,7 +133,7 @@ def _consumer(load: LatencyLoad, expected_max: int, conn: Any) -> None:
 
 def latency_run(load: LatencyLoad) -> Latency:
     """One paced run on a fresh topic; the consumer is connected before the producer starts."""
-    create_topic(load.bootstrap, load.topic)
+    create_topic(load.bootstrap, load.topic, replication_factor=load.replication_factor)
     parent, child = _SPAWN.Pipe()
     total = int(load.rate * load.seconds)
     consumer = _SPAWN.Process(target=_consumer, args=(load, total, child), daemon=True)

@@ -18,9 +18,10 @@ import signal
 import uvloop
 
 from sluice.broker import metrics
-from sluice.broker.broker import Broker
+from sluice.broker.broker import Broker, new_cluster_id
 from sluice.broker.config import BrokerConfig
 from sluice.broker.server import Server
+from sluice.errors import ConfigError
 from sluice.metrics import AsyncMetricsServer, serve_metrics_async
 
 log = logging.getLogger("sluice.broker")
@@ -39,13 +40,18 @@ async def run(
     if metrics_listen:
         exporter = await serve_metrics_async(metrics_listen, metrics.registry(broker, server))
     try:
-        broker.open()
+        await _open(broker)
+        host, port = config.listener
+        await server.start(host, port)
+        if broker.cluster is not None:
+            await _join(broker)
     except BaseException:
         if exporter is not None:
             await exporter.close()
+        await server.close()
+        if broker.cluster is not None:
+            await broker.cluster.close()
         raise
-    host, port = config.listener
-    await server.start(host, port)
     broker.start_housekeeping()
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -69,9 +75,56 @@ async def run(
                 loop.remove_signal_handler(sig)
         if exporter is not None:
             await exporter.close()
+        if broker.cluster is not None:
+            await broker.cluster.close()
         await server.close()
         await broker.close()
         log.info("stopped cleanly")
+
+
+async def _open(broker: Broker) -> None:
+    """Recover the data directory; in a cluster, connect to its metadata store first (its
+    cluster id is the data directory's) and take no leadership until the cluster gives it."""
+    config = broker.config
+    connect = config["zookeeper.connect"]
+    if not connect:
+        broker.open()
+        return
+    # Imported here: one node never loads the cluster's code (nor kazoo).
+    from sluice.broker.cluster.member import ClusterMember
+    from sluice.broker.cluster.metadata_store import MetadataStoreError
+    from sluice.broker.cluster.zookeeper import ZooKeeperMetadataStore
+
+    try:
+        store = await asyncio.to_thread(
+            ZooKeeperMetadataStore.connect,
+            connect,
+            session_timeout_ms=config["zookeeper.session.timeout.ms"],
+            connection_timeout_ms=config["zookeeper.connection.timeout.ms"],
+        )
+    except (MetadataStoreError, ValueError) as exc:
+        raise ConfigError(str(exc), key="zookeeper.connect") from None
+    try:
+        proposed = broker.stored_cluster_id() or new_cluster_id()
+        cluster_id = await asyncio.to_thread(store.get_or_create_cluster_id, proposed)
+        broker.open(cluster_id)
+    except BaseException:
+        await asyncio.to_thread(store.close)
+        raise
+    broker.cluster = ClusterMember(broker, store)
+    broker.cluster.prepare()
+
+
+async def _join(broker: Broker) -> None:
+    from sluice.broker.cluster.metadata_store import BrokerIdInUseError, MetadataStoreError
+
+    assert broker.cluster is not None
+    try:
+        await broker.cluster.start()
+    except BrokerIdInUseError as exc:
+        raise ConfigError(str(exc), key="broker.id") from None
+    except MetadataStoreError as exc:
+        raise ConfigError(str(exc), key="zookeeper.connect") from None
 
 
 def serve(config: BrokerConfig, *, metrics_listen: str | None = None) -> None:

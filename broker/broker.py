@@ -12,19 +12,30 @@ import contextlib
 import logging
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from sluice.broker.cluster.metadata_cache import PartitionInfo, TopicInfo
 from sluice.broker.config import BrokerConfig
 from sluice.broker.dynamic_config import DynamicBrokerConfigs
 from sluice.broker.errors import KafkaError
 from sluice.broker.group.coordinator import OFFSETS_TOPIC, GroupCoordinator
 from sluice.broker.log.files import write_atomically
-from sluice.broker.producer_ids import ProducerIdManager
-from sluice.broker.topics import Topic, TopicManager
+from sluice.broker.producer_ids import (
+    ClusterBlocks,
+    LocalBlocks,
+    ProducerIdManager,
+    ProducerIdsUnavailableError,
+)
+from sluice.broker.topics import Topic, TopicManager, validate_topic_name
 from sluice.broker.txn.coordinator import TXN_TOPIC, TransactionCoordinator
+from sluice.broker.txn.markers import ClusterRoutes
 from sluice.errors import ConfigError, StorageError
+
+if TYPE_CHECKING:
+    from sluice.broker.cluster.member import ClusterMember
 
 log = logging.getLogger(__name__)
 
@@ -63,17 +74,26 @@ class Broker:
             self.topics, self.groups, self._producer_ids, config, clock
         )
         self._tasks: list[asyncio.Task[None]] = []
+        self.cluster: ClusterMember | None = None
+        """The broker's membership of a cluster (``zookeeper.connect``); None on one node."""
 
-    def open(self) -> None:
-        """Create or recover the data directory (recovers every log)."""
+    def open(self, cluster_id: str | None = None) -> None:
+        """Create or recover the data directory (recovers every log). ``cluster_id``: the
+        cluster's (from its metadata store), which a data directory of another cluster must
+        not join; None on one node (the data directory's own, or a new one)."""
         self.data_dir.mkdir(parents=True, exist_ok=True)
-        self.cluster_id = self._load_meta()
+        self.cluster_id = self._load_meta(cluster_id)
         self.config = self.dynamic_configs.load()
         self.topics.broker_config = self.config
         self.topics.load()
-        self.producer_ids = ProducerIdManager(self.data_dir)
-        self.groups.load()
-        self.transactions.load()
+        if cluster_id is None:
+            self.producer_ids = ProducerIdManager(LocalBlocks(self.data_dir))
+            self.groups.load()
+            self.transactions.load()
+        else:  # the coordinators follow the leadership of their partitions: leadership_changed
+            self.producer_ids = ProducerIdManager(_ClusterBlocksOf(self))
+            self.groups.follow_leadership(self._partition_exists, self._offsets_partitions)
+            self.transactions.follow_leadership(_RoutesOf(self))
 
     def start_housekeeping(self) -> None:
         cfg = self.config
@@ -128,6 +148,7 @@ class Broker:
     async def close(self) -> None:
         """Stop housekeeping and group timers, flush and close every log."""
         self.groups.close()
+        self.transactions.close()
         for task in self._tasks:
             task.cancel()
         for task in self._tasks:
@@ -139,12 +160,115 @@ class Broker:
 
     def live_brokers(self) -> list[NodeEndpoint]:
         """The brokers clients may connect to, by node id: this one alone on one node."""
-        return [NodeEndpoint(self.node_id, self.host, self.port, self.config["broker.rack"])]
+        if self.cluster is None:
+            return [NodeEndpoint(self.node_id, self.host, self.port, self.config["broker.rack"])]
+        endpoints = []
+        for node_id, live in sorted(self.cluster.cache.brokers.items()):
+            found = live.registration.endpoint("PLAINTEXT")
+            if found is not None:
+                endpoints.append(
+                    NodeEndpoint(node_id, found.host, found.port, live.registration.rack)
+                )
+        return endpoints
 
     @property
     def controller_id(self) -> int:
-        """The node id of the cluster's controller: this node on one node."""
-        return self.node_id
+        """The node id of the cluster's controller (-1 between terms): this node on one node."""
+        if self.cluster is None:
+            return self.node_id
+        found = self.cluster.cache.controller_id
+        return -1 if found is None else found
+
+    def topic_names(self) -> list[str]:
+        """Every topic of the cluster (of this node, on one node)."""
+        if self.cluster is None:
+            return list(self.topics.topics)
+        return self.cluster.cache.topic_names()
+
+    def describe_topic(self, name: str) -> TopicInfo | None:
+        """A topic as clients are told about it: its id, partitions, leaders, replicas, ISR."""
+        if self.cluster is not None:
+            return self.cluster.cache.topic(name)
+        topic = self.topics.get(name)
+        return None if topic is None else self._local_info(topic)
+
+    def describe_topic_by_id(self, topic_id: uuid.UUID) -> TopicInfo | None:
+        if self.cluster is not None:
+            return self.cluster.cache.topic_by_id(topic_id)
+        topic = self.topics.by_id(topic_id)
+        return None if topic is None else self._local_info(topic)
+
+    def topic_configs(self, name: str) -> Topic | None:
+        """The topic with its config overrides and effective config (Describe/AlterConfigs):
+        this node's topic, or in a cluster the cluster's (``/config/topics/<t>``), hosted here
+        or not."""
+        if self.cluster is None:
+            return self.topics.get(name)
+        info = self.cluster.cache.topic(name)
+        if info is None:
+            return None
+        overrides = self.cluster.cache.topic_configs.get(name, {})
+        config = self.config.topic_config(overrides)
+        return Topic(name, info.topic_id, dict(overrides), config, len(info.partitions))
+
+    async def set_topic_overrides(self, topic: Topic, overrides: dict[str, str]) -> None:
+        """Replace a topic's config overrides: in the cluster's store (every broker hosting the
+        topic applies them), or on this node's topic."""
+        if self.cluster is None:
+            self.topics.set_overrides(topic, overrides)
+        else:
+            await self.cluster.set_topic_config(topic.name, overrides)
+
+    def _local_info(self, topic: Topic) -> TopicInfo:
+        node = (self.node_id,)
+        return TopicInfo(
+            topic.name,
+            topic.topic_id,
+            {
+                p.index: PartitionInfo(p.index, self.node_id, p.log.leader_epoch, node, node, ())
+                for p in topic.partitions.values()
+            },
+        )
+
+    # -- coordinators ---------------------------------------------------------------------
+
+    def leadership_changed(self, topic: str, index: int, leader: bool) -> None:
+        """The cluster member made this broker the leader of ``topic``-``index`` (its log
+        writable), or it stopped leading it: the coordinator of an internal topic's
+        partition loads its shard (the transaction coordinator with the partition's leader
+        epoch as its coordinator epoch) or unloads it (its timers stop, its keys are answered
+        NOT_COORDINATOR from now on)."""
+        if topic == OFFSETS_TOPIC:
+            coordinator: GroupCoordinator | TransactionCoordinator = self.groups
+        elif topic == TXN_TOPIC:
+            coordinator = self.transactions
+        else:
+            return
+        if not leader:
+            log.info("resigned as coordinator of %s-%d", topic, index)
+            coordinator.unload_partition(index)
+            return
+        partition = self.topics.partition(topic, index)
+        if partition is None:
+            return
+        try:
+            if coordinator is self.transactions:
+                self.transactions.load_partition(index, partition.log.leader_epoch)
+            else:
+                self.groups.load_partition(index)
+        except StorageError as exc:  # its log could not be read: not its coordinator
+            log.error("could not load %s-%d: %s", topic, index, exc)
+            coordinator.unload_partition(index)
+            return
+        log.info("coordinator of %s-%d", topic, index)
+
+    def _partition_exists(self, topic: str, index: int) -> bool:
+        info = self.describe_topic(topic)
+        return info is not None and index in info.partitions
+
+    def _offsets_partitions(self) -> int | None:
+        info = self.describe_topic(OFFSETS_TOPIC)
+        return None if info is None else len(info.partitions)
 
     # -- topics ---------------------------------------------------------------------------
 
@@ -162,13 +286,36 @@ class Broker:
             return None
         return self.topics.create(name, self.config.num_partitions, {})
 
+    async def auto_create_in_cluster(self, name: str) -> bool:
+        """In a cluster: create ``name`` with the broker defaults (``num.partitions``,
+        ``default.replication.factor``) if auto-creation is on and the name legal; whether it
+        exists now. The internal topics are created by their coordinators instead."""
+        assert self.cluster is not None
+        if name in (OFFSETS_TOPIC, TXN_TOPIC) or not self.config["auto.create.topics.enable"]:
+            return False
+        try:
+            validate_topic_name(name)
+            await self.cluster.ensure_topic(
+                name, self.config.num_partitions, self.config["default.replication.factor"], {}
+            )
+        except KafkaError as exc:
+            log.warning("auto-creating topic %s: %s", name, exc)
+            return False
+        return True
+
     # -- housekeeping ---------------------------------------------------------------------
 
-    async def _every(self, interval_ms: int | Callable[[], int], job: Callable[[], None]) -> None:
+    async def _every(
+        self,
+        interval_ms: int | Callable[[], int],
+        job: Callable[[], None] | Callable[[], Awaitable[None]],
+    ) -> None:
         while True:
             await asyncio.sleep((interval_ms() if callable(interval_ms) else interval_ms) / 1000)
             try:
-                job()
+                done = job()
+                if done is not None:
+                    await done
             except StorageError as exc:
                 log.error("%s failed: %s", job.__name__, exc)
             except Exception:
@@ -196,8 +343,8 @@ class Broker:
         assert self.producer_ids is not None, "Broker.open() first"
         return self.producer_ids
 
-    def _abort_timed_out(self) -> None:
-        self.transactions.abort_timed_out()
+    async def _abort_timed_out(self) -> None:
+        await self.transactions.abort_timed_out()
 
     def _expire_transactional_ids(self) -> None:
         self.transactions.expire_transactional_ids()
@@ -212,7 +359,12 @@ class Broker:
         for partition in self.topics.all_partitions():
             partition.log.flush_if_due(now)
 
-    def _load_meta(self) -> str:
+    def stored_cluster_id(self) -> str | None:
+        """The cluster id in the data directory's ``meta.properties``, if any."""
+        values = self._read_meta()
+        return values.get("cluster.id")
+
+    def _read_meta(self) -> dict[str, str]:
         path = self.data_dir / "meta.properties"
         values: dict[str, str] = {}
         if path.exists():
@@ -220,6 +372,12 @@ class Broker:
                 key, sep, value = line.partition("=")
                 if sep and not key.startswith("#"):
                     values[key.strip()] = value.strip()
+        return values
+
+    def _load_meta(self, cluster_id: str | None) -> str:
+        path = self.data_dir / "meta.properties"
+        values = self._read_meta()
+        if values:
             stored = int(values.get("node.id", self.node_id))
             if stored != self.node_id:
                 raise ConfigError(
@@ -227,8 +385,50 @@ class Broker:
                     key="node.id",
                     source=str(path),
                 )
+            if cluster_id is not None and values["cluster.id"] != cluster_id:
+                raise ConfigError(  # Kafka's InconsistentClusterIdException
+                    f"The Cluster ID {cluster_id} doesn't match stored clusterId "
+                    f"{values['cluster.id']} in meta.properties. The broker is trying to join "
+                    "the wrong cluster. Configured zookeeper.connect may be wrong.",
+                    key="zookeeper.connect",
+                    source=str(path),
+                )
             return values["cluster.id"]
-        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if cluster_id is None:
+            cluster_id = new_cluster_id()
         meta = f"version=1\ncluster.id={cluster_id}\nnode.id={self.node_id}\n"
         write_atomically(path, meta.encode())
         return cluster_id
+
+
+def new_cluster_id() -> str:
+    """A random cluster id as Kafka makes them (a base64url UUID without padding)."""
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+
+
+class _ClusterBlocksOf:
+    """The cluster's producer id blocks, through the broker's member (set after open)."""
+
+    blocking = True
+
+    def __init__(self, broker: Broker) -> None:
+        self.broker = broker
+
+    def claim(self) -> tuple[int, int]:
+        if self.broker.cluster is None:
+            raise ProducerIdsUnavailableError("not a member of the cluster yet")
+        return ClusterBlocks(self.broker.cluster.store, self.broker.node_id).claim()
+
+
+class _RoutesOf:
+    """The cluster's partition leaders, through the broker's member (set after open)."""
+
+    def __init__(self, broker: Broker) -> None:
+        self.broker = broker
+
+    def leader(self, topic: str, index: int) -> tuple[int, str, int] | None:
+        member = self.broker.cluster
+        return None if member is None else ClusterRoutes(member).leader(topic, index)
+
+    def exists(self, topic: str, index: int) -> bool:
+        return self.broker._partition_exists(topic, index)

@@ -7,15 +7,26 @@ partition ``abs(hashCode(key)) % partitions``. Writes are ordinary appends to th
 first, one partition at a time: each partition rebuilds one coordinator shard
 (:meth:`InternalTopic.replay_partition`). Transactional offset commits are written
 as transactional batches and resolved by the commit or abort markers that follow them.
+
+In a cluster (:attr:`InternalTopic.clustered`) the topic is created in the cluster's metadata
+store by FindCoordinator, with its replication factor and :attr:`InternalTopic.config`
+(Kafka's: compact, the segment size, and for ``__transaction_state`` its own
+``min.insync.replicas``); a broker writes only to the partitions it leads (the shards its
+coordinator loaded), and a write is answered once the partition's in-sync replicas have it
+(:meth:`InternalTopic.replicated`, whose failures :func:`write_error` turns into the answer
+Kafka's ``GroupMetadataManager`` / ``TransactionStateManager`` give).
 """
 
 from __future__ import annotations
 
 import logging
 import struct
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 
+from kio.schema.errors import ErrorCode
+
+from sluice.broker.errors import KafkaError
 from sluice.broker.records.batch import iter_headers
 from sluice.broker.records.codec import Record, decode_records, encode_batch
 from sluice.broker.topics import Partition, Topic, TopicManager
@@ -43,6 +54,27 @@ class ReplayedBatch:
         return key is not None and len(key) >= 4 and _MARKER.unpack_from(key)[1] == COMMIT_MARKER
 
 
+def write_error(code: ErrorCode, *, transaction_log: bool) -> ErrorCode:
+    """What a coordinator answers when a write to its partition failed with ``code`` (Kafka's
+    mapping: ``GroupMetadataManager.storeOffsets``/``storeGroup`` for ``__consumer_offsets``,
+    ``TransactionStateManager.appendTransactionToLog`` for ``__transaction_state``).
+
+    >>> write_error(ErrorCode.not_enough_replicas, transaction_log=False).name
+    'coordinator_not_available'
+    >>> write_error(ErrorCode.request_timed_out, transaction_log=True).name
+    'coordinator_not_available'
+    """
+    if code in (
+        ErrorCode.unknown_topic_or_partition,
+        ErrorCode.not_enough_replicas,
+        ErrorCode.not_enough_replicas_after_append,
+    ) or (transaction_log and code is ErrorCode.request_timed_out):
+        return ErrorCode.coordinator_not_available
+    if code in (ErrorCode.not_leader_or_follower, ErrorCode.kafka_storage_error):
+        return ErrorCode.not_coordinator
+    return code
+
+
 def partition_for(key: str, partitions: int) -> int:
     """The partition of ``key``: Java's ``String.hashCode``, then Kafka's ``Utils.abs``.
 
@@ -68,26 +100,39 @@ class InternalTopic:
         partitions: int,
         segment_bytes: int,
         clock: Callable[[], int],
+        *,
+        replication_factor: int = 1,
+        cluster_config: Mapping[str, str] | None = None,
     ) -> None:
         self.topics = topics
         self.name = name
         self.partitions = partitions
         self.segment_bytes = segment_bytes
         self.clock = clock
+        self.replication_factor = replication_factor
+        """The topic's replication factor when it is created in a cluster."""
+        self.config: dict[str, str] = {
+            "cleanup.policy": "compact",
+            "segment.bytes": str(segment_bytes),
+            "compression.type": "producer",
+        }
+        """The topic's configs when it is created on one node."""
+        self.cluster_config: dict[str, str] = {**self.config, **(cluster_config or {})}
+        """The topic's configs when it is created in a cluster."""
+        self.clustered = False
+        """In a cluster the topic is created in the metadata store (by FindCoordinator), never
+        here; :meth:`ensure` then only finds the replica this broker hosts."""
 
     def ensure(self) -> Topic:
-        """The topic, created if it does not exist yet."""
+        """The topic, created if it does not exist yet (on one node). In a cluster: the
+        replica hosted here, or :class:`KafkaError` NOT_COORDINATOR when there is none."""
         topic = self.topics.get(self.name)
         if topic is None:
-            topic = self.topics.create(
-                self.name,
-                self.partitions,
-                {
-                    "cleanup.policy": "compact",
-                    "segment.bytes": str(self.segment_bytes),
-                    "compression.type": "producer",
-                },
-            )
+            if self.clustered:
+                raise KafkaError(
+                    ErrorCode.not_coordinator, f"this broker hosts no replica of {self.name}"
+                )
+            topic = self.topics.create(self.name, self.partitions, self.config)
         self.partitions = topic.partition_count
         return topic
 
@@ -97,8 +142,30 @@ class InternalTopic:
         return self.partitions if topic is None else topic.partition_count
 
     def partition_of(self, key: str) -> Partition:
+        """The partition holding ``key``'s records (see :meth:`ensure`)."""
         topic = self.ensure()
-        return topic.partitions[partition_for(key, topic.partition_count)]
+        found = topic.partitions.get(partition_for(key, topic.partition_count))
+        if found is None:
+            raise KafkaError(
+                ErrorCode.not_coordinator, f"this broker hosts no replica of {key!r}'s partition"
+            )
+        return found
+
+    async def replicated(self, key: str, timeout_ms: int) -> ErrorCode:
+        """Wait until what was written so far to ``key``'s partition is on its in-sync
+        replicas (at once without replication: one node); NONE, or the replication's error
+        (NOT_ENOUGH_REPLICAS, REQUEST_TIMED_OUT, NOT_LEADER_OR_FOLLOWER after a resignation:
+        see :func:`write_error`)."""
+        topic = self.topics.get(self.name)
+        if topic is None:
+            return ErrorCode.none if not self.clustered else ErrorCode.not_leader_or_follower
+        partition = topic.partitions.get(partition_for(key, topic.partition_count))
+        if partition is None:
+            return ErrorCode.not_leader_or_follower
+        leadership = partition.leadership
+        if leadership is None:
+            return ErrorCode.not_leader_or_follower if self.clustered else ErrorCode.none
+        return await leadership.wait_for_replication(partition.log.log_end_offset, timeout_ms)
 
     def append(
         self,

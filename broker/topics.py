@@ -2,9 +2,12 @@
 
 On-disk format (beside the partition directories ``<topic>-<n>/`` that hold the logs)::
 
-    <data_dir>/meta.properties               cluster.id, node.id, version (as Kafka writes it)
-    <data_dir>/__topics/<topic>.json         {"name", "topic_id", "partitions", "configs"}
+    <data_dir>/meta.properties                 cluster.id, node.id, version (as Kafka writes it)
+    <data_dir>/__topics/<topic>.json           {"name", "topic_id", "partitions", "configs"}
     <data_dir>/<topic>-<n>/partition.metadata  the topic id, as Kafka writes it
+
+In a cluster a broker hosts only the partitions assigned to it: the topic file then also lists
+them (``"hosted": [0, 2]``), and only those are opened at start (:meth:`TopicManager.host`).
 
 A topic file is written to a temporary name, fsynced and renamed, so after a crash it is either
 the old or the new version. A topic whose file exists is loaded at start; partition directories
@@ -33,11 +36,11 @@ import os
 import re
 import shutil
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Collection, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode
 
@@ -52,6 +55,9 @@ from sluice.broker.log.partition_metadata import (
     write_partition_metadata,
 )
 from sluice.errors import ConfigError
+
+if TYPE_CHECKING:
+    from sluice.broker.replication.leadership import Leadership
 
 log = logging.getLogger(__name__)
 
@@ -95,6 +101,9 @@ class Partition:
     is_leader: bool = True
     """False while this broker follows the partition's leader (in a cluster): clients are then
     answered NOT_LEADER_OR_FOLLOWER."""
+    leadership: Leadership | None = None
+    """In a cluster, while this broker leads the partition: its record of the followers, the
+    high watermark and the ``acks=all`` waiters. None on one node and on a follower."""
     waiters: set[asyncio.Future[None]] = field(default_factory=set)
     bytes_in: int = 0
     messages_in: int = 0
@@ -120,6 +129,9 @@ class Topic:
     """How many partitions the topic has (in a cluster, more than this broker hosts)."""
     partitions: dict[int, Partition] = field(default_factory=dict)
     """The partitions whose replica this broker hosts, by index: all of them on one node."""
+    in_cluster: bool = False
+    """A cluster's topic (its metadata lives in the cluster's store; ``partitions`` are the
+    replicas assigned to this broker), or one node's (False)."""
 
     @property
     def internal(self) -> bool:
@@ -155,10 +167,11 @@ class TopicManager:
                 overrides,
                 self.broker_config.topic_config(overrides),
             )
+            topic.in_cluster = "hosted" in meta
             if not saved_id:
                 self._save(topic, int(meta["partitions"]))
             topic.partition_count = int(meta["partitions"])
-            for index in range(topic.partition_count):
+            for index in meta.get("hosted", range(topic.partition_count)):
                 topic.partitions[index] = self._open_partition(topic, index)
             self.topics[topic.name] = topic
             self._by_id[topic.topic_id] = topic
@@ -197,25 +210,30 @@ class TopicManager:
         partitions: int,
         replication_factor: int,
         overrides: Mapping[str, str | None],
+        *,
+        existing: Collection[str] | None = None,
+        brokers: int = 1,
     ) -> dict[str, str]:
-        """Validate a CreateTopics entry; return the textual config overrides to apply."""
+        """Validate a CreateTopics entry; return the textual config overrides to apply.
+        ``existing``: the cluster's topics (default: this node's); ``brokers``: how many are
+        alive to hold replicas."""
         validate_topic_name(name)
-        if name in self.topics:
+        known = self.topics if existing is None else existing
+        if name in known:
             raise KafkaError(ErrorCode.topic_already_exists, f"topic {name!r} already exists")
         if partitions <= 0:
             raise KafkaError(ErrorCode.invalid_partitions, "number of partitions must be positive")
-        if replication_factor > 1:
+        if replication_factor > brokers:
             raise KafkaError(
                 ErrorCode.invalid_replication_factor,
-                f"replication factor {replication_factor} is larger than the 1 available broker",
+                f"Replication factor: {replication_factor} larger than available brokers: "
+                f"{brokers}.",
             )
         if replication_factor == 0 or replication_factor < -1:
             raise KafkaError(
                 ErrorCode.invalid_replication_factor, "replication factor must be positive"
             )
-        collision = next(
-            (t for t in self.topics if t.replace(".", "_") == name.replace(".", "_")), None
-        )
+        collision = next((t for t in known if t.replace(".", "_") == name.replace(".", "_")), None)
         if collision is not None:
             raise KafkaError(
                 ErrorCode.invalid_topic_exception,
@@ -261,6 +279,47 @@ class TopicManager:
         log.info("created topic %s with %d partitions", name, partitions)
         return topic
 
+    def host(
+        self,
+        name: str,
+        topic_id: uuid.UUID,
+        partition_count: int,
+        overrides: Mapping[str, str],
+        index: int,
+    ) -> Partition:
+        """In a cluster: this broker's replica of partition ``index`` of a topic the cluster
+        knows, opened (created when new). A local topic of that name with another id is what a
+        deleted and re-created topic left behind: it goes first."""
+        topic = self.topics.get(name)
+        if topic is not None and topic.topic_id != topic_id:
+            log.warning("%s: removing the replicas of deleted topic id %s", name, topic.topic_id)
+            self.delete(topic)
+            topic = None
+        if topic is None:
+            config = self.broker_config.topic_config(overrides)
+            topic = Topic(name, topic_id, dict(overrides), config, partition_count, in_cluster=True)
+            self.topics[name] = topic
+            self._by_id[topic_id] = topic
+        topic.partition_count = max(topic.partition_count, partition_count)
+        partition = topic.partitions.get(index)
+        if partition is None:
+            partition = topic.partitions[index] = self._open_partition(topic, index, fresh=True)
+            self._save(topic, topic.partition_count)
+        return partition
+
+    def unhost(self, topic: Topic, index: int) -> None:
+        """In a cluster: remove this broker's replica of partition ``index`` (the topic goes
+        with its last one)."""
+        partition = topic.partitions.get(index)
+        if partition is None:
+            return
+        if len(topic.partitions) == 1:
+            self.delete(topic)
+            return
+        del topic.partitions[index]
+        self._save(topic, topic.partition_count)
+        self._remove_partition(topic, partition)
+
     def add_partitions(self, topic: Topic, count: int) -> None:
         self._save(topic, count)
         for index in range(topic.partition_count, count):
@@ -289,13 +348,16 @@ class TopicManager:
         del self.topics[topic.name]
         self._by_id.pop(topic.topic_id, None)
         for partition in topic.partitions.values():
-            partition.notify()
-            directory = partition.log.directory
-            partition.log.close()
-            doomed = directory.with_name(f"{directory.name}.{topic.topic_id.hex}{_DELETE_SUFFIX}")
-            os.replace(directory, doomed)
-            shutil.rmtree(doomed, ignore_errors=True)
+            self._remove_partition(topic, partition)
         log.info("deleted topic %s", topic.name)
+
+    def _remove_partition(self, topic: Topic, partition: Partition) -> None:
+        partition.notify()
+        directory = partition.log.directory
+        partition.log.close()
+        doomed = directory.with_name(f"{directory.name}.{topic.topic_id.hex}{_DELETE_SUFFIX}")
+        os.replace(directory, doomed)
+        shutil.rmtree(doomed, ignore_errors=True)
 
     def describe_config(self, topic: Topic) -> list[tuple[str, str | None, bool]]:
         """``(name, value, is_topic_override)`` for every topic-level key."""
@@ -342,4 +404,6 @@ class TopicManager:
             "partitions": partitions,
             "configs": topic.overrides,
         }
+        if topic.in_cluster:
+            meta["hosted"] = sorted(topic.partitions)
         write_atomically(self._meta / f"{topic.name}.json", json.dumps(meta, indent=1).encode())

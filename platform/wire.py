@@ -61,6 +61,8 @@ __all__ = [
     "brokers",
     "connect",
     "connect_node",
+    "decode_response",
+    "encode_request",
     "parse_bootstrap",
 ]
 
@@ -150,6 +152,40 @@ def _response_codec(api_key: int, version: int) -> tuple[Any, Any]:
     if _has_timestamp(schema):
         body_reader = _lenient_reader(schema)
     return entity_reader(schema.__header_schema__), body_reader
+
+
+def encode_request(request: Any, *, correlation_id: int, client_id: str | None) -> bytes:
+    """The whole frame (size prefix included) of a kio request instance, at its version."""
+    api_key, version = int(request.__api_key__), int(request.__version__)
+    _, header_writer, body_writer, header_schema = _request_codec(api_key, version)
+    header = header_schema(
+        request_api_key=i16(api_key),
+        request_api_version=i16(version),
+        correlation_id=i32(correlation_id),
+        client_id=client_id,
+    )
+    buf = io.BytesIO()
+    buf.write(b"\0\0\0\0")
+    header_writer(buf, header)
+    body_writer(buf, request)
+    view = buf.getbuffer()
+    _SIZE.pack_into(view, 0, len(view) - 4)
+    del view
+    return buf.getvalue()
+
+
+def decode_response(api_key: int, version: int, frame: bytes) -> tuple[int, Any]:
+    """``(correlation_id, body)`` of a response frame (without its size prefix) to a request
+    of ``api_key`` at ``version``. An ApiVersions answer refusing the version (error 35) has a
+    v0 body, as Kafka writes it. kio's exceptions on unreadable bytes pass through."""
+    header_reader, body_reader = _response_codec(api_key, version)
+    header, offset = header_reader(frame, 0)
+    if api_key == API_VERSIONS.key and version > 0 and len(frame) >= offset + 2:
+        (code,) = _ERROR_CODE.unpack_from(frame, offset)
+        if code == ErrorCode.unsupported_version:  # the body is v0's
+            body_reader = _response_codec(api_key, 0)[1]
+    body, _ = body_reader(frame, offset)
+    return int(header.correlation_id), body
 
 
 # --- timestamps kio refuses ------------------------------------------------------------------
@@ -317,23 +353,10 @@ class Connection:
         return {int(k.api_key): (int(k.min_version), int(k.max_version)) for k in answer.api_keys}
 
     def _exchange(self, api: Api, version: int, request: Any) -> Any:
-        _, header_writer, body_writer, header_schema = _request_codec(api.key, version)
         self._correlation += 1
-        header = header_schema(
-            request_api_key=i16(api.key),
-            request_api_version=i16(version),
-            correlation_id=i32(self._correlation),
-            client_id=self.client_id,
-        )
-        buf = io.BytesIO()
-        buf.write(b"\0\0\0\0")
-        header_writer(buf, header)
-        body_writer(buf, request)
-        frame = buf.getbuffer()
-        _SIZE.pack_into(frame, 0, len(frame) - 4)
+        frame = encode_request(request, correlation_id=self._correlation, client_id=self.client_id)
         try:
             self._sock.sendall(frame)
-            del frame
             size = _SIZE.unpack(self._read(4))[0]
             if not 0 <= size <= _MAX_FRAME:
                 raise WireError(f"{self.address} sent a frame of {size} bytes to {api.name}")
@@ -347,25 +370,16 @@ class Connection:
         return self._decode(api, version, answer)
 
     def _decode(self, api: Api, version: int, answer: bytes) -> Any:
-        header_reader, body_reader = _response_codec(api.key, version)
         try:
-            header, offset = header_reader(answer, 0)
-            if header.correlation_id != self._correlation:
-                raise WireError(
-                    f"{self.address} answered request {header.correlation_id} "
-                    f"instead of {self._correlation}"
-                )
-            if api is API_VERSIONS and version > 0 and len(answer) >= offset + 2:
-                (code,) = _ERROR_CODE.unpack_from(answer, offset)
-                if code == ErrorCode.unsupported_version:  # the body is v0's
-                    body_reader = _response_codec(api.key, 0)[1]
-            body, _ = body_reader(answer, offset)
-        except WireError:
-            raise
+            correlation_id, body = decode_response(api.key, version, answer)
         except Exception as exc:  # kio raises several types on bad bytes; all mean the same
             raise WireError(
                 f"unreadable {api.name} v{version} answer from {self.address}: {exc}"
             ) from None
+        if correlation_id != self._correlation:
+            raise WireError(
+                f"{self.address} answered request {correlation_id} instead of {self._correlation}"
+            )
         return body
 
     def _read(self, count: int) -> bytes:

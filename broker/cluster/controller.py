@@ -25,7 +25,9 @@ deletion and preferred-election requests) and every few seconds as a safety net:
   replica when that one is live and in sync; with ``auto.leader.rebalance.enable``, every
   ``leader.imbalance.check.interval.seconds`` the controller does the same for the partitions
   of each broker that leads less than ``100 - leader.imbalance.per.broker.percentage`` % of the
-  partitions it prefers (Kafka's rule);
+  partitions it prefers (Kafka's rule); a pending unclean election (the ElectLeaders API's
+  UNCLEAN, ``/admin/unclean_leader_election``) elects a leader for each listed partition that
+  has none, from outside the ISR if need be;
 - a broker that asked for a controlled shutdown (``/admin/controlled_shutdown/<id>``) hands
   each of its leaderships to another in-sync replica and leaves the ISR of the others, and is
   given no new leadership.
@@ -168,6 +170,7 @@ class Controller:
             self.store.watch_topics(lambda _names: wake()),
             self.store.watch_topic_deletions(lambda _names: wake()),
             self.store.watch_preferred_election(lambda _request: wake()),
+            self.store.watch_preferred_election(lambda _request: wake(), unclean=True),
             self.store.watch_controlled_shutdowns(lambda _ids: wake()),
         ]
         if self.rebalance_interval_s is not None:
@@ -199,6 +202,7 @@ class Controller:
         topics = self.store.topics() - deleting
         self._watch_assignments(topics)
         preferred = self.store.pending_preferred_election() or frozenset()
+        forced = self.store.pending_preferred_election(unclean=True) or frozenset()
         rebalance = self.rebalance_interval_s is not None and self._clock() >= self._next_rebalance
         led: list[tuple[TopicPartition, tuple[int, ...], Versioned[PartitionState]]] = []
         for topic in sorted(topics):
@@ -217,7 +221,8 @@ class Controller:
                 elif state.value.leader not in live:
                     if unclean is None:
                         unclean = self._unclean(topic)
-                    self._elect(tp, replicas.replicas, state, live, fence, unclean=unclean)
+                    allowed = unclean or tp in forced
+                    self._elect(tp, replicas.replicas, state, live, fence, unclean=allowed)
                 elif tp in preferred:
                     self._elect_preferred(tp, replicas.replicas, state, live, fence)
                 else:
@@ -225,6 +230,8 @@ class Controller:
                     led.append((tp, replicas.replicas, state))
         if preferred:
             self.store.complete_preferred_election(fence)
+        if forced:
+            self.store.complete_preferred_election(fence, unclean=True)
         if rebalance:
             assert self.rebalance_interval_s is not None
             self._next_rebalance = self._clock() + self.rebalance_interval_s

@@ -246,18 +246,27 @@ class MetadataStore(Protocol):
     def watch_controlled_shutdowns(self, callback: Callable[[frozenset[int]], None]) -> Watch:
         """Call ``callback`` with the brokers shutting down, now and at every change."""
 
-    def request_preferred_election(self, partitions: Iterable[TopicPartition]) -> None:
-        """Ask the controller to move these partitions' leadership to their preferred replica.
-        Raise :class:`AdminRequestPendingError` while an earlier request is pending."""
+    def request_preferred_election(
+        self, partitions: Iterable[TopicPartition], *, unclean: bool = False
+    ) -> None:
+        """Ask the controller to move these partitions' leadership to their preferred replica
+        (``unclean``: to elect a leader, from outside the ISR if need be, for those without
+        one). Raise :class:`AdminRequestPendingError` while an earlier request of the same kind
+        is pending."""
 
-    def pending_preferred_election(self) -> frozenset[TopicPartition] | None:
-        """The partitions of the pending preferred election request, or None."""
+    def pending_preferred_election(
+        self, *, unclean: bool = False
+    ) -> frozenset[TopicPartition] | None:
+        """The partitions of the pending request of that kind, or None."""
 
     def watch_preferred_election(
-        self, callback: Callable[[frozenset[TopicPartition] | None], None]
+        self,
+        callback: Callable[[frozenset[TopicPartition] | None], None],
+        *,
+        unclean: bool = False,
     ) -> Watch:
-        """Call ``callback`` with the pending request (None when there is none), now and at
-        every change."""
+        """Call ``callback`` with the pending request of that kind (None when there is none),
+        now and at every change."""
 
-    def complete_preferred_election(self, fence: ControllerFence) -> None:
-        """The controller is done with the pending request: remove it."""
+    def complete_preferred_election(self, fence: ControllerFence, *, unclean: bool = False) -> None:
+        """The controller is done with the pending request of that kind: remove it."""

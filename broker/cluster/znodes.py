@@ -51,6 +51,9 @@ CONFIG_CHANGES = "/config/changes"
 CONFIG_CHANGE_PREFIX = "config_change_"
 DELETE_TOPICS = "/admin/delete_topics"
 PREFERRED_REPLICA_ELECTION = "/admin/preferred_replica_election"
+#: Sluice's own, in the format of the preferred election's: the ElectLeaders API's UNCLEAN
+#: elections (Kafka's controller took them as a request).
+UNCLEAN_LEADER_ELECTION = "/admin/unclean_leader_election"
 #: Sluice's own (Kafka's brokers asked the controller with a ControlledShutdown request): a
 #: broker stopping cleanly creates an ephemeral child named by its id.
 CONTROLLED_SHUTDOWN = "/admin/controlled_shutdown"

@@ -16,6 +16,11 @@ expiry, a transaction's end) is here.
 
 On one node every partition is led here: :meth:`GroupCoordinator.load` loads them all, and a
 partition not loaded yet (the topic grew) starts empty when a group of it is first used.
+In a cluster (:meth:`GroupCoordinator.follow_leadership`) a shard is loaded when this broker
+becomes the leader of its partition and unloaded when it stops leading it; a group of a
+partition not loaded here is answered NOT_COORDINATOR (:meth:`GroupCoordinator.coordinator_error`).
+Loading is synchronous (the partition is replayed before the next request is read), so
+COORDINATOR_LOAD_IN_PROGRESS is never answered.
 Not thread-safe: the broker's event loop only.
 """
 
@@ -27,11 +32,12 @@ from collections.abc import Callable, Mapping
 from kio.schema.errors import ErrorCode
 
 from sluice.broker.config import BrokerConfig
+from sluice.broker.errors import KafkaError
 from sluice.broker.group.group import Group, GroupState
 from sluice.broker.group.metadata_manager import GroupMetadataManager
 from sluice.broker.group.offset_manager import OffsetMetadataManager
 from sluice.broker.group.shard import GroupCoordinatorShard
-from sluice.broker.internal_topic import InternalTopic, partition_for
+from sluice.broker.internal_topic import InternalTopic, partition_for, write_error
 from sluice.broker.topics import TopicManager
 
 __all__ = ["OFFSETS_TOPIC", "GroupCoordinator"]
@@ -56,16 +62,59 @@ class GroupCoordinator:
             int(config["offsets.topic.num.partitions"]),
             int(config["offsets.topic.segment.bytes"]),
             clock,
+            replication_factor=int(config["offsets.topic.replication.factor"]),
         )
         self._shards: dict[int, GroupCoordinatorShard] = {}
         self._started = False
+        self.partition_exists: Callable[[str, int], bool] = lambda topic, index: (
+            topics.partition(topic, index) is not None
+        )
+        """Whether a topic partition exists (offsets of unknown ones are refused): hosted
+        here on one node, known to the cluster in a cluster."""
+        self._offsets_partitions: Callable[[], int | None] = lambda: None
+        self.clustered = False
+
+    def follow_leadership(
+        self,
+        partition_exists: Callable[[str, int], bool],
+        offsets_partitions: Callable[[], int | None],
+    ) -> None:
+        """Cluster mode: shards are loaded and unloaded as this broker gains and loses the
+        leadership of their partitions; ``offsets_partitions`` is the partition count of
+        ``__consumer_offsets`` in the cluster (None while it does not exist)."""
+        self.clustered = True
+        self.store.clustered = True
+        self.partition_exists = partition_exists
+        self._offsets_partitions = offsets_partitions
+        for index in list(self._shards):
+            self.unload_partition(index)
 
     # -- shards -------------------------------------------------------------------------------
 
     def partition_for(self, group_id: str) -> int:
-        """The ``__consumer_offsets`` partition of ``group_id`` (the topic is created if it
-        does not exist yet, as AddOffsetsToTxn needs it)."""
+        """The ``__consumer_offsets`` partition of ``group_id`` (on one node the topic is
+        created if it does not exist yet, as AddOffsetsToTxn needs it; in a cluster, its
+        partition count there, or the configured one while it does not exist: Kafka's
+        ``partitionFor``)."""
+        if self.clustered:
+            count = self._offsets_partitions()
+            return partition_for(group_id, self.store.partitions if count is None else count)
         return partition_for(group_id, self.store.ensure().partition_count)
+
+    def coordinator_error(self, group_id: str) -> ErrorCode:
+        """NONE when this broker coordinates ``group_id`` (always on one node), else
+        NOT_COORDINATOR (its partition's shard is not loaded here)."""
+        if not self.clustered:
+            return ErrorCode.none
+        index = partition_for(group_id, self.store.partition_count())
+        return ErrorCode.none if index in self._shards else ErrorCode.not_coordinator
+
+    async def replicated(self, group_id: str) -> ErrorCode:
+        """Wait until what ``group_id``'s shard wrote is on its partition's in-sync replicas
+        (``offsets.commit.timeout.ms``); NONE, or the error to answer (Kafka's mapping:
+        :func:`~sluice.broker.internal_topic.write_error`)."""
+        code = await self.store.replicated(group_id, int(self.config["offsets.commit.timeout.ms"]))
+        return write_error(code, transaction_log=False)
 
     def load(self) -> None:
         """Load every partition of ``__consumer_offsets`` (one node leads them all). Call
@@ -93,12 +142,17 @@ class GroupCoordinator:
             shard.close()
 
     def _new_shard(self, index: int) -> GroupCoordinatorShard:
-        return GroupCoordinatorShard(index, self.store, self.topics, self.config, self.clock)
+        return GroupCoordinatorShard(index, self.store, self._exists, self.config, self.clock)
+
+    def _exists(self, topic: str, index: int) -> bool:
+        return self.partition_exists(topic, index)
 
     def _shard(self, group_id: str) -> GroupCoordinatorShard:
         index = partition_for(group_id, self.store.partition_count())
         shard = self._shards.get(index)
         if shard is None:
+            if self.clustered:  # the handlers ask coordinator_error first
+                raise KafkaError(ErrorCode.not_coordinator, f"{group_id!r} is not coordinated here")
             shard = self._shards[index] = self._new_shard(index)
         return shard
 

@@ -25,7 +25,6 @@ from sluice.broker.group import records as rec
 from sluice.broker.group.group import CommittedOffset, Group, GroupState
 from sluice.broker.group.metadata_manager import GroupMetadataManager
 from sluice.broker.internal_topic import InternalTopic
-from sluice.broker.topics import TopicManager
 from sluice.errors import StorageError
 
 log = logging.getLogger(__name__)
@@ -43,13 +42,13 @@ class OffsetMetadataManager:
         self,
         groups: GroupMetadataManager,
         store: InternalTopic,
-        topics: TopicManager,
+        partition_exists: Callable[[str, int], bool],
         config: BrokerConfig,
         clock: Callable[[], int],
     ) -> None:
         self.groups = groups
         self.store = store
-        self.topics = topics
+        self.partition_exists = partition_exists
         self.clock = clock
         self.max_metadata = int(config["offset.metadata.max.bytes"])
 
@@ -138,7 +137,7 @@ class OffsetMetadataManager:
         entries: list[tuple[bytes, bytes | None]] = []
         accepted: dict[tuple[str, int], CommittedOffset] = {}
         for topic, partition, offset, epoch, metadata in offsets:
-            if self.topics.partition(topic, partition) is None:
+            if not self.partition_exists(topic, partition):
                 codes.append(ErrorCode.unknown_topic_or_partition)
             elif (
                 check_metadata

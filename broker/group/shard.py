@@ -28,7 +28,6 @@ from sluice.broker.group.metadata_manager import GroupMetadataManager
 from sluice.broker.group.offset_manager import OffsetMetadataManager
 from sluice.broker.internal_topic import InternalTopic, ReplayedBatch
 from sluice.broker.records.codec import Record
-from sluice.broker.topics import TopicManager
 from sluice.errors import StorageError
 
 log = logging.getLogger(__name__)
@@ -43,7 +42,7 @@ class GroupCoordinatorShard:
         self,
         partition: int,
         store: InternalTopic,
-        topics: TopicManager,
+        partition_exists: Callable[[str, int], bool],
         config: BrokerConfig,
         clock: Callable[[], int],
     ) -> None:
@@ -51,7 +50,7 @@ class GroupCoordinatorShard:
         self.store = store
         self.clock = clock
         self.groups = GroupMetadataManager(store, config, clock)
-        self.offsets = OffsetMetadataManager(self.groups, store, topics, config, clock)
+        self.offsets = OffsetMetadataManager(self.groups, store, partition_exists, config, clock)
 
     # -- loading ------------------------------------------------------------------------------
 

@@ -25,6 +25,8 @@ from sluice.broker.handlers import (
     api_versions,
     configs,
     delete_records,
+    describe_cluster,
+    elect_leaders,
     fetch,
     groups,
     init_producer_id,
@@ -36,6 +38,7 @@ from sluice.broker.handlers import (
     produce,
     topics_admin,
     transactions,
+    write_txn_markers,
 )
 from sluice.broker.handlers.spec import ApiSpec
 from sluice.broker.protocol import api_keys as k
@@ -59,7 +62,7 @@ APIS: Final[tuple[ApiSpec[Any, Any], ...]] = (
     ApiSpec(k.METADATA, "Metadata", 1, 13, metadata.handle),
     ApiSpec(k.OFFSET_COMMIT, "OffsetCommit", 2, 8, offsets.offset_commit),
     ApiSpec(k.OFFSET_FETCH, "OffsetFetch", 1, 7, offsets.offset_fetch),
-    ApiSpec(k.FIND_COORDINATOR, "FindCoordinator", 0, 3, groups.find_coordinator),
+    ApiSpec(k.FIND_COORDINATOR, "FindCoordinator", 0, 4, groups.find_coordinator),
     ApiSpec(k.JOIN_GROUP, "JoinGroup", 0, 7, groups.join_group),
     ApiSpec(k.HEARTBEAT, "Heartbeat", 0, 4, groups.heartbeat),
     ApiSpec(k.LEAVE_GROUP, "LeaveGroup", 0, 4, groups.leave_group),
@@ -79,12 +82,14 @@ APIS: Final[tuple[ApiSpec[Any, Any], ...]] = (
     ),
     ApiSpec(k.ADD_OFFSETS_TO_TXN, "AddOffsetsToTxn", 0, 3, transactions.add_offsets_to_txn),
     ApiSpec(k.END_TXN, "EndTxn", 0, 3, transactions.end_txn),
+    ApiSpec(k.WRITE_TXN_MARKERS, "WriteTxnMarkers", 1, 1, write_txn_markers.handle),
     ApiSpec(k.TXN_OFFSET_COMMIT, "TxnOffsetCommit", 0, 3, transactions.txn_offset_commit),
     ApiSpec(k.DESCRIBE_CONFIGS, "DescribeConfigs", 1, 4, configs.describe_configs),
     ApiSpec(k.ALTER_CONFIGS, "AlterConfigs", 0, 2, configs.alter_configs),
     ApiSpec(k.DESCRIBE_LOG_DIRS, "DescribeLogDirs", 1, 4, log_dirs.handle),
     ApiSpec(k.CREATE_PARTITIONS, "CreatePartitions", 0, 3, topics_admin.create_partitions),
     ApiSpec(k.DELETE_GROUPS, "DeleteGroups", 0, 2, groups.delete_groups),
+    ApiSpec(k.ELECT_LEADERS, "ElectLeaders", 0, 2, elect_leaders.handle),
     ApiSpec(
         k.INCREMENTAL_ALTER_CONFIGS,
         "IncrementalAlterConfigs",
@@ -93,6 +98,7 @@ APIS: Final[tuple[ApiSpec[Any, Any], ...]] = (
         configs.incremental_alter_configs,
     ),
     ApiSpec(k.OFFSET_DELETE, "OffsetDelete", 0, 0, offsets.offset_delete),
+    ApiSpec(k.DESCRIBE_CLUSTER, "DescribeCluster", 0, 1, describe_cluster.handle),
     ApiSpec(
         k.DESCRIBE_TRANSACTIONS, "DescribeTransactions", 0, 0, transactions.describe_transactions
     ),

@@ -73,7 +73,7 @@ def _describe_one(broker: Broker, resource: Any) -> tuple[Any, str | None, list[
     """(error code, message, [(name, value, read_only, key, synonyms)]) of one resource."""
     rows: list[Any] = []
     if resource.resource_type == TOPIC:
-        topic = broker.topics.get(resource.resource_name)
+        topic = broker.topic_configs(resource.resource_name)
         if topic is None:
             return (
                 ErrorCode.unknown_topic_or_partition,
@@ -173,7 +173,7 @@ def _documentation(key: ConfigKey) -> str:
     return f"{key.doc} No effect in Sluice: {key.no_effect}."
 
 
-def _apply(
+async def _apply(
     broker: Broker,
     resource: Any,
     change: Callable[[Mapping[str, str], Callable[[str], str | None]], Mapping[str, str | None]],
@@ -185,7 +185,7 @@ def _apply(
         return _apply_broker(broker, resource, change, validate_only)
     if resource.resource_type != TOPIC:
         return ErrorCode.invalid_request, f"unsupported resource type {resource.resource_type}"
-    topic = broker.topics.get(resource.resource_name)
+    topic = broker.topic_configs(resource.resource_name)
     if topic is None:
         return ErrorCode.unknown_topic_or_partition, f"unknown topic {resource.resource_name!r}"
     try:
@@ -194,7 +194,7 @@ def _apply(
     except KafkaError as exc:
         return exc.code, exc.message
     if not validate_only:
-        broker.topics.set_overrides(topic, overrides)
+        await broker.set_topic_overrides(topic, overrides)
     return ErrorCode.none, None
 
 
@@ -241,7 +241,7 @@ def _apply_broker(
 T = TypeVar("T")
 
 
-def _alter(
+async def _alter(
     broker: Broker,
     request: Any,
     schema: type[T],
@@ -263,7 +263,7 @@ def _alter(
         ) -> Mapping[str, str | None]:
             return overrides_of(overrides, value_of, configs)
 
-        code, message = _apply(broker, resource, change, request.validate_only)
+        code, message = await _apply(broker, resource, change, request.validate_only)
         results.append(
             make(
                 result_cls,
@@ -280,7 +280,7 @@ async def alter_configs(
     broker: Broker, request: AlterConfigsRequest, _client: Connection
 ) -> AlterConfigsResponse:
     schema = response_schema(ALTER_CONFIGS, request.__version__)
-    return _alter(
+    return await _alter(
         broker, request, schema, lambda _old, _value_of, new: {c.name: c.value for c in new}
     )
 
@@ -320,4 +320,4 @@ async def incremental_alter_configs(
     broker: Broker, request: IncrementalAlterConfigsRequest, _client: Connection
 ) -> IncrementalAlterConfigsResponse:
     schema = response_schema(INCREMENTAL_ALTER_CONFIGS, request.__version__)
-    return _alter(broker, request, schema, _incremental)
+    return await _alter(broker, request, schema, _incremental)

@@ -1,7 +1,9 @@
 """DeleteRecords: move a partition's log start offset forward (-1: to the high watermark).
 
 Segments wholly below the new start are deleted; reads below it get OFFSET_OUT_OF_RANGE.
-An offset above the high watermark is refused with OFFSET_OUT_OF_RANGE.
+An offset above the high watermark is refused with OFFSET_OUT_OF_RANGE. In a cluster only the
+partition's leader deletes (NOT_LEADER_OR_FOLLOWER elsewhere); its followers learn the new log
+start offset from their fetches.
 """
 
 from __future__ import annotations
@@ -34,6 +36,8 @@ async def handle(
             partition = broker.topics.partition(topic.name, wanted.partition_index)
             if partition is None:
                 code = ErrorCode.unknown_topic_or_partition
+            elif not partition.is_leader:
+                code = ErrorCode.not_leader_or_follower
             else:
                 plog = partition.log
                 offset = plog.high_watermark if wanted.offset == -1 else wanted.offset

@@ -21,8 +21,21 @@ is 0, which tells clients to send full fetch requests.
 From v13 topics are named by their topic id (KIP-516), in the request and the response: the id is
 resolved once per topic with a dict lookup, and an unknown id (a deleted topic, or one deleted
 and re-created, which has a new id) is answered UNKNOWN_TOPIC_ID for each of its partitions, so
-that the client refreshes its metadata. Versions 15 and 16 add only fields of replica fetches
-and of leader changes, which a single node does not use.
+that the client refreshes its metadata. Version 16 adds only fields of leader changes, which
+are not written.
+
+Only the leader of a partition serves it: a partition this broker hosts as a follower is answered
+NOT_LEADER_OR_FOLLOWER, to consumers and followers alike. A request with ``replica_id >= 0``
+(the top-level field up to v14, ``replica_state.replica_id`` from v15) is a follower's replica
+fetch (Kafka's ``Partition.fetchRecords``): it reads up to the log end offset instead of the high
+watermark, and when it names the epoch of the last batch it holds (``last_fetched_epoch``, v12+)
+its log is first checked against the leader's: if the leader's log ends that epoch before
+``fetch_offset``, or knows only an older epoch at or below it, the answer holds no records and
+``diverging_epoch = (epoch, end offset)`` from the leader's leader-epoch cache, so that the
+follower truncates (KIP-279, truncation on fetch). A ``last_fetched_epoch`` newer than every
+epoch the leader knows, or a ``fetch_offset`` below the log start, is OFFSET_OUT_OF_RANGE (as
+Kafka answers). As in Kafka, a response with a diverging epoch or a partition error is sent at
+once instead of waiting for ``min_bytes``.
 """
 
 from __future__ import annotations
@@ -33,12 +46,16 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from sluice.broker.broker import Broker
-from sluice.broker.log import OffsetOutOfRangeError
+from sluice.broker.log import Log, OffsetOutOfRangeError
 from sluice.broker.log.epochs import check_current_leader_epoch
 from sluice.broker.log.segment import LogSegment
 from sluice.broker.protocol.codec import millis
 from sluice.broker.protocol.context import Connection
-from sluice.broker.protocol.fetch_response import FetchAnswer, PartitionAnswer, TopicAnswer
+from sluice.broker.protocol.fetch_response import (
+    FetchAnswer,
+    PartitionAnswer,
+    TopicAnswer,
+)
 from sluice.broker.protocol.messages import FetchRequest
 from sluice.broker.topics import Partition, Topic
 from sluice.errors import StorageError
@@ -46,6 +63,8 @@ from sluice.errors import StorageError
 READ_COMMITTED = 1
 TOPIC_IDS_FROM = 13
 """The first version that names topics by id."""
+REPLICA_STATE_FROM = 15
+"""The first version that carries the follower's id in ``replica_state`` (KIP-903)."""
 
 # where a partition's records are: its answer, the partition (metrics), the segment, [start, end)
 _Span = tuple[PartitionAnswer, Partition, LogSegment, int, int]
@@ -54,13 +73,16 @@ _Span = tuple[PartitionAnswer, Partition, LogSegment, int, int]
 async def handle(broker: Broker, request: FetchRequest, _client: Connection) -> FetchAnswer:
     committed = getattr(request, "isolation_level", 0) == READ_COMMITTED
     max_bytes = getattr(request, "max_bytes", 2**31 - 1)
+    follower = replica_id(request) >= 0
     loop = asyncio.get_running_loop()
     deadline = loop.time() + millis(request.max_wait) / 1000
 
     while True:
-        topics, spans, total, waitable = _read_all(broker, request, max_bytes, committed)
+        topics, spans, total, waitable, urgent = _read_all(
+            broker, request, max_bytes, committed, follower
+        )
         remaining = deadline - loop.time()
-        if total >= request.min_bytes or remaining <= 0 or not waitable:
+        if total >= request.min_bytes or remaining <= 0 or not waitable or urgent:
             break
         waiter: asyncio.Future[None] = loop.create_future()
         for partition in waitable:
@@ -85,15 +107,25 @@ async def handle(broker: Broker, request: FetchRequest, _client: Connection) -> 
     return answer
 
 
+def replica_id(request: Any) -> int:
+    """The follower's broker id in a replica fetch; -1 for a consumer (-2: Kafka's debug
+    consumer, treated as one)."""
+    if request.__version__ >= REPLICA_STATE_FROM:
+        return int(request.replica_state.replica_id)
+    return int(request.replica_id)
+
+
 def _read_all(
-    broker: Broker, request: Any, max_bytes: int, committed: bool
-) -> tuple[list[TopicAnswer], list[_Span], int, list[Partition]]:
+    broker: Broker, request: Any, max_bytes: int, committed: bool, follower: bool
+) -> tuple[list[TopicAnswer], list[_Span], int, list[Partition], bool]:
     """Every partition's answer but its records, where those records are, their total size,
-    and the partitions that had nothing to give (to wait on)."""
+    the partitions that had nothing to give (to wait on), and whether an answer must go at
+    once (an error or a diverging epoch)."""
     total = 0
     topics: list[TopicAnswer] = []
     spans: list[_Span] = []
     waitable: list[Partition] = []
+    urgent = False
     by_id = request.__version__ >= TOPIC_IDS_FROM
     for topic in request.topics:
         found: Topic | None
@@ -117,6 +149,11 @@ def _read_all(
                 entry.error_code = (
                     missing if found is None else ErrorCode.unknown_topic_or_partition
                 )
+                urgent = True
+                continue
+            if not partition.is_leader:
+                entry.error_code = ErrorCode.not_leader_or_follower
+                urgent = True
                 continue
             plog = partition.log
             fenced = check_current_leader_epoch(  # the field is there from v9 (KIP-320)
@@ -124,23 +161,40 @@ def _read_all(
             )
             if fenced:
                 entry.error_code = ErrorCode(fenced)
+                urgent = True
                 continue
             hwm, lso = plog.high_watermark, plog.last_stable_offset
             entry.high_watermark, entry.last_stable_offset = hwm, lso
             entry.log_start_offset = plog.log_start_offset
+            upper_bound = lso if committed else hwm
+            if follower:
+                diverging = _divergence(plog, wanted)
+                if diverging is not None:
+                    if diverging == OUT_OF_RANGE:
+                        entry.error_code = ErrorCode.offset_out_of_range
+                    else:
+                        entry.diverging_epoch = diverging
+                    urgent = True
+                    continue
+                upper_bound = plog.log_end_offset
+                if partition.leadership is not None:  # a follower acknowledges by fetching
+                    fetched = (replica_id(request), wanted.fetch_offset, broker.clock())
+                    partition.leadership.follower_fetched(*fetched)
             budget = min(wanted.partition_max_bytes, max_bytes - total)
             try:
                 span = plog.locate(
                     wanted.fetch_offset,
                     max(budget, 0),
-                    upper_bound=lso if committed else hwm,
+                    upper_bound=upper_bound,
                     min_one_batch=total == 0,
                 )
             except OffsetOutOfRangeError:
                 entry.error_code = ErrorCode.offset_out_of_range
+                urgent = True
                 continue
             except StorageError:
                 entry.error_code = ErrorCode.kafka_storage_error
+                urgent = True
                 continue
             if span is None:
                 waitable.append(partition)
@@ -150,4 +204,24 @@ def _read_all(
             total += end - start
             if committed:
                 entry.aborted_transactions = plog.aborted_transactions(wanted.fetch_offset, lso)
-    return topics, spans, total, waitable
+    return topics, spans, total, waitable, urgent
+
+
+OUT_OF_RANGE = (-1, -1)
+""":func:`_divergence`'s answer for a follower to refuse with OFFSET_OUT_OF_RANGE."""
+
+
+def _divergence(plog: Log, wanted: Any) -> tuple[int, int] | None:
+    """Where a follower's log diverges from this leader's log (Kafka's
+    ``Partition.validateFetchOffsetAndMaybeGetDivergingEpoch``): None when it does not (or the
+    request names no ``last_fetched_epoch``), ``(epoch, end_offset)`` to answer as
+    ``diverging_epoch``, or :data:`OUT_OF_RANGE`."""
+    last_fetched = getattr(wanted, "last_fetched_epoch", -1)  # the field is there from v12
+    if last_fetched < 0:
+        return None
+    epoch, end = plog.end_offset_for_epoch(last_fetched)
+    if end < 0 or wanted.fetch_offset < plog.log_start_offset:
+        return OUT_OF_RANGE  # an epoch newer than any the leader knows
+    if epoch < last_fetched or end < wanted.fetch_offset:
+        return epoch, end
+    return None

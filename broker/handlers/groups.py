@@ -7,10 +7,15 @@ DescribeGroups answers ``authorized_operations`` as Kafka without an authorizer 
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from kio.schema.errors import ErrorCode
 
 from sluice.broker.broker import Broker
+from sluice.broker.cluster.metadata_store import MetadataStoreError
+from sluice.broker.errors import KafkaError
 from sluice.broker.group.group import GroupState
+from sluice.broker.internal_topic import InternalTopic, partition_for
 from sluice.broker.protocol.api_keys import (
     DELETE_GROUPS,
     DESCRIBE_GROUPS,
@@ -44,30 +49,92 @@ from sluice.broker.protocol.messages import (
 )
 from sluice.broker.protocol.response_schema import response_schema
 
+if TYPE_CHECKING:
+    from sluice.broker.cluster.member import ClusterMember
+
 GROUP_KEY, TXN_KEY = 0, 1
 
 
 async def find_coordinator(
     broker: Broker, request: FindCoordinatorRequest, _client: Connection
 ) -> FindCoordinatorResponse:
-    """This node coordinates every group and transactional id; the internal topic is created
-    on first use, as Kafka does."""
+    """On one node this node coordinates every group and transactional id; in a cluster, the
+    leader of the key's partition of the internal topic does. The internal topic is created
+    on first use, as Kafka does. v4 asks for several keys at once (KIP-699)."""
     schema = response_schema(FIND_COORDINATOR, request.__version__)
     store = (
         broker.transactions.store
         if getattr(request, "key_type", GROUP_KEY) == TXN_KEY
         else broker.groups.store
     )
-    store.ensure()
+    if hasattr(request, "coordinator_keys"):
+        coordinator_cls = nested(schema, "coordinators")
+        found = []
+        for key in request.coordinator_keys:
+            code, message, node_id, host, port = await _coordinator(broker, store, key)
+            found.append(
+                make(
+                    coordinator_cls,
+                    key=key,
+                    node_id=node_id,
+                    host=host,
+                    port=port,
+                    error_code=code,
+                    error_message=message,
+                )
+            )
+        return make(schema, throttle_time=0, coordinators=tuple(found))
+    code, message, node_id, host, port = await _coordinator(broker, store, request.key)
     return make(
         schema,
         throttle_time=0,
-        error_code=ErrorCode.none,
-        error_message=None,
-        node_id=broker.node_id,
-        host=broker.host,
-        port=broker.port,
+        error_code=code,
+        error_message=message,
+        node_id=node_id,
+        host=host,
+        port=port,
     )
+
+
+async def _coordinator(
+    broker: Broker, store: InternalTopic, key: str
+) -> tuple[ErrorCode, str | None, int, str, int]:
+    if broker.cluster is None:
+        store.ensure()
+        return ErrorCode.none, None, broker.node_id, broker.host, broker.port
+    return await locate_coordinator(broker.cluster, store, key)
+
+
+async def locate_coordinator(
+    cluster: ClusterMember, store: InternalTopic, key: str
+) -> tuple[ErrorCode, str | None, int, str, int]:
+    """The coordinator of ``key`` in a cluster: the live leader of its partition of the
+    internal topic (created with its replication factor and configs if missing). Kafka's
+    answers: COORDINATOR_NOT_AVAILABLE while the topic cannot be created (fewer live brokers
+    than its replication factor), is not known yet, or the partition has no live leader."""
+    try:
+        await cluster.ensure_topic(
+            store.name, store.partitions, store.replication_factor, store.cluster_config
+        )
+    except KafkaError as exc:
+        return ErrorCode.coordinator_not_available, exc.message, -1, "", -1
+    except MetadataStoreError as exc:
+        return ErrorCode.coordinator_not_available, str(exc), -1, "", -1
+    assignment = cluster.cache.assignments.get(store.name)
+    if assignment is None:
+        return ErrorCode.coordinator_not_available, f"{store.name} is being created", -1, "", -1
+    index = partition_for(key, len(assignment.value.partitions))
+    leader = cluster.cache.leader_of(store.name, index)
+    endpoint = None if leader < 0 else cluster.endpoint(leader)
+    if endpoint is None:
+        return (
+            ErrorCode.coordinator_not_available,
+            f"partition {index} of {store.name} has no live leader",
+            -1,
+            "",
+            -1,
+        )
+    return ErrorCode.none, None, leader, endpoint[0], endpoint[1]
 
 
 async def join_group(
@@ -76,6 +143,20 @@ async def join_group(
     schema = response_schema(JOIN_GROUP, request.__version__)
     session = millis(request.session_timeout)
     rebalance = millis(getattr(request, "rebalance_timeout", session))
+    refused = broker.groups.coordinator_error(request.group_id)
+    if refused is not ErrorCode.none:
+        return make(
+            schema,
+            throttle_time=0,
+            error_code=refused,
+            generation_id=-1,
+            protocol_type=None,
+            protocol_name=None if request.__version__ >= 7 else "",
+            leader="",
+            member_id=request.member_id,
+            skip_assignment=False,
+            members=(),
+        )
     broker.groups.store.ensure()
     result = await broker.groups.membership(request.group_id).join(
         group_id=request.group_id,
@@ -93,10 +174,13 @@ async def join_group(
     protocol = result.protocol
     if protocol is None and request.__version__ < 7:  # nullable from v7 on
         protocol = ""
+    error = result.error
+    if error is ErrorCode.none:  # a static member's new id was stored: answered once replicated
+        error = await broker.groups.replicated(request.group_id)
     return make(
         schema,
         throttle_time=0,
-        error_code=result.error,
+        error_code=error,
         generation_id=result.generation,
         protocol_type=result.protocol_type,
         protocol_name=protocol,
@@ -114,6 +198,16 @@ async def sync_group(
     broker: Broker, request: SyncGroupRequest, _client: Connection
 ) -> SyncGroupResponse:
     schema = response_schema(SYNC_GROUP, request.__version__)
+    refused = broker.groups.coordinator_error(request.group_id)
+    if refused is not ErrorCode.none:
+        return make(
+            schema,
+            throttle_time=0,
+            error_code=refused,
+            protocol_type=None,
+            protocol_name=None,
+            assignment=b"",
+        )
     result = await broker.groups.membership(request.group_id).sync(
         group_id=request.group_id,
         member_id=request.member_id,
@@ -123,13 +217,16 @@ async def sync_group(
         protocol=getattr(request, "protocol_name", None),
         assignments={a.member_id: a.assignment for a in request.assignments},
     )
+    error = result.error
+    if error is ErrorCode.none:  # the assignment is answered once replicated (Kafka's storeGroup)
+        error = await broker.groups.replicated(request.group_id)
     return make(
         schema,
         throttle_time=0,
-        error_code=result.error,
+        error_code=error,
         protocol_type=result.protocol_type,
         protocol_name=result.protocol,
-        assignment=result.assignment,
+        assignment=result.assignment if error is ErrorCode.none else b"",
     )
 
 
@@ -137,6 +234,9 @@ async def heartbeat(
     broker: Broker, request: HeartbeatRequest, _client: Connection
 ) -> HeartbeatResponse:
     schema = response_schema(HEARTBEAT, request.__version__)
+    refused = broker.groups.coordinator_error(request.group_id)
+    if refused is not ErrorCode.none:
+        return make(schema, throttle_time=0, error_code=refused)
     code = broker.groups.membership(request.group_id).heartbeat(
         group_id=request.group_id,
         member_id=request.member_id,
@@ -150,6 +250,9 @@ async def leave_group(
     broker: Broker, request: LeaveGroupRequest, _client: Connection
 ) -> LeaveGroupResponse:
     schema = response_schema(LEAVE_GROUP, request.__version__)
+    refused = broker.groups.coordinator_error(request.group_id)
+    if refused is not ErrorCode.none:
+        return make(schema, throttle_time=0, error_code=refused, members=())
     if hasattr(request, "members"):
         leaving = [(m.member_id, m.group_instance_id) for m in request.members]
     else:
@@ -180,12 +283,13 @@ async def describe_groups(
     )
     described = []
     for group_id in request.groups:
-        group = broker.groups.describe(group_id)
+        refused = broker.groups.coordinator_error(group_id)
+        group = None if refused is not ErrorCode.none else broker.groups.describe(group_id)
         if group is None:
             described.append(
                 make(
                     group_cls,
-                    error_code=ErrorCode.none,
+                    error_code=refused,
                     group_id=group_id,
                     group_state=GroupState.DEAD.value,
                     protocol_type="",
@@ -247,11 +351,12 @@ async def delete_groups(
 ) -> DeleteGroupsResponse:
     schema = response_schema(DELETE_GROUPS, request.__version__)
     result_cls = nested(schema, "results")
-    return make(
-        schema,
-        throttle_time=0,
-        results=tuple(
-            make(result_cls, group_id=g, error_code=broker.groups.delete(g))
-            for g in request.groups_names
-        ),
-    )
+    results = []
+    for group_id in request.groups_names:
+        code = broker.groups.coordinator_error(group_id)
+        if code is ErrorCode.none:
+            code = broker.groups.delete(group_id)
+        if code is ErrorCode.none:
+            code = await broker.groups.replicated(group_id)
+        results.append(make(result_cls, group_id=group_id, error_code=code))
+    return make(schema, throttle_time=0, results=tuple(results))

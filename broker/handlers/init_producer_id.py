@@ -14,6 +14,7 @@ from __future__ import annotations
 from kio.schema.errors import ErrorCode
 
 from sluice.broker.broker import Broker
+from sluice.broker.producer_ids import ProducerIdsUnavailableError
 from sluice.broker.protocol.api_keys import INIT_PRODUCER_ID
 from sluice.broker.protocol.codec import make, millis
 from sluice.broker.protocol.context import Connection
@@ -33,7 +34,7 @@ async def handle(
     producer_id = getattr(request, "producer_id", -1)
     epoch = getattr(request, "producer_epoch", -1)
     if request.transactional_id is not None:
-        code, new_id, new_epoch = broker.transactions.init_producer_id(
+        code, new_id, new_epoch = await broker.transactions.init_producer_id(
             request.transactional_id, millis(request.transaction_timeout), producer_id, epoch
         )
         return make(
@@ -43,7 +44,16 @@ async def handle(
     if producer_id >= 0 and 0 <= epoch < MAX_EPOCH - 1:
         new_id, new_epoch = producer_id, epoch + 1
     else:
-        new_id, new_epoch = broker.producer_ids.next(), 0
+        try:
+            new_id, new_epoch = await broker.producer_ids.next_async(), 0
+        except ProducerIdsUnavailableError:  # the cluster's store cannot give a block now
+            return make(
+                schema,
+                throttle_time=0,
+                error_code=ErrorCode.coordinator_load_in_progress,
+                producer_id=-1,
+                producer_epoch=-1,
+            )
     return make(
         schema,
         throttle_time=0,

@@ -8,6 +8,14 @@ Leader epochs (v4+, KIP-320): a partition's ``current_leader_epoch`` other than 
 against the partition's leader epoch (older: FENCED_LEADER_EPOCH, newer: UNKNOWN_LEADER_EPOCH), and
 each answer carries the epoch of its offset as Kafka's does: the partition's leader epoch for
 "latest", the epoch the offset was appended in otherwise (-1 when the log does not know it).
+
+In a cluster only the partition's leader answers (NOT_LEADER_OR_FOLLOWER elsewhere, except to
+the debugging replica id -2), and a leader answers a consumer (replica id -1) as Kafka's
+does (KIP-207): while its high watermark is below the start of its leader epoch (just elected,
+the followers not caught up yet), "latest" — and a timestamp lookup whose offset is not readable
+yet — is OFFSET_NOT_AVAILABLE (LEADER_NOT_AVAILABLE before v5), so that no consumer is told an
+end that could move back; a timestamp lookup never returns an offset at or past the high
+watermark (the last stable offset under read_committed).
 """
 
 from __future__ import annotations
@@ -25,6 +33,8 @@ from sluice.errors import StorageError
 
 LATEST, EARLIEST, MAX_TIMESTAMP = -1, -2, -3
 READ_COMMITTED = 1
+CONSUMER_REPLICA_ID, DEBUGGING_REPLICA_ID = -1, -2
+OFFSET_NOT_AVAILABLE_FROM = 5
 
 
 async def handle(
@@ -34,6 +44,13 @@ async def handle(
     topic_cls = nested(schema, "topics")
     partition_cls = nested(schema, "topics", "partitions")
     committed = getattr(request, "isolation_level", 0) == READ_COMMITTED
+    replica_id = request.replica_id
+    consumer = replica_id == CONSUMER_REPLICA_ID
+    lagging_code = (
+        ErrorCode.offset_not_available
+        if request.__version__ >= OFFSET_NOT_AVAILABLE_FROM
+        else ErrorCode.leader_not_available
+    )
     topics = []
     for topic in request.topics:
         entries = []
@@ -43,13 +60,25 @@ async def handle(
             current = getattr(wanted, "current_leader_epoch", UNDEFINED_EPOCH)
             if partition is None:
                 code = ErrorCode.unknown_topic_or_partition
+            elif not partition.is_leader and replica_id != DEBUGGING_REPLICA_ID:
+                code = ErrorCode.not_leader_or_follower
             elif fenced := check_current_leader_epoch(current, partition.log.leader_epoch):
                 code = ErrorCode(fenced)
             else:
                 plog = partition.log
+                leadership = partition.leadership
+                cluster_consumer = consumer and leadership is not None
+                lagging = (
+                    cluster_consumer
+                    and leadership is not None
+                    and leadership.epoch_start_offset > plog.high_watermark
+                )
+                readable = plog.last_stable_offset if committed else plog.high_watermark
                 try:
-                    if wanted.timestamp == LATEST:
-                        offset = plog.last_stable_offset if committed else plog.high_watermark
+                    if wanted.timestamp == LATEST and lagging:
+                        code = lagging_code
+                    elif wanted.timestamp == LATEST:
+                        offset = readable
                         epoch = plog.leader_epoch
                     elif wanted.timestamp == EARLIEST:
                         offset = plog.log_start_offset
@@ -59,8 +88,12 @@ async def handle(
                             if wanted.timestamp == MAX_TIMESTAMP
                             else plog.offset_for_timestamp(wanted.timestamp)
                         )
+                        if found is not None and cluster_consumer and found[0] >= readable:
+                            found = None  # not committed yet: Kafka does not tell it
                         if found is not None:
                             offset, timestamp = found
+                        elif lagging:
+                            code = lagging_code
                     if offset >= 0 and wanted.timestamp != LATEST:
                         appended_in = plog.leader_epochs.epoch_for_offset(offset)
                         epoch = UNDEFINED_EPOCH if appended_in is None else appended_in

@@ -1,11 +1,18 @@
-"""Metadata: the broker, and the topics with their ids, partitions' leader, replicas and ISR.
+"""Metadata: the brokers, and the topics with their ids, partitions' leader, replicas and ISR.
 
-One node leads every partition, in the partition's leader epoch (:mod:`sluice.broker.log.epochs`:
-0 from the partition's creation on one node), against which clients check their fetch positions
-(KIP-320). Authorized operations are answered as Kafka without an authorizer answers them
+On one node this node leads every partition, in the partition's leader epoch
+(:mod:`sluice.broker.log.epochs`: 0 from the partition's creation on one node), against which
+clients check their fetch positions (KIP-320). In a cluster the answer is the broker's metadata
+cache (:mod:`sluice.broker.cluster.metadata_cache`): the live brokers, the controller, each
+partition's leader (-1 with LEADER_NOT_AVAILABLE while it has none), leader epoch, replicas,
+ISR and offline replicas, the same from every broker.
+
+Authorized operations are answered as Kafka without an authorizer answers them
 (:mod:`sluice.broker.protocol.authorized_operations`): every operation the topic or cluster
 supports when the request asks, INT32_MIN when it does not. Unknown topics are created when
-``auto.create.topics.enable`` and the request allows it (by name only, as Kafka).
+``auto.create.topics.enable`` and the request allows it (by name only, as Kafka); in a cluster
+the topic is created in the cluster and answered LEADER_NOT_AVAILABLE until its leaders are
+elected, as Kafka answers.
 
 Topic ids (v10+): every topic entry carries its id. From v12 a requested topic may be named by
 id alone (name null): an unknown id is answered UNKNOWN_TOPIC_ID with a null name; an id
@@ -21,6 +28,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from sluice.broker.broker import Broker
+from sluice.broker.cluster.metadata_cache import TopicInfo
 from sluice.broker.errors import KafkaError
 from sluice.broker.protocol.api_keys import METADATA
 from sluice.broker.protocol.authorized_operations import (
@@ -32,7 +40,7 @@ from sluice.broker.protocol.codec import make, nested
 from sluice.broker.protocol.context import Connection
 from sluice.broker.protocol.messages import MetadataRequest, MetadataResponse
 from sluice.broker.protocol.response_schema import response_schema
-from sluice.broker.topics import Topic, validate_topic_name
+from sluice.broker.topics import validate_topic_name
 
 LOOKUP_BY_ID_FROM = 12
 """The first version in which a requested topic may be named by its id alone."""
@@ -49,18 +57,17 @@ async def handle(broker: Broker, request: MetadataRequest, _client: Connection) 
         requested=getattr(request, "include_topic_authorized_operations", False),
     )
 
-    def describe(topic: Topic) -> Any:
-        node = broker.node_id
+    def describe(topic: TopicInfo) -> Any:
         partitions = tuple(
             make(
                 partition_cls,
-                error_code=ErrorCode.none,
+                error_code=ErrorCode.none if p.leader >= 0 else ErrorCode.leader_not_available,
                 partition_index=p.index,
-                leader_id=node,
-                leader_epoch=p.log.leader_epoch,
-                replica_nodes=(node,),
-                isr_nodes=(node,),
-                offline_replicas=(),
+                leader_id=p.leader,
+                leader_epoch=p.leader_epoch,
+                replica_nodes=p.replicas,
+                isr_nodes=p.isr,
+                offline_replicas=p.offline,
             )
             for p in topic.partitions.values()
         )
@@ -85,10 +92,14 @@ async def handle(broker: Broker, request: MetadataRequest, _client: Connection) 
             topic_authorized_operations=topic_operations,
         )
 
-    def by_name(name: str) -> Any:
-        topic = broker.topics.get(name)
+    async def by_name(name: str) -> Any:
+        topic = broker.describe_topic(name)
         if topic is None and allow_create:
-            topic = broker.auto_create(name)
+            if broker.cluster is not None:  # created by the cluster: leaders come next
+                if await broker.auto_create_in_cluster(name):
+                    return refuse(ErrorCode.leader_not_available, name)
+            elif broker.auto_create(name) is not None:
+                topic = broker.describe_topic(name)
         if topic is not None:
             return describe(topic)
         try:
@@ -99,38 +110,37 @@ async def handle(broker: Broker, request: MetadataRequest, _client: Connection) 
 
     topics: list[Any] = []
     if request.topics is None:
-        topics = [describe(t) for t in list(broker.topics.topics.values())]
+        described = (broker.describe_topic(name) for name in broker.topic_names())
+        topics = [describe(t) for t in described if t is not None]
     else:
         for wanted in request.topics:
             name: str | None = wanted.name
             topic_id: uuid.UUID | None = getattr(wanted, "topic_id", None)
             if topic_id is None and name is not None:
-                topics.append(by_name(name))
+                topics.append(await by_name(name))
             elif version < LOOKUP_BY_ID_FROM:  # names are not nullable in these responses
                 topics.append(refuse(ErrorCode.invalid_request, name or "", topic_id))
             elif topic_id is None:  # neither a name nor an id
                 topics.append(refuse(ErrorCode.invalid_request, name))
-            elif (topic := broker.topics.by_id(topic_id)) is None:
+            elif (topic := broker.describe_topic_by_id(topic_id)) is None:
                 topics.append(refuse(ErrorCode.unknown_topic_id, None, topic_id))
             elif name is not None and name != topic.name:
                 topics.append(refuse(ErrorCode.inconsistent_topic_id, name, topic_id))
             else:
                 topics.append(describe(topic))
 
-    broker_entry = make(
-        nested(schema, "brokers"),
-        node_id=broker.node_id,
-        host=broker.host,
-        port=broker.port,
-        rack=None,
+    broker_cls = nested(schema, "brokers")
+    brokers = tuple(
+        make(broker_cls, node_id=b.node_id, host=b.host, port=b.port, rack=b.rack)
+        for b in broker.live_brokers()
     )
     return make(
         schema,
         throttle_time=0,
         error_code=ErrorCode.none,
-        brokers=(broker_entry,),
+        brokers=brokers,
         cluster_id=broker.cluster_id,
-        controller_id=broker.node_id,
+        controller_id=broker.controller_id,
         topics=tuple(topics),
         cluster_authorized_operations=authorized(
             CLUSTER_OPERATIONS,

@@ -10,9 +10,12 @@ lies past the end offset it gets back knows its log was truncated there.
 
 ``current_leader_epoch`` (-1: no check) is checked first against the partition's leader epoch:
 older is FENCED_LEADER_EPOCH, newer UNKNOWN_LEADER_EPOCH (both retried by clients after a
-metadata refresh). An unknown topic or partition is UNKNOWN_TOPIC_OR_PARTITION. ``replica_id``
-(v3+) is not checked: on one node no follower asks, and consumers and followers get the same
-answer, as from Kafka's leader.
+metadata refresh). An unknown topic or partition is UNKNOWN_TOPIC_OR_PARTITION.
+
+Only the partition's leader answers, consumers (``replica_id`` -1, v3+) and followers (their
+broker id) alike, as Kafka's ``fetchOnlyFromLeader``: in a cluster another replica answers
+NOT_LEADER_OR_FOLLOWER, checked before the epoch (a follower's log need not know the current
+epoch yet, so its epoch check would mislead); both get the same answer from the leader.
 """
 
 from __future__ import annotations
@@ -47,6 +50,8 @@ async def handle(
             partition = broker.topics.partition(topic.topic, wanted.partition)
             if partition is None:
                 code = ErrorCode.unknown_topic_or_partition
+            elif not partition.is_leader:
+                code = ErrorCode.not_leader_or_follower
             else:
                 plog = partition.log
                 fenced = check_current_leader_epoch(wanted.current_leader_epoch, plog.leader_epoch)

@@ -63,17 +63,34 @@ def commit_response(schema: type[T], request: Any, codes: list[ErrorCode]) -> T:
     return make(schema, throttle_time=0, topics=topics)
 
 
+async def when_replicated(broker: Broker, group_id: str, codes: list[ErrorCode]) -> list[ErrorCode]:
+    """The codes of an (Txn)OffsetCommit once its write is on the in-sync replicas of the
+    group's partition: those that were NONE become the replication's error, if any."""
+    if ErrorCode.none not in codes:
+        return codes
+    failed = await broker.groups.replicated(group_id)
+    if failed is ErrorCode.none:
+        return codes
+    return [failed if c is ErrorCode.none else c for c in codes]
+
+
 async def offset_commit(
     broker: Broker, request: OffsetCommitRequest, _client: Connection
 ) -> OffsetCommitResponse:
+    schema = response_schema(OFFSET_COMMIT, request.__version__)
+    entries = commit_entries(request)
+    refused = broker.groups.coordinator_error(request.group_id)
+    if refused is not ErrorCode.none:
+        return commit_response(schema, request, [refused] * len(entries))
     codes = broker.groups.offsets(request.group_id).commit(
         group_id=request.group_id,
         member_id=request.member_id,
         instance_id=getattr(request, "group_instance_id", None),
         generation=request.generation_id_or_member_epoch,
-        offsets=commit_entries(request),
+        offsets=entries,
     )
-    return commit_response(response_schema(OFFSET_COMMIT, request.__version__), request, codes)
+    codes = await when_replicated(broker, request.group_id, codes)
+    return commit_response(schema, request, codes)
 
 
 async def offset_fetch(
@@ -88,6 +105,31 @@ async def offset_fetch(
         else [(t.name, list(t.partition_indexes)) for t in request.topics]
     )
     stable = getattr(request, "require_stable", False)
+    refused = broker.groups.coordinator_error(request.group_id)
+    if refused is not ErrorCode.none:
+        return make(
+            schema,
+            throttle_time=0,
+            error_code=refused,  # v1 has no top-level code: each partition asked gets it
+            topics=tuple(
+                make(
+                    topic_cls,
+                    name=name,
+                    partitions=tuple(
+                        make(
+                            partition_cls,
+                            partition_index=index,
+                            committed_offset=-1,
+                            committed_leader_epoch=-1,
+                            metadata="",
+                            error_code=refused,
+                        )
+                        for index in indexes
+                    ),
+                )
+                for name, indexes in wanted or ()
+            ),
+        )
     by_topic: dict[str, list[Any]] = {}
     offsets = broker.groups.offsets(request.group_id)
     for topic, partition, committed in offsets.fetch(request.group_id, wanted):
@@ -117,7 +159,14 @@ async def offset_delete(
     wanted: list[tuple[str, int]] = [
         (t.name, p.partition_index) for t in request.topics for p in t.partitions
     ]
-    code, codes = broker.groups.offsets(request.group_id).delete_offsets(request.group_id, wanted)
+    code = broker.groups.coordinator_error(request.group_id)
+    codes: list[ErrorCode] = []
+    if code is ErrorCode.none:
+        code, codes = broker.groups.offsets(request.group_id).delete_offsets(
+            request.group_id, wanted
+        )
+    if code is ErrorCode.none:
+        code = await broker.groups.replicated(request.group_id)
     results = iter(codes)
     topics = (
         ()

@@ -30,12 +30,22 @@ lists each bad record's ``batch_index`` and message in ``record_errors``, with K
 
 acks: 0 (no response), 1 and -1 (all) — on a single node the leader is the whole ISR, so an
 acks=-1 write to a topic whose ``min.insync.replicas`` is above 1 gets NOT_ENOUGH_REPLICAS (19).
+
+In a cluster a partition this broker does not lead is answered NOT_LEADER_OR_FOLLOWER (6), and
+one it leads has a :class:`~sluice.broker.replication.leadership.Leadership`: with acks=-1 its
+ISR must hold ``min(min.insync.replicas, replication factor)`` replicas before the append (else
+NOT_ENOUGH_REPLICAS, nothing written), and the answer waits until the ISR has the batch — every
+such partition of the request waited for at once, up to the request's ``timeout_ms``
+(REQUEST_TIMED_OUT, the batch stays in the log), NOT_ENOUGH_REPLICAS_AFTER_APPEND (20) when the
+ISR fell below the minimum meanwhile, NOT_LEADER_OR_FOLLOWER when the broker stopped leading.
+Each append advances the partition's high watermark as far as its ISR allows.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -49,18 +59,27 @@ from sluice.broker.log import (
 )
 from sluice.broker.log.errors import RecordValidationError
 from sluice.broker.protocol.api_keys import PRODUCE
-from sluice.broker.protocol.codec import make, nested
+from sluice.broker.protocol.codec import make, millis, nested
 from sluice.broker.protocol.context import Connection
 from sluice.broker.protocol.messages import ProduceRequest, ProduceResponse
 from sluice.broker.protocol.response_schema import response_schema
 from sluice.broker.records import batch as rb
 from sluice.broker.records.codec import decode_records, recompress
+from sluice.broker.replication.leadership import Leadership
 from sluice.broker.topics import Partition
 from sluice.errors import StorageError
 
 log = logging.getLogger(__name__)
 
 CODECS = {"uncompressed": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
+_WAIT_ERRORS = {
+    ErrorCode.request_timed_out: "{}: the in-sync replicas did not all get the batch in time "
+    "(it is in the leader's log and may still be committed)",
+    ErrorCode.not_enough_replicas_after_append: "{}: the batch is in the log, but the in-sync "
+    "replicas fell below min.insync.replicas before it was committed",
+    ErrorCode.not_leader_or_follower: "{}: this broker stopped leading the partition before "
+    "the batch was committed",
+}
 
 
 async def handle(
@@ -73,22 +92,30 @@ async def handle(
     record_error_cls = nested(schema, "responses", "partition_responses", "record_errors")
     now = broker.clock()
     topics = []
+    answers: list[tuple[str, list[dict[str, Any]]]] = []
+    replicating: list[tuple[dict[str, Any], Leadership, int]] = []
+    """acks=-1 answers that wait for the ISR: (answer, leadership, offset after the batch)."""
     for topic_data in request.topic_data:
-        partitions = []
+        partitions: list[dict[str, Any]] = []
         for data in topic_data.partition_data:
             base_offset, append_time, start = -1, -1, -1
             code, message = ErrorCode.none, None
+            waiting: tuple[Leadership, int] | None = None
             record_errors: tuple[Any, ...] = ()
             if acks not in (0, 1, -1):
                 code = ErrorCode.invalid_required_acks
             elif (partition := broker.topics.partition(topic_data.name, data.index)) is None:
                 code = ErrorCode.unknown_topic_or_partition
-            elif acks == -1 and partition.log.settings.min_insync_replicas > 1:
-                # one node: the in-sync replica set is this broker alone
+            elif not partition.is_leader:
+                code = ErrorCode.not_leader_or_follower
+                message = f"this broker does not lead {topic_data.name}-{data.index}"
+                partition.total_produce_requests += 1
+                partition.failed_produce_requests += 1
+            elif acks == -1 and (isr := _short_isr(broker, partition)) is not None:
                 code = ErrorCode.not_enough_replicas
                 message = (
-                    f"The size of the current ISR Set({broker.node_id}) is insufficient to "
-                    f"satisfy the min.isr requirement of "
+                    f"The size of the current ISR Set({', '.join(map(str, isr))}) is "
+                    f"insufficient to satisfy the min.isr requirement of "
                     f"{partition.log.settings.min_insync_replicas} for partition "
                     f"{topic_data.name}-{data.index}"
                 )
@@ -97,7 +124,9 @@ async def handle(
             else:
                 partition.total_produce_requests += 1
                 try:
-                    base_offset, append_time, start = _append(partition, data.records, now)
+                    base_offset, append_time, start, end = _append(partition, data.records, now)
+                    if partition.leadership is not None and acks == -1:
+                        waiting = (partition.leadership, end)
                 except KafkaError as exc:
                     code, message = exc.code, exc.message
                     partition.failed_produce_requests += 1
@@ -110,28 +139,61 @@ async def handle(
                             make(record_error_cls, batch_index=i, batch_index_error_message=text)
                             for i, text in exc.record_errors
                         )
-            partitions.append(
-                make(
-                    partition_cls,
-                    index=data.index,
-                    error_code=code,
-                    base_offset=base_offset,
-                    log_append_time=append_time,
-                    log_start_offset=start,
-                    record_errors=record_errors,
-                    error_message=message,
-                )
-            )
-        topics.append(make(topic_cls, name=topic_data.name, partition_responses=tuple(partitions)))
+            answer = {
+                "index": data.index,
+                "error_code": code,
+                "base_offset": base_offset,
+                "log_append_time": append_time,
+                "log_start_offset": start,
+                "record_errors": record_errors,
+                "error_message": message,
+            }
+            if waiting is not None:
+                replicating.append((answer, *waiting))
+            partitions.append(answer)
+        answers.append((topic_data.name, partitions))
+    if replicating:
+        await _wait_for_replication(replicating, millis(request.timeout))
+    for name, partitions in answers:
+        entries = tuple(make(partition_cls, **answer) for answer in partitions)
+        topics.append(make(topic_cls, name=name, partition_responses=entries))
     if acks == 0:
         return None
     return make(schema, responses=tuple(topics), throttle_time=0)
 
 
+def _short_isr(broker: Broker, partition: Partition) -> tuple[int, ...] | None:
+    """The ISR when it is too small for an acks=-1 write to ``partition``, else None."""
+    if partition.leadership is not None:
+        if partition.leadership.check_min_isr() == ErrorCode.not_enough_replicas:
+            return partition.leadership.isr
+        return None
+    if partition.log.settings.min_insync_replicas > 1:
+        return (broker.node_id,)  # one node: the in-sync replica set is this broker alone
+    return None
+
+
+async def _wait_for_replication(
+    replicating: Iterable[tuple[dict[str, Any], Leadership, int]], timeout_ms: int
+) -> None:
+    """Wait, all at once, until each partition's ISR has its batch; errors go into the
+    answers (the offsets stay, as Kafka's do)."""
+    waits = list(replicating)
+    codes = await asyncio.gather(
+        *(leadership.wait_for_replication(end, timeout_ms) for _, leadership, end in waits)
+    )
+    for (answer, leadership, _), code in zip(waits, codes, strict=True):
+        if code != ErrorCode.none:
+            answer["error_code"] = code
+            explained = _WAIT_ERRORS.get(code)
+            answer["error_message"] = explained.format(leadership.name) if explained else None
+
+
 def _append(
     partition: Partition, records: bytes | memoryview | None, now: int
-) -> tuple[int, int, int]:
-    """Validate and append one partition's batch; returns (base offset, append time, start)."""
+) -> tuple[int, int, int, int]:
+    """Validate and append one partition's batch; returns (base offset, append time, start,
+    the offset after the batch)."""
     if not records:
         raise KafkaError(ErrorCode.invalid_record, "no record batch")
     config = partition.log.config
@@ -176,10 +238,13 @@ def _append(
         log.error("append to %s-%d failed: %s", partition.topic, partition.index, exc)
         raise KafkaError(ErrorCode.kafka_storage_error, str(exc)) from None
     if not result.duplicate:
+        if partition.leadership is not None:
+            partition.leadership.appended(now)
         partition.notify()
         partition.bytes_in += len(records)  # metrics: per batch, the count from its header
         partition.messages_in += header.record_count
-    return result.base_offset, result.log_append_time_ms, result.log_start_offset
+    end = result.last_offset + 1
+    return result.base_offset, result.log_append_time_ms, result.log_start_offset, end
 
 
 def _require_keys(records: bytes | memoryview, header: rb.BatchHeader, where: str) -> None:

@@ -1,9 +1,16 @@
 """CreateTopics, DeleteTopics, CreatePartitions.
 
 Every entry is checked before anything changes (``validate_only`` stops there): a legal and
-new name, a positive partition count (-1: ``num.partitions``), a replication factor one node can
-satisfy (-1 or 1), manual assignments only to this node, and known, valid configs. Partitions
-can only be added, never removed (INVALID_PARTITIONS), as in Kafka.
+new name, a positive partition count (-1: ``num.partitions``), a replication factor the live
+brokers can satisfy (-1: ``default.replication.factor``; one node: 1), manual assignments only
+to live brokers, and known, valid configs. Partitions can only be added, never removed
+(INVALID_PARTITIONS), as in Kafka.
+
+In a cluster any broker takes these requests and writes them to the cluster's metadata store,
+as in Kafka's ZooKeeper era (:class:`~sluice.broker.cluster.member.ClusterMember`): replicas by
+Kafka's placement, the controller elects the leaders, and CreateTopics answers once every new
+partition has a leader (DeleteTopics once the topic is gone) or its ``timeout_ms`` passed
+(REQUEST_TIMED_OUT: the change goes on).
 
 Topic ids: CreateTopics (v7) answers the new topic's id; DeleteTopics (v6) deletes by name or by
 id (UNKNOWN_TOPIC_ID for an id no topic has) and answers both.
@@ -22,7 +29,7 @@ from sluice.broker.config import ConfigSource, render
 from sluice.broker.errors import KafkaError
 from sluice.broker.log.partition_metadata import format_topic_id
 from sluice.broker.protocol.api_keys import CREATE_PARTITIONS, CREATE_TOPICS, DELETE_TOPICS
-from sluice.broker.protocol.codec import make, nested
+from sluice.broker.protocol.codec import make, millis, nested
 from sluice.broker.protocol.context import Connection
 from sluice.broker.protocol.messages import (
     CreatePartitionsRequest,
@@ -42,7 +49,9 @@ async def create_topics(
     result_cls = nested(schema, "topics")
     config_cls = nested(schema, "topics", "configs")
     validate_only = getattr(request, "validate_only", False)
+    cluster = broker.cluster
     results = []
+    created: list[str] = []
     for wanted in request.topics:
         partitions: int = wanted.num_partitions
         factor: int = wanted.replication_factor
@@ -63,10 +72,11 @@ async def create_topics(
                         "give either assignments or partitions and replication factor, not both",
                     )
                 nodes = {n for a in wanted.assignments for n in a.broker_ids}
-                if nodes - {broker.node_id}:
+                live = {b.node_id for b in broker.live_brokers()}
+                if nodes - live:
                     raise KafkaError(
                         ErrorCode.invalid_replica_assignment,
-                        f"unknown broker ids {sorted(nodes - {broker.node_id})}",
+                        f"unknown broker ids {sorted(nodes - live)}",
                     )
                 partitions = len(wanted.assignments)
                 factor = max(len(a.broker_ids) for a in wanted.assignments)
@@ -75,15 +85,31 @@ async def create_topics(
             if factor == -1:
                 factor = broker.config["default.replication.factor"]
             overrides = broker.topics.check_create(
-                wanted.name, partitions, factor, {c.name: c.value for c in wanted.configs}
+                wanted.name,
+                partitions,
+                factor,
+                {c.name: c.value for c in wanted.configs},
+                existing=broker.topic_names(),
+                brokers=len(broker.live_brokers()),
             )
-            if not validate_only:
+            if cluster is not None:
+                fields["topic_id"] = await cluster.create_topic(
+                    wanted.name,
+                    partitions,
+                    factor,
+                    overrides,
+                    assignments={a.partition_index: list(a.broker_ids) for a in wanted.assignments}
+                    or None,
+                    validate_only=validate_only,
+                )
+                created.append(wanted.name)
+            elif not validate_only:
                 topic = broker.topics.create(wanted.name, partitions, overrides)
                 fields["topic_id"] = topic.topic_id
             effective = broker.config.topic_config(overrides)
             fields.update(
                 num_partitions=partitions,
-                replication_factor=1,
+                replication_factor=factor,
                 configs=None
                 if config_cls is type(None)
                 else tuple(
@@ -102,8 +128,22 @@ async def create_topics(
             )
         except KafkaError as exc:
             fields.update(error_code=exc.code, error_message=exc.message)
-        results.append(make(result_cls, **fields))
-    return make(schema, throttle_time=0, topics=tuple(results))
+        results.append(fields)
+    if cluster is not None and created and not validate_only and millis(request.timeout) > 0:
+        # Kafka's DelayedCreatePartitions: answer once every new partition has a leader
+        def led() -> bool:
+            return all(cluster.cache.all_led(name) for name in created)
+
+        if not await cluster.wait_for(led, millis(request.timeout) / 1000):
+            for fields in results:
+                if fields["name"] in created and not cluster.cache.all_led(fields["name"]):
+                    fields.update(
+                        error_code=ErrorCode.request_timed_out,
+                        error_message="the topic was created; its leaders are not elected yet",
+                    )
+    return make(
+        schema, throttle_time=0, topics=tuple(make(result_cls, **fields) for fields in results)
+    )
 
 
 async def delete_topics(
@@ -117,11 +157,13 @@ async def delete_topics(
         wanted = [(t.name, t.topic_id) for t in request.topics]
     else:
         wanted = [(name, None) for name in request.topic_names]
-    results = []
+    cluster = broker.cluster
+    results: list[dict[str, Any]] = []
+    deleting: list[str] = []
     for asked_name, asked_id in wanted:
         name, topic_id = asked_name, asked_id
         code, message = ErrorCode.none, None
-        topic = broker.topics.get(name) if name is not None else None
+        topic = broker.describe_topic(name) if name is not None else None
         if asked_id is not None and asked_name is not None:
             code, message = ErrorCode.invalid_request, "give a topic name or a topic id, not both"
         elif asked_id is None and asked_name is None:
@@ -129,7 +171,7 @@ async def delete_topics(
         elif not broker.config["delete.topic.enable"]:
             code, message = ErrorCode.topic_deletion_disabled, "delete.topic.enable is false"
         elif asked_id is not None:
-            topic = broker.topics.by_id(asked_id)
+            topic = broker.describe_topic_by_id(asked_id)
             if topic is None:
                 code = ErrorCode.unknown_topic_id
                 message = f"unknown topic id {format_topic_id(asked_id)}"
@@ -137,17 +179,31 @@ async def delete_topics(
             code, message = ErrorCode.unknown_topic_or_partition, f"unknown topic {name!r}"
         if code == ErrorCode.none and topic is not None:
             name, topic_id = topic.name, topic.topic_id
-            broker.topics.delete(topic)
+            if cluster is not None:  # the controller deletes it; brokers drop their replicas
+                await cluster.delete_topic(name)
+                deleting.append(name)
+            elif (local := broker.topics.get(name)) is not None:
+                broker.topics.delete(local)
         results.append(
-            make(
-                result_cls,
-                name=name,
-                topic_id=topic_id,
-                error_code=code,
-                error_message=message,
-            )
+            {"name": name, "topic_id": topic_id, "error_code": code, "error_message": message}
         )
-    return make(schema, throttle_time=0, responses=tuple(results))
+    if cluster is not None and deleting and millis(request.timeout) > 0:
+
+        def gone() -> bool:
+            return not any(name in cluster.cache.assignments for name in deleting)
+
+        if not await cluster.wait_for(gone, millis(request.timeout) / 1000):
+            for fields in results:
+                if fields["name"] in cluster.cache.assignments and fields["name"] in deleting:
+                    fields.update(
+                        error_code=ErrorCode.request_timed_out,
+                        error_message="the deletion is requested; it is not complete yet",
+                    )
+    return make(
+        schema,
+        throttle_time=0,
+        responses=tuple(make(result_cls, **fields) for fields in results),
+    )
 
 
 async def create_partitions(
@@ -158,6 +214,20 @@ async def create_partitions(
     results = []
     for wanted in request.topics:
         code, message = ErrorCode.none, None
+        if broker.cluster is not None:
+            try:
+                await broker.cluster.add_partitions(
+                    wanted.name,
+                    wanted.count,
+                    [list(a.broker_ids) for a in wanted.assignments or ()] or None,
+                    validate_only=request.validate_only,
+                )
+            except KafkaError as exc:
+                code, message = exc.code, exc.message
+            results.append(
+                make(result_cls, name=wanted.name, error_code=code, error_message=message)
+            )
+            continue
         topic = broker.topics.get(wanted.name)
         if topic is None:
             code, message = ErrorCode.unknown_topic_or_partition, f"unknown topic {wanted.name!r}"

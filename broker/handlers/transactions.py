@@ -11,7 +11,7 @@ from __future__ import annotations
 from kio.schema.errors import ErrorCode
 
 from sluice.broker.broker import Broker
-from sluice.broker.handlers.offsets import commit_entries, commit_response
+from sluice.broker.handlers.offsets import commit_entries, commit_response, when_replicated
 from sluice.broker.protocol.api_keys import (
     ADD_OFFSETS_TO_TXN,
     ADD_PARTITIONS_TO_TXN,
@@ -45,12 +45,23 @@ async def add_partitions_to_txn(
     # v0-3 (the versions served) name their fields `v3_and_below_*` in kio's schemas
     schema = response_schema(ADD_PARTITIONS_TO_TXN, request.__version__)
     topics = request.v3_and_below_topics
-    codes = broker.transactions.add_partitions(
-        request.v3_and_below_transactional_id,
-        request.v3_and_below_producer_id,
-        request.v3_and_below_producer_epoch,
-        [(t.name, p) for t in topics for p in t.partitions],
-    )
+    txn_id = request.v3_and_below_transactional_id
+    wanted: list[tuple[str, int]] = [(t.name, p) for t in topics for p in t.partitions]
+    refused = broker.transactions.coordinator_error(txn_id)
+    codes: dict[tuple[str, int], ErrorCode]
+    if refused is not ErrorCode.none:
+        codes = dict.fromkeys(wanted, refused)
+    else:
+        codes = broker.transactions.add_partitions(
+            txn_id,
+            request.v3_and_below_producer_id,
+            request.v3_and_below_producer_epoch,
+            wanted,
+        )
+        if ErrorCode.none in codes.values():
+            failed = await broker.transactions.replicated(txn_id)
+            if failed is not ErrorCode.none:
+                codes = dict.fromkeys(wanted, failed)
     topic_cls = nested(schema, "results_by_topic_v3_and_below")
     partition_cls = nested(schema, "results_by_topic_v3_and_below", "results_by_partition")
     results = tuple(
@@ -71,15 +82,20 @@ async def add_offsets_to_txn(
     broker: Broker, request: AddOffsetsToTxnRequest, _client: Connection
 ) -> AddOffsetsToTxnResponse:
     schema = response_schema(ADD_OFFSETS_TO_TXN, request.__version__)
-    code = broker.transactions.add_offsets(
-        request.transactional_id, request.producer_id, request.producer_epoch, request.group_id
-    )
+    txn_id = request.transactional_id
+    code = broker.transactions.coordinator_error(txn_id)
+    if code is ErrorCode.none:
+        code = broker.transactions.add_offsets(
+            txn_id, request.producer_id, request.producer_epoch, request.group_id
+        )
+    if code is ErrorCode.none:
+        code = await broker.transactions.replicated(txn_id)
     return make(schema, throttle_time=0, error_code=code)
 
 
 async def end_txn(broker: Broker, request: EndTxnRequest, _client: Connection) -> EndTxnResponse:
     schema = response_schema(END_TXN, request.__version__)
-    code = broker.transactions.end_txn(
+    code = await broker.transactions.end_txn(
         request.transactional_id, request.producer_id, request.producer_epoch, request.committed
     )
     return make(schema, throttle_time=0, error_code=code)
@@ -89,9 +105,15 @@ async def txn_offset_commit(
     broker: Broker, request: TxnOffsetCommitRequest, _client: Connection
 ) -> TxnOffsetCommitResponse:
     entries = commit_entries(request)
-    check = broker.transactions.check_offset_commit(
-        request.transactional_id, request.producer_id, request.producer_epoch
-    )
+    # the group's coordinator answers (Kafka checks the producer there, from its own state)
+    check = broker.groups.coordinator_error(request.group_id)
+    if (
+        check is ErrorCode.none
+        and broker.transactions.coordinator_error(request.transactional_id) is ErrorCode.none
+    ):
+        check = broker.transactions.check_offset_commit(
+            request.transactional_id, request.producer_id, request.producer_epoch
+        )
     if check is not ErrorCode.none:
         codes: list[ErrorCode] = [check] * len(entries)
     else:
@@ -104,6 +126,7 @@ async def txn_offset_commit(
             generation=getattr(request, "generation_id", -1),
             offsets=entries,
         )
+        codes = await when_replicated(broker, request.group_id, codes)
     return commit_response(response_schema(TXN_OFFSET_COMMIT, request.__version__), request, codes)
 
 
@@ -115,12 +138,15 @@ async def describe_transactions(
     topic_cls = nested(schema, "transaction_states", "topics")
     states = []
     for txn_id in request.transactional_ids:
-        meta = broker.transactions.describe(txn_id)
+        refused = broker.transactions.coordinator_error(txn_id)
+        meta = None if refused is not ErrorCode.none else broker.transactions.describe(txn_id)
         if meta is None:
             states.append(
                 make(
                     state_cls,
-                    error_code=ErrorCode.transactional_id_not_found,
+                    error_code=refused
+                    if refused is not ErrorCode.none
+                    else ErrorCode.transactional_id_not_found,
                     transactional_id=txn_id,
                     transaction_state="",
                     transaction_timeout=0,

@@ -550,9 +550,14 @@ class Log:
         start, the log then being empty). Segments, indexes, the leader-epoch cache and the
         producer state follow; crash-safe (see :mod:`.truncation`). An offset below the log
         start or above the log end raises
-        :class:`~sluice.broker.log.errors.OffsetOutOfRangeError`."""
+        :class:`~sluice.broker.log.errors.OffsetOutOfRangeError`.
+
+        Cutting at the log end removes no batch, but epochs of the cache starting there go (as
+        Kafka's ``truncateTo`` does): an epoch this replica started as leader without appending
+        to it is not in the log the follower keeps."""
         self._check_range(offset)
         if offset == self.log_end_offset:
+            self._epochs.truncate_from_end(offset)
             return offset
         self._flushes.wait()
         truncation.begin(self.directory, offset)
@@ -573,6 +578,35 @@ class Log:
         truncation.finish(self.directory)
         self._unflushed_messages, self._first_unflushed_ms = 0, None
         return end
+
+    def truncate_fully_and_start_at(self, offset: int) -> None:
+        """Empty the log and start it over at ``offset``, which becomes its log start and end
+        offset (Kafka's ``truncateFullyAndStartAt``: a follower whose log ends below the
+        leader's log start offset). Every segment goes, with the producer state, its snapshots
+        and the leader-epoch cache.
+
+        Crash behaviour: the producer snapshots go first, then ``offset`` is written to
+        ``log-start-offset``, then the segments are deleted newest first and the new one is
+        created. A crash leaves either the old log (its producer state is rebuilt from the
+        batches at open), or a prefix of it with the new log start offset, which the open then
+        treats as it treats any log (one that ends below its log start starts over empty there;
+        the fetcher finds its log behind the leader's start again and repeats this)."""
+        if offset < 0:
+            raise ValueError(f"{self.directory.name}: cannot start the log at offset {offset}")
+        self._flushes.wait()
+        self._producers.load(-1)  # no snapshot is at or below -1: all are deleted, state emptied
+        write_checkpoint(self.directory / LOG_START_OFFSET, [offset])
+        for gone in reversed(self._segments):
+            gone.delete()
+        self._segments = [LogSegment.create(self.directory, offset, self.settings)]
+        fsync_dir(self.directory)
+        self._bases = [offset]
+        self._log_start_offset = offset
+        self._epochs.truncate_from_end(0)
+        if self._high_watermark is not None:
+            self._high_watermark = offset
+        self._flushes.start_at(offset)
+        self._unflushed_messages, self._first_unflushed_ms = 0, None
 
     def enforce_retention(self, now_ms: int) -> int:
         """Delete segments past ``retention.ms``/``retention.bytes`` or below the log start

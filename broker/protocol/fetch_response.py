@@ -12,7 +12,9 @@ the header and every struct end with their tagged fields (none here: one 0 byte)
                   last_stable_offset:int64 [log_start_offset:int64: 5+]
                   aborted_transactions:nullable array(producer_id:int64 first_offset:int64 [tags])
                   [preferred_read_replica:int32 (-1): 11+]
-                  records:nullable bytes [tags]
+                  records:nullable bytes [tags: 12+]
+    tags        = count:uvarint (tag:uvarint size:uvarint value)*
+                  the partition's tag 0 is diverging_epoch = epoch:int32 end_offset:int64 [tags]
 
 Why not kio: its writer goes through a ``BytesIO``, so every fetched byte was copied into it and
 out of it again as ``bytes``, besides the read from the segment. Here a response is an
@@ -20,10 +22,11 @@ out of it again as ``bytes``, besides the read from the segment. Here a response
 are — a :class:`~sluice.broker.log.region.FileRegion` of the segment file (which the connection
 sends with ``os.sendfile`` where it can) or ``bytes``. Only the framing is built in memory.
 
-Tagged fields the single node has no use for (``diverging_epoch``, ``current_leader``,
-``snapshot_id``, ``node_endpoints``) are left out, as kio leaves out their defaults: the bytes are
-those kio writes for the same response, which ``tests/broker/test_fetch_response.py`` checks for
-every version.
+Of the tagged fields, only a partition's ``diverging_epoch`` (v12+, answering a follower whose
+log diverged from the leader's) is written, when it is not its default ``(-1, -1)``; the others
+(``current_leader``, ``snapshot_id``, ``node_endpoints``) are left out, as kio leaves out their
+defaults: the bytes are those kio writes for the same response, which
+``tests/broker/test_fetch_response.py`` checks for every version.
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ from sluice.broker.log.region import FileRegion
 from sluice.broker.protocol.api_keys import FETCH
 
 __all__ = [
+    "NO_DIVERGING_EPOCH",
     "FetchAnswer",
     "OutgoingFrame",
     "PartitionAnswer",
@@ -55,6 +59,8 @@ _HEADER_V7 = struct.Struct(">ihi")  # throttle_time_ms, error_code, session_id
 _PARTITION_V5 = struct.Struct(">ihqqq")  # index, error, high watermark, LSO, log start offset
 _PARTITION_V4 = struct.Struct(">ihqq")
 _ABORTED = struct.Struct(">qq")
+_DIVERGING = struct.Struct(">BBBiqB")  # 1 tag, tag 0, 13 bytes: epoch, end offset, no tags
+NO_DIVERGING_EPOCH = (-1, -1)
 
 
 @dataclass(slots=True)
@@ -69,6 +75,9 @@ class PartitionAnswer:
     aborted_transactions: list[tuple[int, int]] | None = None
     """``(producer_id, first_offset)`` pairs; None (null) unless read_committed."""
     records: FileRegion | bytes = b""
+    diverging_epoch: tuple[int, int] = NO_DIVERGING_EPOCH
+    """``(epoch, end_offset)`` past which a follower's log diverges from the leader's (v12+);
+    ``(-1, -1)``: none."""
 
 
 @dataclass(slots=True)
@@ -214,7 +223,10 @@ def encode_fetch_response(
                 parts += (out, records)
                 out = bytearray()
             if flexible:
-                out.append(0)
+                if p.diverging_epoch == NO_DIVERGING_EPOCH:
+                    out.append(0)
+                else:
+                    out += _DIVERGING.pack(1, 0, 13, *p.diverging_epoch, 0)
         if flexible:
             out.append(0)
     if flexible:

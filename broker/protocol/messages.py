@@ -50,6 +50,8 @@ from kio.schema.delete_topics import v3 as delete_topics_v3
 from kio.schema.delete_topics import v4 as delete_topics_v4
 from kio.schema.delete_topics import v5 as delete_topics_v5
 from kio.schema.delete_topics import v6 as delete_topics_v6
+from kio.schema.describe_cluster import v0 as describe_cluster_v0
+from kio.schema.describe_cluster import v1 as describe_cluster_v1
 from kio.schema.describe_configs import v1 as describe_configs_v1
 from kio.schema.describe_configs import v2 as describe_configs_v2
 from kio.schema.describe_configs import v3 as describe_configs_v3
@@ -65,6 +67,9 @@ from kio.schema.describe_log_dirs import v2 as describe_log_dirs_v2
 from kio.schema.describe_log_dirs import v3 as describe_log_dirs_v3
 from kio.schema.describe_log_dirs import v4 as describe_log_dirs_v4
 from kio.schema.describe_transactions import v0 as describe_transactions_v0
+from kio.schema.elect_leaders import v0 as elect_leaders_v0
+from kio.schema.elect_leaders import v1 as elect_leaders_v1
+from kio.schema.elect_leaders import v2 as elect_leaders_v2
 from kio.schema.end_txn import v0 as end_txn_v0
 from kio.schema.end_txn import v1 as end_txn_v1
 from kio.schema.end_txn import v2 as end_txn_v2
@@ -86,6 +91,7 @@ from kio.schema.find_coordinator import v0 as find_coordinator_v0
 from kio.schema.find_coordinator import v1 as find_coordinator_v1
 from kio.schema.find_coordinator import v2 as find_coordinator_v2
 from kio.schema.find_coordinator import v3 as find_coordinator_v3
+from kio.schema.find_coordinator import v4 as find_coordinator_v4
 from kio.schema.heartbeat import v0 as heartbeat_v0
 from kio.schema.heartbeat import v1 as heartbeat_v1
 from kio.schema.heartbeat import v2 as heartbeat_v2
@@ -172,6 +178,7 @@ from kio.schema.txn_offset_commit import v0 as txn_offset_commit_v0
 from kio.schema.txn_offset_commit import v1 as txn_offset_commit_v1
 from kio.schema.txn_offset_commit import v2 as txn_offset_commit_v2
 from kio.schema.txn_offset_commit import v3 as txn_offset_commit_v3
+from kio.schema.write_txn_markers import v1 as write_txn_markers_v1
 
 __all__ = [
     "AddOffsetsToTxnRequest",
@@ -192,6 +199,8 @@ __all__ = [
     "DeleteRecordsResponse",
     "DeleteTopicsRequest",
     "DeleteTopicsResponse",
+    "DescribeClusterRequest",
+    "DescribeClusterResponse",
     "DescribeConfigsRequest",
     "DescribeConfigsResponse",
     "DescribeGroupsRequest",
@@ -200,6 +209,8 @@ __all__ = [
     "DescribeLogDirsResponse",
     "DescribeTransactionsRequest",
     "DescribeTransactionsResponse",
+    "ElectLeadersRequest",
+    "ElectLeadersResponse",
     "EndTxnRequest",
     "EndTxnResponse",
     "FetchRequest",
@@ -238,6 +249,8 @@ __all__ = [
     "SyncGroupResponse",
     "TxnOffsetCommitRequest",
     "TxnOffsetCommitResponse",
+    "WriteTxnMarkersRequest",
+    "WriteTxnMarkersResponse",
 ]
 
 # fmt: off
@@ -320,15 +333,20 @@ OffsetFetchResponse: TypeAlias = (
     | offset_fetch_v5.OffsetFetchResponse | offset_fetch_v6.OffsetFetchResponse
     | offset_fetch_v7.OffsetFetchResponse
 )
-# FindCoordinator (key 10), versions 0-3
+# FindCoordinator (key 10), versions 0-4
 FindCoordinatorRequest: TypeAlias = (
     find_coordinator_v0.FindCoordinatorRequest | find_coordinator_v1.FindCoordinatorRequest
     | find_coordinator_v2.FindCoordinatorRequest | find_coordinator_v3.FindCoordinatorRequest
+    | find_coordinator_v4.FindCoordinatorRequest
 )
 FindCoordinatorResponse: TypeAlias = (
     find_coordinator_v0.FindCoordinatorResponse | find_coordinator_v1.FindCoordinatorResponse
     | find_coordinator_v2.FindCoordinatorResponse | find_coordinator_v3.FindCoordinatorResponse
+    | find_coordinator_v4.FindCoordinatorResponse
 )
+# WriteTxnMarkers (key 27), version 1
+WriteTxnMarkersRequest: TypeAlias = write_txn_markers_v1.WriteTxnMarkersRequest
+WriteTxnMarkersResponse: TypeAlias = write_txn_markers_v1.WriteTxnMarkersResponse
 # JoinGroup (key 11), versions 0-7
 JoinGroupRequest: TypeAlias = (
     join_group_v0.JoinGroupRequest | join_group_v1.JoinGroupRequest | join_group_v2.JoinGroupRequest
@@ -554,6 +572,24 @@ IncrementalAlterConfigsResponse: TypeAlias = (
 # OffsetDelete (key 47), versions 0
 OffsetDeleteRequest: TypeAlias = offset_delete_v0.OffsetDeleteRequest
 OffsetDeleteResponse: TypeAlias = offset_delete_v0.OffsetDeleteResponse
+# DescribeCluster (key 60), versions 0-1
+DescribeClusterRequest: TypeAlias = (
+    describe_cluster_v0.DescribeClusterRequest | describe_cluster_v1.DescribeClusterRequest
+)
+DescribeClusterResponse: TypeAlias = (
+    describe_cluster_v0.DescribeClusterResponse | describe_cluster_v1.DescribeClusterResponse
+)
+# ElectLeaders (key 43), versions 0-2
+ElectLeadersRequest: TypeAlias = (
+    elect_leaders_v0.ElectLeadersRequest
+    | elect_leaders_v1.ElectLeadersRequest
+    | elect_leaders_v2.ElectLeadersRequest
+)
+ElectLeadersResponse: TypeAlias = (
+    elect_leaders_v0.ElectLeadersResponse
+    | elect_leaders_v1.ElectLeadersResponse
+    | elect_leaders_v2.ElectLeadersResponse
+)
 # DescribeTransactions (key 65), versions 0
 DescribeTransactionsRequest: TypeAlias = describe_transactions_v0.DescribeTransactionsRequest
 DescribeTransactionsResponse: TypeAlias = describe_transactions_v0.DescribeTransactionsResponse

@@ -18,10 +18,12 @@ from sluice.broker.protocol.messages import (
     DeleteGroupsResponse,
     DeleteRecordsResponse,
     DeleteTopicsResponse,
+    DescribeClusterResponse,
     DescribeConfigsResponse,
     DescribeGroupsResponse,
     DescribeLogDirsResponse,
     DescribeTransactionsResponse,
+    ElectLeadersResponse,
     EndTxnResponse,
     FetchResponse,
     FindCoordinatorResponse,
@@ -41,6 +43,7 @@ from sluice.broker.protocol.messages import (
     ProduceResponse,
     SyncGroupResponse,
     TxnOffsetCommitResponse,
+    WriteTxnMarkersResponse,
 )
 
 __all__ = ["response_schema"]
@@ -94,6 +97,8 @@ def response_schema(api_key: Literal[25], version: int) -> type[AddOffsetsToTxnR
 @overload
 def response_schema(api_key: Literal[26], version: int) -> type[EndTxnResponse]: ...
 @overload
+def response_schema(api_key: Literal[27], version: int) -> type[WriteTxnMarkersResponse]: ...
+@overload
 def response_schema(api_key: Literal[28], version: int) -> type[TxnOffsetCommitResponse]: ...
 @overload
 def response_schema(api_key: Literal[32], version: int) -> type[DescribeConfigsResponse]: ...
@@ -106,11 +111,15 @@ def response_schema(api_key: Literal[37], version: int) -> type[CreatePartitions
 @overload
 def response_schema(api_key: Literal[42], version: int) -> type[DeleteGroupsResponse]: ...
 @overload
+def response_schema(api_key: Literal[43], version: int) -> type[ElectLeadersResponse]: ...
+@overload
 def response_schema(
     api_key: Literal[44], version: int
 ) -> type[IncrementalAlterConfigsResponse]: ...
 @overload
 def response_schema(api_key: Literal[47], version: int) -> type[OffsetDeleteResponse]: ...
+@overload
+def response_schema(api_key: Literal[60], version: int) -> type[DescribeClusterResponse]: ...
 @overload
 def response_schema(api_key: Literal[65], version: int) -> type[DescribeTransactionsResponse]: ...
 @overload

@@ -38,9 +38,10 @@ from kio.schema.errors import ErrorCode
 from sluice.broker.config import BrokerConfig
 from sluice.broker.errors import KafkaError
 from sluice.broker.group.coordinator import OFFSETS_TOPIC, GroupCoordinator
-from sluice.broker.internal_topic import InternalTopic
-from sluice.broker.producer_ids import ProducerIdManager
+from sluice.broker.internal_topic import InternalTopic, partition_for, write_error
+from sluice.broker.producer_ids import ProducerIdManager, ProducerIdsUnavailableError
 from sluice.broker.topics import TopicManager
+from sluice.broker.txn.markers import MarkerChannel, MarkerRoutes, TxnMarker
 from sluice.broker.txn.state import TxnMetadata, TxnState
 from sluice.broker.txn.state_manager import TransactionStateManager
 from sluice.errors import StorageError
@@ -75,8 +76,47 @@ class TransactionCoordinator:
             int(config["transaction.state.log.num.partitions"]),
             int(config["transaction.state.log.segment.bytes"]),
             clock,
+            replication_factor=int(config["transaction.state.log.replication.factor"]),
+            cluster_config={  # Kafka's TransactionLog topic configs
+                "min.insync.replicas": str(config["transaction.state.log.min.isr"]),
+                "unclean.leader.election.enable": "false",
+                "compression.type": "uncompressed",
+            },
         )
         self.state = TransactionStateManager(self.store)
+        self.markers = MarkerChannel(config.node_id)
+        self._ending: set[str] = set()
+        """Sends markers to partitions led by other brokers (in a cluster)."""
+        self.timeout_ms = int(config["offsets.commit.timeout.ms"])
+        self.partition_exists: Callable[[str, int], bool] = lambda topic, index: (
+            topics.partition(topic, index) is not None
+        )
+        """Whether a topic partition exists (AddPartitionsToTxn of unknown ones is refused):
+        hosted here on one node, known to the cluster in a cluster."""
+        self.clustered = False
+
+    def follow_leadership(self, routes: MarkerRoutes) -> None:
+        """Cluster mode: a ``__transaction_state`` partition is loaded when this broker
+        becomes its leader and unloaded when it stops leading it; the ids of the others are
+        answered NOT_COORDINATOR. ``routes``: where the cluster's partitions are led."""
+        self.clustered = True
+        self.store.clustered = True
+        self.state.clustered = True
+        self.state.unload_all()
+        self.partition_exists = routes.exists
+        self.markers.routes = routes
+
+    def coordinator_error(self, txn_id: str) -> ErrorCode:
+        """NONE when this broker coordinates ``txn_id`` (always on one node), else
+        NOT_COORDINATOR. Loading is synchronous: COORDINATOR_LOAD_IN_PROGRESS is never due."""
+        return ErrorCode.none if self.state.loaded(txn_id) else ErrorCode.not_coordinator
+
+    async def replicated(self, txn_id: str) -> ErrorCode:
+        """Wait until what was written for ``txn_id`` is on its partition's in-sync replicas
+        (``offsets.commit.timeout.ms``); NONE, or the error to answer (Kafka's mapping for the
+        transaction log: :func:`~sluice.broker.internal_topic.write_error`)."""
+        code = await self.store.replicated(txn_id, self.timeout_ms)
+        return write_error(code, transaction_log=True)
 
     # -- loading --------------------------------------------------------------------------
 
@@ -87,10 +127,11 @@ class TransactionCoordinator:
             count += self.load_partition(index)
         log.info("loaded %d transactional ids from %s", count, TXN_TOPIC)
 
-    def load_partition(self, index: int) -> int:
-        """Become the coordinator of partition ``index``: rebuild its transactional ids and
-        finish the transactions caught mid-way; returns how many ids it holds."""
-        loaded = self.state.load_partition(index)
+    def load_partition(self, index: int, coordinator_epoch: int = 0) -> int:
+        """Become the coordinator of partition ``index`` (``coordinator_epoch``: the
+        partition's leader epoch, in a cluster): rebuild its transactional ids and finish the
+        transactions caught mid-way; returns how many ids it holds."""
+        loaded = self.state.load_partition(index, coordinator_epoch)
         for meta in list(loaded.txns.values()):
             if meta.state in (T.PREPARE_COMMIT, T.PREPARE_ABORT):
                 log.info(
@@ -103,25 +144,37 @@ class TransactionCoordinator:
         return len(loaded.txns)
 
     def unload_partition(self, index: int) -> None:
-        """Stop coordinating partition ``index``: its transactional ids are forgotten here."""
+        """Stop coordinating partition ``index``: its transactional ids are forgotten here,
+        and the markers still being sent for them stop (the next coordinator sends them)."""
         self.state.unload_partition(index)
+        count = self.store.partition_count()
+        self.markers.cancel(lambda txn_id: partition_for(txn_id, count) == index)
+
+    def close(self) -> None:
+        """Stop sending markers and close the connections to other brokers."""
+        self.markers.close()
 
     # -- InitProducerId -------------------------------------------------------------------
 
-    def init_producer_id(
+    async def init_producer_id(
         self, txn_id: str, timeout_ms: int, producer_id: int, producer_epoch: int
     ) -> tuple[ErrorCode, int, int]:
         if not txn_id:
             return ErrorCode.invalid_request, -1, -1
+        if not self.state.loaded(txn_id):
+            return ErrorCode.not_coordinator, -1, -1
         if not 0 < timeout_ms <= self.max_timeout:
             return ErrorCode.invalid_transaction_timeout, -1, -1
         self.store.ensure()
         meta = self.state.get(txn_id)
         try:
             if meta is None:
-                meta = TxnMetadata(txn_id, self.producer_ids().next(), 0, timeout_ms)
+                meta = TxnMetadata(txn_id, await self.producer_ids().next_async(), 0, timeout_ms)
                 meta.last_update_timestamp = self.clock()
                 self.state.persist(meta)
+                code = await self.replicated(txn_id)
+                if code is not ErrorCode.none:
+                    return code, -1, -1
                 return ErrorCode.none, meta.producer_id, meta.producer_epoch
             if producer_id >= 0 and (
                 producer_id != meta.producer_id or producer_epoch != meta.producer_epoch
@@ -132,24 +185,38 @@ class TransactionCoordinator:
                     else ErrorCode.producer_fenced
                 )
                 return code, -1, -1
+            if self._busy(txn_id):
+                return ErrorCode.concurrent_transactions, -1, -1  # markers still on their way
             if meta.state in (T.PREPARE_COMMIT, T.PREPARE_ABORT):
                 self._complete(meta)  # a retry finishes what a failed write left
+                if self._busy(txn_id):
+                    return ErrorCode.concurrent_transactions, -1, -1
             if meta.state is T.ONGOING:
                 log.info("%s: a new producer instance fences the open transaction", txn_id)
-                self._bump_epoch(meta)
-                self._end(meta, commit=False)
-            self._bump_epoch(meta)
+                await self._bump_epoch(meta)
+                code = await self._end(meta, commit=False)
+                if code is not ErrorCode.none:
+                    return code, -1, -1
+                if self._busy(txn_id):  # the client retries until they are written
+                    return ErrorCode.concurrent_transactions, -1, -1
+            await self._bump_epoch(meta)
             meta.state, meta.partitions, meta.timeout_ms = T.EMPTY, set(), timeout_ms
             meta.last_update_timestamp = self.clock()
             self.state.persist(meta)
         except StorageError as exc:
             log.error("InitProducerId %s failed: %s", txn_id, exc)
             return ErrorCode.coordinator_not_available, -1, -1
+        except ProducerIdsUnavailableError as exc:
+            log.warning("InitProducerId %s: %s", txn_id, exc)
+            return ErrorCode.coordinator_load_in_progress, -1, -1
+        code = await self.replicated(txn_id)
+        if code is not ErrorCode.none:
+            return code, -1, -1
         return ErrorCode.none, meta.producer_id, meta.producer_epoch
 
-    def _bump_epoch(self, meta: TxnMetadata) -> None:
+    async def _bump_epoch(self, meta: TxnMetadata) -> None:
         if meta.producer_epoch >= MAX_EPOCH - 1:
-            meta.producer_id, meta.producer_epoch = self.producer_ids().next(), 0
+            meta.producer_id, meta.producer_epoch = await self.producer_ids().next_async(), 0
         else:
             meta.producer_epoch += 1
 
@@ -183,7 +250,7 @@ class TransactionCoordinator:
                 raise KafkaError(ErrorCode.concurrent_transactions, "transaction is ending")
         except KafkaError as exc:
             return dict.fromkeys(wanted, exc.code)
-        unknown = [tp for tp in wanted if self.topics.partition(*tp) is None]
+        unknown = [tp for tp in wanted if not self.partition_exists(*tp)]
         if unknown:
             return {
                 tp: ErrorCode.unknown_topic_or_partition
@@ -222,9 +289,14 @@ class TransactionCoordinator:
             return exc.code
         return ErrorCode.none if meta.state is T.ONGOING else ErrorCode.invalid_txn_state
 
-    def end_txn(
+    async def end_txn(
         self, txn_id: str, producer_id: int, producer_epoch: int, commit: bool
     ) -> ErrorCode:
+        """EndTxn: answered once PrepareCommit/PrepareAbort is replicated and the markers of
+        the partitions led here are written; markers for other brokers' partitions are sent
+        after (Kafka's marker channel), the transaction completing when they are written."""
+        if not self.state.loaded(txn_id):
+            return ErrorCode.not_coordinator
         try:
             meta = self._check(txn_id, producer_id, producer_epoch)
         except KafkaError as exc:
@@ -236,38 +308,68 @@ class TransactionCoordinator:
             if meta.state is done:
                 return ErrorCode.none  # a retry of an EndTxn that succeeded
             if meta.state is prepared:
-                self._complete(meta)
+                if self._busy(txn_id):
+                    return ErrorCode.concurrent_transactions  # Kafka's answer to a retry
+                self._complete(meta)  # a retry finishes what a failed write left
                 return ErrorCode.none
             if meta.state is not T.ONGOING:
                 return ErrorCode.invalid_txn_state
-            self._end(meta, commit=commit)
+            return await self._end(meta, commit=commit)
         except StorageError as exc:
             log.error("EndTxn %s failed: %s", txn_id, exc)
             return ErrorCode.coordinator_not_available
-        return ErrorCode.none
 
-    def _end(self, meta: TxnMetadata, *, commit: bool) -> None:
+    def _busy(self, txn_id: str) -> bool:
+        """Whether ``txn_id``'s transaction is ending: its prepare being replicated, or its
+        markers being sent (nothing else may touch it meanwhile)."""
+        return txn_id in self._ending or self.markers.pending(txn_id)
+
+    async def _end(self, meta: TxnMetadata, *, commit: bool) -> ErrorCode:
+        """Prepare, and once the prepare is replicated, write the markers."""
         meta.state = T.PREPARE_COMMIT if commit else T.PREPARE_ABORT
         meta.last_update_timestamp = self.clock()
         self.state.persist(meta)
-        self._complete(meta)
+        self._ending.add(meta.transactional_id)
+        try:
+            code = await self.replicated(meta.transactional_id)
+        finally:
+            self._ending.discard(meta.transactional_id)
+        if code is not ErrorCode.none:
+            return code  # prepared here: a retry (or the next coordinator) completes it
+        txn_id = meta.transactional_id
+        if self.state.loaded(txn_id) and self.state.get(txn_id) is meta:  # still coordinated
+            self._complete(meta)
+        return ErrorCode.none
 
     def _complete(self, meta: TxnMetadata) -> None:
-        """Write the markers of a prepared transaction, then record it complete."""
+        """Write the markers of a prepared transaction — to the partitions led here at once,
+        to other brokers' through :attr:`markers` — then record it complete."""
         commit = meta.state is T.PREPARE_COMMIT
+        txn_id = meta.transactional_id
+        coordinator_epoch = self.state.coordinator_epoch(txn_id)
+        marker = TxnMarker(meta.producer_id, meta.producer_epoch, commit, coordinator_epoch)
         now = self.clock()
+        remote: list[tuple[str, int]] = []
         for topic, index in sorted(meta.partitions):
             partition = self.topics.partition(topic, index)
-            if partition is None:
-                continue  # deleted since: nothing to mark
+            if partition is None or not partition.is_leader:
+                if self.clustered and self.partition_exists(topic, index):
+                    remote.append((topic, index))
+                continue  # (on one node: deleted since, nothing to mark)
             partition.log.append_marker(
                 producer_id=meta.producer_id,
                 producer_epoch=meta.producer_epoch,
                 commit=commit,
-                coordinator_epoch=0,
+                coordinator_epoch=coordinator_epoch,
                 now_ms=now,
             )
             partition.notify()
+        if remote:
+            self.markers.send(txn_id, marker, remote, lambda: self._completed(meta, commit))
+            return
+        self._completed(meta, commit)
+
+    def _completed(self, meta: TxnMetadata, commit: bool) -> None:
         self.groups.complete_transaction(meta.producer_id, commit)
         meta.state = T.COMPLETE_COMMIT if commit else T.COMPLETE_ABORT
         meta.partitions = set()
@@ -276,23 +378,29 @@ class TransactionCoordinator:
 
     # -- timeouts and admin ---------------------------------------------------------------
 
-    def abort_timed_out(self) -> int:
-        """Abort transactions open longer than their timeout, fencing their producer."""
+    async def abort_timed_out(self) -> int:
+        """Abort transactions open longer than their timeout, fencing their producer; and
+        complete those left prepared (a failed write, markers that could not be sent)."""
         now = self.clock()
         aborted = 0
         for meta in self.state.all():
-            if meta.state is T.ONGOING and meta.start_timestamp + meta.timeout_ms <= now:
-                log.info(
-                    "aborting transaction %s: open for more than %d ms",
-                    meta.transactional_id,
-                    meta.timeout_ms,
-                )
-                try:
-                    self._bump_epoch(meta)
-                    self._end(meta, commit=False)
+            txn_id = meta.transactional_id
+            if self._busy(txn_id):
+                continue
+            try:
+                if meta.state in (T.PREPARE_COMMIT, T.PREPARE_ABORT):
+                    self._complete(meta)
+                elif meta.state is T.ONGOING and meta.start_timestamp + meta.timeout_ms <= now:
+                    log.info(
+                        "aborting transaction %s: open for more than %d ms",
+                        txn_id,
+                        meta.timeout_ms,
+                    )
+                    await self._bump_epoch(meta)
+                    await self._end(meta, commit=False)
                     aborted += 1
-                except StorageError as exc:
-                    log.error("could not abort %s: %s", meta.transactional_id, exc)
+            except (StorageError, ProducerIdsUnavailableError) as exc:
+                log.error("could not abort %s: %s", txn_id, exc)
         return aborted
 
     def expire_transactional_ids(self) -> int:

@@ -7,7 +7,9 @@ the partition count); that partition's records are its durable state, latest rec
 winning, and a tombstone forgets it. A partition is loaded (replayed) and unloaded as a unit
 (:meth:`TransactionStateManager.load_partition`, :meth:`TransactionStateManager.unload_partition`),
 so the coordinator of a partition can move with its leadership. Every change is written before
-it is applied in memory by the caller (:meth:`TransactionStateManager.persist`).
+it is applied in memory by the caller (:meth:`TransactionStateManager.persist`). On one node a
+partition not loaded yet starts empty when first used; in a cluster (:attr:`clustered`) only the
+partitions this broker leads are loaded, and an id of another raises NOT_COORDINATOR.
 Not thread-safe: the broker's event loop only.
 """
 
@@ -15,6 +17,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from kio.schema.errors import ErrorCode
+
+from sluice.broker.errors import KafkaError
 from sluice.broker.internal_topic import InternalTopic, ReplayedBatch, partition_for
 from sluice.broker.txn import records as rec
 from sluice.broker.txn.state import TxnMetadata
@@ -23,8 +28,11 @@ from sluice.broker.txn.state import TxnMetadata
 class TxnStatePartition:
     """The transactional ids of one ``__transaction_state`` partition."""
 
-    def __init__(self, index: int) -> None:
+    def __init__(self, index: int, coordinator_epoch: int = 0) -> None:
         self.index = index
+        self.coordinator_epoch = coordinator_epoch
+        """The leader epoch of the partition when this broker loaded it: written into the
+        markers this coordinator sends, so a partition can tell a stale coordinator's."""
         self.txns: dict[str, TxnMetadata] = {}
 
     def replay(self, batches: Iterable[ReplayedBatch]) -> None:
@@ -46,10 +54,11 @@ class TransactionStateManager:
     def __init__(self, store: InternalTopic) -> None:
         self.store = store
         self._partitions: dict[int, TxnStatePartition] = {}
+        self.clustered = False
 
-    def load_partition(self, index: int) -> TxnStatePartition:
+    def load_partition(self, index: int, coordinator_epoch: int = 0) -> TxnStatePartition:
         """Replay partition ``index`` into a new :class:`TxnStatePartition`."""
-        loaded = TxnStatePartition(index)
+        loaded = TxnStatePartition(index, coordinator_epoch)
         loaded.replay(self.store.replay_partition(index))
         self._partitions[index] = loaded
         return loaded
@@ -62,15 +71,33 @@ class TransactionStateManager:
         """The partitions of ``__transaction_state`` (see :meth:`InternalTopic.partition_count`)."""
         return self.store.partition_count()
 
+    def unload_all(self) -> None:
+        """Forget every partition (a broker joining a cluster loads only those it leads)."""
+        self._partitions.clear()
+
+    def loaded(self, txn_id: str) -> bool:
+        """Whether ``txn_id``'s partition is loaded here (always on one node)."""
+        index = partition_for(txn_id, self.store.partition_count())
+        return not self.clustered or index in self._partitions
+
+    def coordinator_epoch(self, txn_id: str) -> int:
+        """The coordinator epoch of ``txn_id``'s partition (0 on one node)."""
+        return self._partition(txn_id).coordinator_epoch
+
     def _partition(self, txn_id: str) -> TxnStatePartition:
         index = partition_for(txn_id, self.store.partition_count())
         found = self._partitions.get(index)
-        if found is None:  # one node: every partition is ours, one not loaded yet is empty
+        if found is None:
+            if self.clustered:  # the coordinator checks loaded() first
+                raise KafkaError(ErrorCode.not_coordinator, f"{txn_id!r} is not coordinated here")
+            # one node: every partition is ours, one not loaded yet is empty
             found = self._partitions[index] = TxnStatePartition(index)
         return found
 
     def get(self, txn_id: str) -> TxnMetadata | None:
-        """The state of ``txn_id`` (None: unknown)."""
+        """The state of ``txn_id`` (None: unknown, or not coordinated here)."""
+        if not self.loaded(txn_id):
+            return None
         return self._partition(txn_id).txns.get(txn_id)
 
     def all(self) -> list[TxnMetadata]:

@@ -3,6 +3,7 @@
 ::
 
     sluice broker start [--config FILE] [--listen HOST:PORT] [--data-dir DIR]
+    sluice cluster describe
     sluice topics create|list|describe|alter|delete …
     sluice produce TOPIC …
     sluice consume TOPIC …
@@ -29,7 +30,7 @@ import typer
 from confluent_kafka import KafkaException
 
 from sluice import clients
-from sluice.cli import broker, connect, groups, status, topics, transactions
+from sluice.cli import broker, cluster, connect, groups, status, topics, transactions
 from sluice.cli._common import describe_error, error_of
 from sluice.cli.consume import consume
 from sluice.cli.produce import produce
@@ -48,6 +49,7 @@ app = typer.Typer(
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 app.add_typer(broker.app, name="broker")
+app.add_typer(cluster.app, name="cluster")
 app.add_typer(topics.app, name="topics")
 app.add_typer(groups.app, name="groups")
 app.add_typer(transactions.app, name="transactions")

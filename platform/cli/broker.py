@@ -44,6 +44,24 @@ def start(
             help="Directory of the log (overrides log.dir and log.dirs).",
         ),
     ] = None,
+    broker_id: Annotated[
+        int | None,
+        typer.Option(
+            "--broker-id",
+            metavar="N",
+            min=0,
+            help="This broker's id in the cluster (overrides broker.id and node.id).",
+        ),
+    ] = None,
+    zookeeper: Annotated[
+        str | None,
+        typer.Option(
+            "--zookeeper",
+            metavar="HOST:PORT[/CHROOT]",
+            help="Join the cluster coordinated by this ZooKeeper (overrides zookeeper.connect; "
+            "without it the broker runs as one node).",
+        ),
+    ] = None,
     log_level: Annotated[
         str,
         typer.Option(
@@ -65,7 +83,9 @@ def start(
     """Start a broker in the foreground.
 
     Ctrl-C or SIGTERM stop it cleanly. Example:
-    `sluice broker start --listen 127.0.0.1:9092 --data-dir .sluice/data`
+    `sluice broker start --listen 127.0.0.1:9092 --data-dir .sluice/data`; in a cluster:
+    `sluice broker start --broker-id 1 --zookeeper 127.0.0.1:2181/sluice --listen
+    127.0.0.1:9092 --data-dir .sluice/broker-1`
     """
     level = logging.getLevelName(log_level.upper())
     if not isinstance(level, int):
@@ -86,6 +106,10 @@ def start(
         except ConfigError as error:
             raise typer.BadParameter(error.reason, param_hint="--metrics-listen") from None
     try:
+        if broker_id is not None:
+            overrides["broker.id"] = overrides["node.id"] = str(broker_id)
+        if zookeeper is not None:
+            overrides["zookeeper.connect"] = zookeeper
         if data_dir is not None:
             overrides["log.dir"] = overrides["log.dirs"] = str(data_dir)
         broker_config = BrokerConfig.load(config, overrides)

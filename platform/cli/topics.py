@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import concurrent.futures
+import dataclasses
+import sys
 from typing import Annotated, Any
 
 import typer
@@ -17,8 +19,10 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined]  # exported wi
     OffsetSpec,
     ResourceType,
 )
+from kio.index import load_request_schema
+from kio.schema.errors import ErrorCode
 
-from sluice import clients
+from sluice import clients, wire
 from sluice.cli._common import (
     DEFAULT_TIMEOUT,
     Bootstrap,
@@ -59,6 +63,7 @@ class _Admin:
         self.connection = Connection(bootstrap, timeout)
         self.timeout = timeout
         overrides = parse_pairs(client_config, "-X")
+        self.protocol = overrides.get("security.protocol", "PLAINTEXT").upper()
         self.client = make_client(
             clients.admin,
             bootstrap,
@@ -187,13 +192,37 @@ def list_(
             "--internal", "-i", help="Include internal topics (names starting with `__`)."
         ),
     ] = False,
+    under_replicated: Annotated[
+        bool,
+        typer.Option(
+            "--under-replicated",
+            help="List the partitions whose in-sync replicas are fewer than their replicas "
+            "(of every topic, internal ones included).",
+        ),
+    ] = False,
+    unavailable: Annotated[
+        bool,
+        typer.Option(
+            "--unavailable",
+            help="List the partitions without a live leader (of every topic, internal ones "
+            "included).",
+        ),
+    ] = False,
     bootstrap: Bootstrap = clients.DEFAULT_BOOTSTRAP,
     client_config: ClientConfig = None,
     timeout: RequestTimeout = DEFAULT_TIMEOUT,
 ) -> None:
-    """List topics with their partition count and replication factor."""
+    """List topics with their partition count and replication factor.
+
+    With `--under-replicated` and/or `--unavailable`, list instead the partitions in either
+    state, as `kafka-topics --describe --under-replicated-partitions` does.
+    """
     admin = _Admin(bootstrap, client_config, timeout)
-    topics = admin.metadata().topics
+    metadata = admin.metadata()
+    topics = metadata.topics
+    if under_replicated or unavailable:
+        _list_unhealthy(metadata, under_replicated=under_replicated, unavailable=unavailable)
+        return
     rows = []
     for name in sorted(topics):
         if name.startswith("__") and not internal:
@@ -202,6 +231,22 @@ def list_(
         replicas = max((len(p.replicas) for p in partitions), default=0)
         rows.append([name, len(partitions), replicas])
     print_table(["NAME", "PARTITIONS", "REPLICAS"], rows)
+
+
+def _list_unhealthy(metadata: Any, *, under_replicated: bool, unavailable: bool) -> None:
+    """The partitions that are under-replicated (a leader, fewer in-sync replicas than
+    replicas) or unavailable (no leader, or one that is not a live broker), as Kafka's
+    ``TopicCommand`` tells them."""
+    live = set(metadata.brokers)
+    rows = []
+    for name in sorted(metadata.topics):
+        for p in sorted(metadata.topics[name].partitions.values(), key=lambda p: p.id):
+            leaderless = p.leader < 0 or p.leader not in live
+            short = not leaderless and len(p.isrs) < len(p.replicas)
+            if (under_replicated and short) or (unavailable and leaderless):
+                leader = p.leader if p.leader >= 0 else "none"
+                rows.append([name, p.id, leader, _ids(p.replicas), _ids(p.isrs)])
+    print_table(["TOPIC", "PARTITION", "LEADER", "REPLICAS", "ISR"], rows)
 
 
 @app.command()
@@ -214,8 +259,9 @@ def describe(
 ) -> None:
     """Show a topic's partitions, offsets and configs.
 
-    Partitions with their leader, replicas, in-sync replicas, earliest and latest offsets;
-    configs with where each value comes from (topic override, broker, default).
+    Partitions with their leader, leader epoch, replicas, in-sync replicas, offline replicas,
+    earliest and latest offsets; configs with where each value comes from (topic override,
+    broker, default).
     """
     admin = _Admin(bootstrap, client_config, timeout)
     topic = admin.topic_metadata(name)
@@ -247,14 +293,20 @@ def describe(
     earliest, latest = _watermarks(admin, name, [p.id for p in partitions])
     if not earliest and partitions:
         complete = False
+    epochs = _leader_epochs(admin, name)
+    if epochs is None:
+        complete = False
+        epochs = {}
     print_table(
-        ["PARTITION", "LEADER", "REPLICAS", "ISR", "EARLIEST", "LATEST"],
+        ["PARTITION", "LEADER", "EPOCH", "REPLICAS", "ISR", "OFFLINE", "EARLIEST", "LATEST"],
         [
             [
                 p.id,
                 p.leader if p.leader >= 0 else "none",
+                epochs[p.id][0] if p.id in epochs else "-",
                 _ids(p.replicas),
                 _ids(p.isrs),
+                _ids(epochs[p.id][1]) if p.id in epochs else "-",
                 earliest.get(p.id, "-"),
                 latest.get(p.id, "-"),
             ]
@@ -267,6 +319,50 @@ def describe(
 
 def _ids(ids: list[int]) -> str:
     return "[" + ",".join(str(i) for i in ids) + "]"
+
+
+def _leader_epochs(admin: _Admin, name: str) -> dict[int, tuple[int, list[int]]] | None:
+    """``partition -> (leader epoch, offline replicas)`` from a Metadata request through
+    :mod:`sluice.wire` (confluent-kafka shows neither); ``None`` (with a warning) when they
+    cannot be read. Skipped, with a warning, on a listener other than PLAINTEXT (the wire
+    client speaks no TLS or SASL): ``-`` is shown."""
+    if admin.protocol != "PLAINTEXT":
+        warn(
+            f"leader epochs and offline replicas are read over PLAINTEXT only, not {admin.protocol}"
+        )
+        return {}
+    try:
+        with wire.connect(admin.connection.bootstrap, timeout=admin.timeout) as conn:
+            version = conn.version_of(wire.METADATA)
+            answer = conn.call(
+                wire.METADATA,
+                topics=(_metadata_topic(version, name),),
+                allow_auto_topic_creation=False,
+                include_cluster_authorized_operations=False,
+                include_topic_authorized_operations=False,
+            )
+    except wire.WireError as exc:
+        warn(f"cannot read leader epochs: {exc}")
+        return None
+    found: dict[int, tuple[int, list[int]]] = {}
+    for topic in answer.topics:
+        if topic.name == name and topic.error_code in (
+            ErrorCode.none,
+            ErrorCode.leader_not_available,
+        ):
+            for p in topic.partitions:
+                offline = [int(i) for i in getattr(p, "offline_replicas", ())]
+                found[int(p.partition_index)] = (int(getattr(p, "leader_epoch", -1)), offline)
+    return found
+
+
+def _metadata_topic(version: int, name: str) -> Any:
+    """The ``MetadataRequestTopic`` naming ``name`` in ``version`` of Metadata (kio's class)."""
+    schema = load_request_schema(wire.METADATA.key, version)
+    topic_cls = sys.modules[schema.__module__].MetadataRequestTopic
+    fields = {f.name for f in dataclasses.fields(topic_cls)}
+    values = {"name": name, "topic_id": None}
+    return topic_cls(**{k: v for k, v in values.items() if k in fields})
 
 
 def _config_value(entry: Any) -> str:

@@ -2,7 +2,7 @@
 
 For every version the broker serves, the bytes written around the records must be exactly those
 kio's generated writer produces for the same response, records coming from a file region or from
-``bytes`` alike.
+``bytes`` alike, and with a ``diverging_epoch`` (a tagged field, v12+) or without.
 """
 
 from __future__ import annotations
@@ -39,6 +39,7 @@ _partition = st.builds(
     log_start_offset=_int64,
     aborted_transactions=st.none() | st.lists(st.tuples(_int64, _int64), max_size=3),
     records=st.binary(max_size=300),
+    diverging_epoch=st.just((-1, -1)) | st.tuples(st.integers(-1, 2**31 - 1), _int64),
 )
 _topic = st.builds(
     TopicAnswer,
@@ -53,6 +54,7 @@ def _kio_bytes(version: int, correlation_id: int, topics: list[TopicAnswer], **t
     topic_cls = nested(schema, "responses")
     partition_cls = nested(schema, "responses", "partitions")
     aborted_cls = nested(schema, "responses", "partitions", "aborted_transactions")
+    diverging_cls = nested(schema, "responses", "partitions", "diverging_epoch")
 
     def partition(p: PartitionAnswer) -> object:
         records = p.records.read() if isinstance(p.records, FileRegion) else p.records
@@ -69,6 +71,9 @@ def _kio_bytes(version: int, correlation_id: int, topics: list[TopicAnswer], **t
             else tuple(make(aborted_cls, producer_id=a, first_offset=b) for a, b in aborted),
             preferred_read_replica=-1,
             records=records,
+            diverging_epoch=None
+            if diverging_cls is type(None)  # before v12: no such field (make drops it)
+            else make(diverging_cls, epoch=p.diverging_epoch[0], end_offset=p.diverging_epoch[1]),
         )
 
     body = make(

@@ -50,11 +50,14 @@ def test_topic_lifecycle(sluice: Sluice) -> None:
     summary = dict(row for row in _section(described, "SUMMARY") if len(row) == 2)
     assert summary == {"NAME": name, "PARTITIONS": "3", "REPLICAS": "1"}
     partitions = _section(described, "PARTITIONS")
-    assert partitions[0] == ["PARTITION", "LEADER", "REPLICAS", "ISR", "EARLIEST", "LATEST"]
+    assert partitions[0] == [
+        "PARTITION", "LEADER", "EPOCH", "REPLICAS", "ISR", "OFFLINE", "EARLIEST", "LATEST"
+    ]  # fmt: skip
     assert [row[0] for row in partitions[1:]] == ["0", "1", "2"]
     for row in partitions[1:]:
-        assert row[4:] == ["0", "0"], f"an empty partition's offsets, got {row}"
-        assert row[2] == row[3] == f"[{row[1]}]", f"one replica, the leader, in sync: {row}"
+        assert row[6:] == ["0", "0"], f"an empty partition's offsets, got {row}"
+        assert row[3] == row[4] == f"[{row[1]}]", f"one replica, the leader, in sync: {row}"
+        assert row[2] == "0" and row[5] == "[]", f"leader epoch 0, no offline replica: {row}"
 
     configs = _configs(described)
     assert configs["retention.ms"] == ("3600000", "DYNAMIC_TOPIC_CONFIG")
@@ -156,4 +159,4 @@ def test_describe_shows_watermarks_after_producing(
     produced = sluice("produce", name, "--partition", "1", input="a\nb\nc\n")
     assert produced.code == 0, str(produced)
     rows = _section(sluice("topics", "describe", name), "PARTITIONS")[1:]
-    assert [(row[0], row[4], row[5]) for row in rows] == [("0", "0", "0"), ("1", "0", "3")]
+    assert [(row[0], row[6], row[7]) for row in rows] == [("0", "0", "0"), ("1", "0", "3")]

@@ -8,6 +8,10 @@
   closes them at teardown.
 * ``private_zookeeper`` (function): a ZooKeeper of the test's own, for tests that stop or restart
   it (the shared one must stay up for the others).
+* ``broker_cluster_factory`` (function): starts clusters of real broker processes
+  (:class:`~tests.cluster.brokers.BrokerCluster`: ``broker_cluster_factory(size=3,
+  **{"min.insync.replicas": "2"})``), each on a chroot of its own; stops them at teardown.
+* ``broker_cluster`` (function): 3 brokers with :data:`CLUSTER_CONFIG`, started.
 """
 
 from __future__ import annotations
@@ -19,8 +23,9 @@ from pathlib import Path
 import pytest
 
 from sluice.broker.cluster.zookeeper import ZooKeeperMetadataStore
+from tests.cluster.brokers import BrokerCluster
 from tests.cluster.zookeeper import ZooKeeperServer
-from tests.conftest import free_port
+from tests.conftest import SHARED_CONFIG, free_port
 
 #: Sessions of the stores (ZooKeeper allows 2 to 100 ticks of 200 ms here); expiry tests expire
 #: them from outside rather than waiting for the timeout.
@@ -62,3 +67,45 @@ def store_factory(zk_connect: str) -> Iterator[Callable[..., ZooKeeperMetadataSt
     yield open_store
     for store in stores:
         store.close()
+
+
+#: The brokers' keys unless a test says otherwise: the shared broker's (no initial rebalance
+#: delay, no retention check during a test) and a ZooKeeper session of 6 s, so that a killed
+#: broker leaves the cluster in seconds (Kafka's default is 18 s).
+CLUSTER_CONFIG = {**SHARED_CONFIG, "zookeeper.session.timeout.ms": "6000"}
+
+
+@pytest.fixture
+def broker_cluster_factory(
+    tmp_path: Path, zk_connect: str
+) -> Iterator[Callable[..., BrokerCluster]]:
+    """``broker_cluster_factory(size=3, broker_config={2: {...}}, **keys)``: a started
+    :class:`BrokerCluster` with :data:`CLUSTER_CONFIG` and ``keys`` in every broker's
+    ``server.properties``; each cluster of a test on a chroot of its own."""
+    clusters: list[BrokerCluster] = []
+
+    def start(
+        size: int = 3,
+        broker_config: dict[int, dict[str, str]] | None = None,
+        **keys: str,
+    ) -> BrokerCluster:
+        n = len(clusters)
+        cluster = BrokerCluster(
+            tmp_path / f"cluster-{n}",
+            zk_connect if n == 0 else f"{zk_connect}-{n}",
+            size,
+            {**CLUSTER_CONFIG, **keys},
+            broker_config,
+        )
+        clusters.append(cluster)  # closed at teardown even if a broker fails to start
+        return cluster.start_all()
+
+    yield start
+    for cluster in clusters:
+        cluster.close()
+
+
+@pytest.fixture
+def broker_cluster(broker_cluster_factory: Callable[..., BrokerCluster]) -> BrokerCluster:
+    """Three brokers (ids 1, 2, 3) on the test's chroot, started and ready."""
+    return broker_cluster_factory()

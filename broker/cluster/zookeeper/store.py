@@ -589,9 +589,7 @@ class ZooKeeperMetadataStore:
         return frozenset(int(c) for c in self._client.get_children(znodes.CONTROLLED_SHUTDOWN))
 
     @translate_errors
-    def watch_controlled_shutdowns(
-        self, callback: Callable[[frozenset[int]], None]
-    ) -> KazooWatch:
+    def watch_controlled_shutdowns(self, callback: Callable[[frozenset[int]], None]) -> KazooWatch:
         """Call ``callback`` with the brokers shutting down at every change."""
         return znode_ops.watch_children(
             self._client,
@@ -600,45 +598,58 @@ class ZooKeeperMetadataStore:
         )
 
     @translate_errors
-    def request_preferred_election(self, partitions: Iterable[TopicPartition]) -> None:
-        """Create ``/admin/preferred_replica_election``; refused while one is pending."""
+    def request_preferred_election(
+        self, partitions: Iterable[TopicPartition], *, unclean: bool = False
+    ) -> None:
+        """Create ``/admin/preferred_replica_election`` (``unclean``: Sluice's
+        ``/admin/unclean_leader_election``); refused while one is pending."""
         wanted = frozenset(partitions)
         try:
             self._client.create(
-                znodes.PREFERRED_REPLICA_ELECTION, znodes.encode_partitions(sorted(wanted, key=_tp))
+                _election_path(unclean), znodes.encode_partitions(sorted(wanted, key=_tp))
             )
         except NodeExistsError:
-            pending = self.pending_preferred_election() or frozenset()
+            pending = self.pending_preferred_election(unclean=unclean) or frozenset()
             names = ", ".join(f"{tp.topic}-{tp.partition}" for tp in sorted(pending, key=_tp))
+            kind = "Unclean" if unclean else "Preferred replica"
             raise AdminRequestPendingError(
-                f"Preferred replica leader election currently in progress for {names}. "
-                "Aborting operation"
+                f"{kind} leader election currently in progress for {names}. Aborting operation"
             ) from None
 
     @translate_errors
-    def pending_preferred_election(self) -> frozenset[TopicPartition] | None:
-        """The partitions of ``/admin/preferred_replica_election``, or None."""
-        request = znode_ops.read(self._client, znodes.PREFERRED_REPLICA_ELECTION, _decode_election)
+    def pending_preferred_election(
+        self, *, unclean: bool = False
+    ) -> frozenset[TopicPartition] | None:
+        """The partitions of the pending request, or None."""
+        request = znode_ops.read(self._client, _election_path(unclean), _decode_election)
         return None if request is None else request.value
 
     @translate_errors
     def watch_preferred_election(
-        self, callback: Callable[[frozenset[TopicPartition] | None], None]
+        self,
+        callback: Callable[[frozenset[TopicPartition] | None], None],
+        *,
+        unclean: bool = False,
     ) -> KazooWatch:
         """Call ``callback`` with the pending request (or None) at every change."""
         return znode_ops.watch_versioned(
             self._client,
-            znodes.PREFERRED_REPLICA_ELECTION,
+            _election_path(unclean),
             _decode_election,
             lambda request: callback(None if request is None else request.value),
         )
 
     @translate_errors
-    def complete_preferred_election(self, fence: ControllerFence) -> None:
+    def complete_preferred_election(self, fence: ControllerFence, *, unclean: bool = False) -> None:
         """Remove the pending request under the fence (nothing if there is none)."""
-        if self._client.exists(znodes.PREFERRED_REPLICA_ELECTION) is None:
+        path = _election_path(unclean)
+        if self._client.exists(path) is None:
             return
-        self._fenced(fence, lambda tx: tx.delete(znodes.PREFERRED_REPLICA_ELECTION))
+        self._fenced(fence, lambda tx: tx.delete(path))
+
+
+def _election_path(unclean: bool) -> str:
+    return znodes.UNCLEAN_LEADER_ELECTION if unclean else znodes.PREFERRED_REPLICA_ELECTION
 
 
 def _entity_type(entity_type: str) -> str:

@@ -3,6 +3,7 @@ driven directly (no network)."""
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 from kio.schema.errors import ErrorCode
@@ -10,7 +11,7 @@ from kio.schema.errors import ErrorCode
 from sluice.broker.config import BrokerConfig
 from sluice.broker.group.coordinator import GroupCoordinator
 from sluice.broker.internal_topic import partition_for
-from sluice.broker.producer_ids import ProducerIdManager
+from sluice.broker.producer_ids import LocalBlocks, ProducerIdManager
 from sluice.broker.topics import TopicManager
 from sluice.broker.txn.coordinator import TransactionCoordinator
 from sluice.broker.txn.state import TxnState
@@ -23,7 +24,7 @@ def test_a_partition_of_transactional_ids_is_loaded_and_unloaded_as_a_unit(
     topics = TopicManager(tmp_path, config)
     topics.load()
     topics.create("t", 1, {})
-    ids = ProducerIdManager(tmp_path)
+    ids = ProducerIdManager(LocalBlocks(tmp_path))
     groups = GroupCoordinator(topics, config, clock=lambda: 1_000)
     c = TransactionCoordinator(topics, groups, lambda: ids, config, clock=lambda: 1_000)
     c.load()
@@ -31,7 +32,7 @@ def test_a_partition_of_transactional_ids_is_loaded_and_unloaded_as_a_unit(
     assert partition_for("a", 3) != partition_for("c", 3)
     started = {}
     for txn_id in ("a", "c"):
-        code, producer_id, epoch = c.init_producer_id(txn_id, 60_000, -1, -1)
+        code, producer_id, epoch = asyncio.run(c.init_producer_id(txn_id, 60_000, -1, -1))
         assert code is ErrorCode.none, code
         started[txn_id] = (producer_id, epoch)
         codes = c.add_partitions(txn_id, producer_id, epoch, [("t", 0)])

@@ -1,0 +1,117 @@
+"""The group coordinator in a cluster (driven directly, no network): a shard exists only while
+its partition is led here; the others' groups are NOT_COORDINATOR, and unloading stops a
+shard's timers."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from kio.schema.errors import ErrorCode
+
+from sluice.broker.config import BrokerConfig
+from sluice.broker.group.coordinator import OFFSETS_TOPIC, GroupCoordinator
+from sluice.broker.internal_topic import partition_for, write_error
+from sluice.broker.topics import TopicManager
+
+PARTITIONS = 3
+
+
+def clustered(tmp_path: Path) -> tuple[GroupCoordinator, TopicManager]:
+    config = BrokerConfig.from_properties(
+        {
+            "offsets.topic.num.partitions": str(PARTITIONS),
+            "group.min.session.timeout.ms": "10",
+            "group.initial.rebalance.delay.ms": "0",
+        }
+    )
+    topics = TopicManager(tmp_path, config)
+    topics.load()
+    topics.create(OFFSETS_TOPIC, PARTITIONS, {"cleanup.policy": "compact"})
+    topics.create("t", 1, {})
+    coordinator = GroupCoordinator(topics, config, clock=lambda: 1_000)
+    coordinator.follow_leadership(lambda topic, index: topic == "t" and index == 0, lambda: 3)
+    return coordinator, topics
+
+
+def test_only_the_groups_of_loaded_partitions_are_coordinated_here(tmp_path: Path) -> None:
+    coordinator, topics = clustered(tmp_path)
+    group = "g"
+    index = partition_for(group, PARTITIONS)
+    assert coordinator.coordinator_error(group) is ErrorCode.not_coordinator
+    coordinator.load_partition(index)
+    assert coordinator.coordinator_error(group) is ErrorCode.none
+    codes = coordinator.offsets(group).commit(
+        group_id=group,
+        member_id="",
+        instance_id=None,
+        generation=-1,
+        offsets=[("t", 0, 42, -1, None), ("t", 7, 1, -1, None)],
+    )
+    # "t"-7 is unknown to the cluster (the directory given), "t"-0 is known
+    assert codes == [ErrorCode.none, ErrorCode.unknown_topic_or_partition], codes
+    assert asyncio.run(coordinator.replicated(group)) is ErrorCode.not_coordinator, (
+        "a partition without a Leadership in a cluster is not led: the write is not answered"
+    )
+    coordinator.unload_partition(index)
+    assert coordinator.coordinator_error(group) is ErrorCode.not_coordinator
+    assert coordinator.list() == []
+    coordinator.load_partition(index)  # leadership comes back: the commit is replayed
+    committed = coordinator.offsets(group).fetch(group, [("t", [0])])
+    assert [(t, p, c.offset if c else None) for t, p, c in committed] == [("t", 0, 42)]
+    # AddOffsetsToTxn's partition comes from the cluster's partition count
+    assert coordinator.partition_for(group) == index
+    topics.close()
+
+
+def test_unloading_a_shard_stops_its_members_timers(tmp_path: Path) -> None:
+    coordinator, topics = clustered(tmp_path)
+    index = partition_for("g", PARTITIONS)
+
+    async def body() -> None:
+        coordinator.start()
+        coordinator.load_partition(index)
+        result = await coordinator.membership("g").join(
+            group_id="g",
+            member_id="",
+            instance_id=None,
+            session_timeout=50,
+            rebalance_timeout=50,
+            protocol_type="consumer",
+            protocols=[("range", b"")],
+            client_id="c",
+            client_host="h",
+            require_known_member=False,
+        )
+        assert result.error is ErrorCode.none, result
+        group = coordinator.describe("g")
+        assert group is not None and group.members
+        coordinator.unload_partition(index)
+        await asyncio.sleep(0.2)  # past the session timeout: an expiry would remove the member
+        assert group.members, "the unloaded shard's session timer still ran"
+
+    asyncio.run(asyncio.wait_for(body(), 10))
+    topics.close()
+
+
+def test_write_failures_are_answered_as_kafka_s_coordinators_answer() -> None:
+    e = ErrorCode
+    offsets = {
+        c: write_error(c, transaction_log=False)
+        for c in (
+            e.none,
+            e.not_enough_replicas,
+            e.not_enough_replicas_after_append,
+            e.not_leader_or_follower,
+            e.request_timed_out,
+        )
+    }
+    assert offsets == {
+        e.none: e.none,
+        e.not_enough_replicas: e.coordinator_not_available,
+        e.not_enough_replicas_after_append: e.coordinator_not_available,
+        e.not_leader_or_follower: e.not_coordinator,
+        e.request_timed_out: e.request_timed_out,
+    }
+    assert write_error(e.request_timed_out, transaction_log=True) is e.coordinator_not_available
+    assert write_error(e.kafka_storage_error, transaction_log=True) is e.not_coordinator

@@ -1,0 +1,137 @@
+"""Three real brokers on ZooKeeper: one cluster as clients see it, topics through any broker,
+records replicated to every replica, and a leader's failure that loses nothing acknowledged."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from confluent_kafka import Consumer, ElectionType, KafkaError, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from tests.cluster.brokers import BrokerCluster
+
+
+def create_topic(
+    cluster: BrokerCluster, name: str, partitions: int = 3, rf: int = 3, **config: str
+) -> None:
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+    futures = admin.create_topics(
+        [NewTopic(name, partitions, rf, config=config)], operation_timeout=30, request_timeout=40
+    )
+    futures[name].result(timeout=45)
+
+
+def leaders(
+    cluster: BrokerCluster, topic: str, via: int
+) -> dict[int, tuple[int, tuple[int, ...], tuple[int, ...]]]:
+    """partition → (leader, replicas, isr) as Metadata from broker ``via`` tells."""
+    admin = AdminClient({"bootstrap.servers": cluster.broker(via).bootstrap})
+    found = admin.list_topics(topic, timeout=10).topics[topic]
+    return {p.id: (p.leader, tuple(p.replicas), tuple(p.isrs)) for p in found.partitions.values()}
+
+
+def test_every_broker_tells_the_same_cluster(broker_cluster: BrokerCluster) -> None:
+    cluster = broker_cluster
+    cluster.wait_until(
+        lambda: all(sorted(cluster.metadata_brokers(i)) == [1, 2, 3] for i in cluster.ids),
+        "every broker lists the three",
+    )
+    create_topic(cluster, "shared", partitions=3, rf=3)
+    cluster.wait_until(
+        lambda: (
+            len({str(leaders(cluster, "shared", i)) for i in cluster.ids}) == 1
+            and all(len(isr) == 3 for _, _, isr in leaders(cluster, "shared", 1).values())
+        ),
+        "the three agree on leaders, replicas and a full ISR",
+    )
+    described = leaders(cluster, "shared", 2)
+    assert sorted(described) == [0, 1, 2]
+    assert sorted(leader for leader, _, _ in described.values()) == [1, 2, 3]  # spread
+    controllers = {
+        AdminClient({"bootstrap.servers": cluster.broker(i).bootstrap})
+        .list_topics(timeout=10)
+        .controller_id
+        for i in cluster.ids
+    }
+    assert len(controllers) == 1 and controllers <= {1, 2, 3}
+
+
+def test_acks_all_records_reach_every_replica_and_survive_a_leader_kill(
+    broker_cluster: BrokerCluster,
+) -> None:
+    cluster = broker_cluster
+    create_topic(cluster, "orders", partitions=1, rf=3, **{"min.insync.replicas": "2"})
+    leader, replicas, _ = leaders(cluster, "orders", 1)[0]
+    acked: list[str] = []
+    failed: list[str] = []
+
+    def delivered(err: object, msg: object) -> None:
+        (failed if err is not None else acked).append(msg.value().decode())  # type: ignore[attr-defined]
+
+    producer = Producer(
+        {
+            "bootstrap.servers": cluster.bootstrap,
+            "acks": "all",
+            "enable.idempotence": True,
+            "linger.ms": 5,
+            "message.timeout.ms": 60_000,
+        }
+    )
+    deadline = time.monotonic() + 90
+    for n in range(3000):
+        producer.produce("orders", value=str(n).encode(), callback=delivered)
+        producer.poll(0)
+        if n == 1000:
+            producer.flush(30)
+            cluster.kill(leader)  # while records flow
+        if n % 100 == 0:
+            time.sleep(0.02)
+        assert time.monotonic() < deadline
+    assert producer.flush(90) == 0
+    assert not failed, failed[:5]
+    consumer = Consumer(
+        {
+            "bootstrap.servers": cluster.bootstrap,
+            "group.id": "checker",
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+        }
+    )
+    try:
+        consumer.assign([TopicPartition("orders", 0, 0)])
+        seen: list[str] = []
+        deadline = time.monotonic() + 60
+        while len(seen) < len(acked) and time.monotonic() < deadline:
+            msg = consumer.poll(0.5)
+            if msg is not None and msg.error() is None:
+                seen.append(msg.value().decode())
+    finally:
+        consumer.close()
+    assert len(set(acked)) == 3000
+    assert seen == [str(n) for n in range(3000)], "lost, doubled or reordered"
+    new_leader = leaders(cluster, "orders", next(i for i in replicas if i != leader))[0][0]
+    assert new_leader in replicas and new_leader != leader
+
+
+def test_elect_leaders_brings_the_preferred_replica_back(
+    broker_cluster_factory: Callable[..., BrokerCluster],
+) -> None:
+    cluster = broker_cluster_factory(**{"auto.leader.rebalance.enable": "false"})
+    create_topic(cluster, "pref", partitions=1, rf=3)
+    preferred, replicas, _ = leaders(cluster, "pref", 1)[0]
+    assert preferred == replicas[0]
+    cluster.stop(preferred)  # a clean stop: its leadership moves at once
+    other = next(i for i in cluster.ids if i != preferred)
+    cluster.wait_until(
+        lambda: leaders(cluster, "pref", other)[0][0] not in (-1, preferred), "moved"
+    )
+    cluster.start(preferred)
+    cluster.wait_until(lambda: len(leaders(cluster, "pref", other)[0][2]) == 3, "back in the ISR")
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+    tp = TopicPartition("pref", 0)
+    result = admin.elect_leaders(ElectionType.PREFERRED, [tp]).result(timeout=30)
+    assert result[tp] is None, result  # no error
+    assert leaders(cluster, "pref", other)[0][0] == preferred
+    again = admin.elect_leaders(ElectionType.PREFERRED, [tp]).result(timeout=30)
+    assert again[tp].code() == KafkaError.ELECTION_NOT_NEEDED
