@@ -513,7 +513,9 @@ class ClusterMember:
                 partition.leadership.update_state(versioned)
             return
         self._applied[(topic, index)] = wanted
-        if state.leader == self.broker_id:
+        if state.leader == self.broker_id and partition.leadership is not None:
+            self._lead_on(partition, versioned)
+        elif state.leader == self.broker_id:
             self._become_leader(partition, replicas.replicas, versioned)
         else:
             self._become_follower(partition, state)
@@ -547,6 +549,24 @@ class ClusterMember:
             list(state.value.isr),
         )
         self.broker.leadership_changed(partition.topic, partition.index, True)
+
+    def _lead_on(self, partition: Partition, state: Versioned[PartitionState]) -> None:
+        """Still the leader, in a new epoch (the controller changed the ISR): the followers'
+        positions and the waiting writes carry on."""
+        assert partition.leadership is not None
+        try:
+            partition.log.become_leader(state.value.leader_epoch)
+        except ValueError as exc:
+            log.warning("%s-%d: %s", partition.topic, partition.index, exc)
+            return
+        partition.leadership.update_state(state)
+        log.info(
+            "%s-%d: leader in epoch %d (isr %s)",
+            partition.topic,
+            partition.index,
+            state.value.leader_epoch,
+            list(state.value.isr),
+        )
 
     def _become_follower(self, partition: Partition, state: PartitionState) -> None:
         was_leader = partition.is_leader

@@ -225,13 +225,15 @@ class Leadership:
         await asyncio.wait([task])  # not cancelled with the caller, nor raising when resigned
 
     def update_state(self, state: Versioned[PartitionState]) -> None:
-        """A newer partition state of the same leader and leader epoch (the member's watch):
-        take its ISR. An older or equal version, or another leader or epoch, is ignored (a new
-        epoch makes a new :class:`Leadership`)."""
+        """A newer partition state naming this broker leader (the member's watch): take its
+        ISR. A new leader epoch goes on in the same leadership — the controller bumps the epoch
+        when it takes a dead follower out of the ISR, and Kafka's leader then keeps its
+        followers' positions and its waiting writes (the member has recorded the epoch in the
+        log first). An older or equal version, or another leader, is ignored."""
         current = self._state.value
         if self._resigned or state.version <= self._state.version:
             return
-        if (state.value.leader, state.value.leader_epoch) != (current.leader, current.leader_epoch):
+        if state.value.leader != current.leader or state.value.leader_epoch < current.leader_epoch:
             log.warning(
                 "%s: state of leader %d epoch %d ignored by the leadership of epoch %d",
                 self.name,
@@ -240,6 +242,8 @@ class Leadership:
                 current.leader_epoch,
             )
             return
+        if state.value.leader_epoch > current.leader_epoch:
+            self.epoch_start_offset = self.partition.log.log_end_offset
         self._retry_after_ms = None
         self._take(state)
 

@@ -453,17 +453,41 @@ def test_after_a_store_failure_the_leader_proposes_again_later(lead: LeadFactory
     run(scenario())
 
 
-def test_older_states_and_other_epochs_are_ignored(lead: LeadFactory) -> None:
+def test_older_states_and_other_leaders_are_ignored(lead: LeadFactory) -> None:
     async def scenario() -> None:
         led = lead()
         older = Versioned(dataclasses.replace(led.store.current.value, isr=(1,)), 3)
         led.leadership.update_state(older)
-        other_epoch = Versioned(
-            dataclasses.replace(led.store.current.value, isr=(1,), leader_epoch=EPOCH + 1), 9
+        other_leader = Versioned(
+            dataclasses.replace(led.store.current.value, leader=2, leader_epoch=EPOCH + 1), 9
         )
-        led.leadership.update_state(other_epoch)
+        led.leadership.update_state(other_leader)
+        earlier_epoch = Versioned(
+            dataclasses.replace(led.store.current.value, isr=(1,), leader_epoch=EPOCH - 1), 9
+        )
+        led.leadership.update_state(earlier_epoch)
         assert led.leadership.isr == (1, 2, 3)
         assert led.leadership.state.version == 4
+
+    run(scenario())
+
+
+def test_a_new_epoch_of_the_same_leader_keeps_the_waiting_writes(lead: LeadFactory) -> None:
+    async def scenario() -> None:
+        led = lead()
+        end = led.append()
+        waiting = asyncio.ensure_future(led.leadership.wait_for_replication(end, 60_000))
+        await settle()
+        assert not waiting.done()
+        # the controller took dead follower 3 out of the ISR, in a new epoch
+        shrunk = Versioned(
+            dataclasses.replace(led.store.current.value, isr=(1, 2), leader_epoch=EPOCH + 1), 9
+        )
+        led.leadership.update_state(shrunk)
+        assert led.leadership.isr == (1, 2) and led.leadership.state.version == 9
+        assert not waiting.done()
+        led.fetch(2, end)
+        assert await asyncio.wait_for(waiting, 5) == ErrorCode.none
 
     run(scenario())
 
