@@ -7,10 +7,11 @@ wait for leaders and the routing of requests all read it; nothing here talks to 
 
 >>> from sluice.broker.cluster.model import ReplicaAssignment
 >>> cache = ClusterMetadata()
->>> cache.set_assignment("t", Versioned(TopicAssignment({0: ReplicaAssignment((1, 2))}), 0))
+>>> assignment = TopicAssignment({0: ReplicaAssignment((1, 2))}, uuid.UUID(int=7))
+>>> cache.set_assignment("t", Versioned(assignment, 0))
 >>> cache.set_state("t", 0, Versioned(PartitionState(2, 3, (2,), 1), 4))
->>> cache.topic("t").partitions[0]
-PartitionInfo(index=0, leader=2, leader_epoch=3, replicas=(1, 2), isr=(2,), offline=(1,))
+>>> cache.topic("t").partitions[0]  # no broker registered yet: no live leader
+PartitionInfo(index=0, leader=-1, leader_epoch=3, replicas=(1, 2), isr=(2,), offline=(1, 2))
 """
 
 from __future__ import annotations

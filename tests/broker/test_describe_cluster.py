@@ -8,6 +8,7 @@ metrics show it), confluent-kafka's ``describe_cluster()`` must agree with it.
 from __future__ import annotations
 
 import warnings
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -36,39 +37,37 @@ TIMEOUT = 15.0
 
 
 @pytest.fixture
-def racked_broker(tmp_path: Path) -> InProcessBroker:
-    broker = InProcessBroker(
-        tmp_path / "data",
-        **{
-            "node.id": "7",
-            "broker.rack": "rack-a",
-            "listeners": "PLAINTEXT://127.0.0.1:19092",
-            "advertised.listeners": "PLAINTEXT://broker-7.example:29092",
-        },
-    )
-    return broker
+def racked_broker(tmp_path: Path) -> Iterator[InProcessBroker]:
+    """Node 7 on rack ``rack-a``, advertising another address than it listens on."""
+    properties = {
+        "node.id": "7",
+        "broker.rack": "rack-a",
+        "listeners": "PLAINTEXT://127.0.0.1:19092",
+        "advertised.listeners": "PLAINTEXT://broker-7.example:29092",
+    }
+    with InProcessBroker(tmp_path / "data", **properties) as broker:
+        yield broker
 
 
 @pytest.mark.parametrize("version", [0, 1])
 @pytest.mark.parametrize("ask", [False, True])
 def test_one_node_describes_itself(racked_broker: InProcessBroker, version: int, ask: bool) -> None:
-    with racked_broker as broker:
-        request = (
-            describe_cluster_v0 if version == 0 else describe_cluster_v1
-        ).DescribeClusterRequest(include_cluster_authorized_operations=ask)
-        answer = broker.request(request)
-        assert answer.error_code == ErrorCode.none, answer
-        assert answer.error_message is None
-        assert answer.cluster_id == broker.broker.cluster_id and len(answer.cluster_id) == 22
-        assert answer.controller_id == 7, "on one node the node is its own controller"
-        brokers = [(b.broker_id, b.host, b.port, b.rack) for b in answer.brokers]
-        assert brokers == [(7, "broker-7.example", 29092, "rack-a")], (
-            "the advertised listener and the rack"
-        )
-        expected = CLUSTER_OPERATIONS if ask else NOT_REQUESTED
-        assert answer.cluster_authorized_operations == expected
-        if version == 1:
-            assert answer.endpoint_type == 1, "brokers were described"
+    schema = describe_cluster_v0 if version == 0 else describe_cluster_v1
+    answer = racked_broker.request(
+        schema.DescribeClusterRequest(include_cluster_authorized_operations=ask)
+    )
+    assert answer.error_code == ErrorCode.none, answer
+    assert answer.error_message is None
+    assert answer.cluster_id == racked_broker.broker.cluster_id and len(answer.cluster_id) == 22
+    assert answer.controller_id == 7, "on one node the node is its own controller"
+    brokers = [(b.broker_id, b.host, b.port, b.rack) for b in answer.brokers]
+    assert brokers == [(7, "broker-7.example", 29092, "rack-a")], (
+        "the advertised listener and the rack"
+    )
+    expected = CLUSTER_OPERATIONS if ask else NOT_REQUESTED
+    assert answer.cluster_authorized_operations == expected
+    if version == 1:
+        assert answer.endpoint_type == 1, "brokers were described"
 
 
 @pytest.mark.parametrize(

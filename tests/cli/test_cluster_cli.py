@@ -18,7 +18,9 @@ if TYPE_CHECKING:
 TIMEOUT = 15.0
 
 
-def _section(result: Result, title: str) -> list[list[str]]:
+def section(result: Result, title: str) -> list[list[str]]:
+    """The rows (split on runs of 2+ spaces) of one titled section of a command's output,
+    header included."""
     lines = result.out.splitlines()
     start = lines.index(title) + 2
     rows = []
@@ -40,12 +42,12 @@ def test_one_node_is_the_cluster_and_its_controller(
     partitions = sum(len(t.partitions) for t in admin.list_topics(timeout=TIMEOUT).topics.values())
     assert partitions >= 3
 
-    assert dict(_section(described, "CLUSTER")) == {
+    assert dict(section(described, "CLUSTER")) == {
         "ID": cluster.cluster_id,
         "CONTROLLER": "0",
     }, described.out
     host, port = sluice.bootstrap.rsplit(":", 1)
-    assert _section(described, "BROKERS") == [
+    assert section(described, "BROKERS") == [
         ["ID", "HOST", "PORT", "RACK", "LEADERS", "REPLICAS"],
         ["0*", host, port, "-", str(partitions), str(partitions)],
     ], described.out

@@ -12,6 +12,7 @@ from collections.abc import Callable
 import pytest
 
 from tests.cli.conftest import Result, run_sluice
+from tests.cli.test_cluster_cli import section
 from tests.cluster.brokers import BrokerCluster
 
 READ_TEXT = "(read|open)_text is deprecated"
@@ -20,24 +21,11 @@ with warnings.catch_warnings():
     from kafka.admin import KafkaAdminClient
 
 pytestmark = [
-    pytest.mark.timeout(240),
+    pytest.mark.timeout(360),
     pytest.mark.filterwarnings(f"ignore:{READ_TEXT}:DeprecationWarning"),
 ]
 
 RACKS = {1: "r1", 2: "r2", 3: "r3"}
-
-
-def section(result: Result, title: str) -> list[list[str]]:
-    """The rows (split on runs of 2+ spaces) of one section of a command's output, header
-    included."""
-    lines = result.out.splitlines()
-    start = lines.index(title) + 2
-    rows = []
-    for line in lines[start:]:
-        if not line.strip():
-            break
-        rows.append(re.split(r"\s{2,}", line.strip()))
-    return rows
 
 
 def table(result: Result) -> list[list[str]]:

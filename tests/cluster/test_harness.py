@@ -20,7 +20,7 @@ def registered(store: ZooKeeperMetadataStore) -> dict[int, int]:
     return {i: live.registration.endpoints[0].port for i, live in store.live_brokers().items()}
 
 
-def test_three_brokers_register_in_zookeeper_and_stop_cleanly(
+def test_three_brokers_register_list_each_other_and_stop_cleanly(
     broker_cluster: BrokerCluster, store_factory: Callable[..., ZooKeeperMetadataStore]
 ) -> None:
     cluster = broker_cluster
@@ -32,6 +32,11 @@ def test_three_brokers_register_in_zookeeper_and_stop_cleanly(
         properties = Path(f"{cluster.broker(i).data_dir}.properties").read_text()
         assert "zookeeper.session.timeout.ms=6000" in properties, properties
         assert cluster.broker(i).log_text().count(READY) == 1
+        cluster.wait_until(
+            lambda i=i: cluster.metadata_brokers(i) == [1, 2, 3],
+            f"Metadata from broker {i} listing brokers 1, 2 and 3",
+            timeout=20,
+        )
 
     for i in cluster.ids:
         assert cluster.stop(i) == 0, cluster.log_tail(i)
@@ -84,13 +89,3 @@ def test_a_broker_that_cannot_start_fails_with_its_log(tmp_path: Path, zk_connec
             text = str(failed.value)
             assert "broker 1" in text and "broker.id" in text, text
             assert second.running() == []
-
-
-def test_each_broker_lists_all_three_in_metadata(broker_cluster: BrokerCluster) -> None:
-    cluster = broker_cluster
-    for i in cluster.ids:
-        cluster.wait_until(
-            lambda i=i: cluster.metadata_brokers(i) == [1, 2, 3],
-            f"Metadata from broker {i} listing brokers 1, 2 and 3",
-            timeout=20,
-        )
