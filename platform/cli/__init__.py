@@ -4,6 +4,7 @@
 
     sluice broker start [--config FILE] [--listen HOST:PORT] [--data-dir DIR]
     sluice cluster describe
+    sluice leader-election --preferred|--unclean [TOPIC[:PARTITION]]...
     sluice topics create|list|describe|alter|delete …
     sluice produce TOPIC …
     sluice consume TOPIC …
@@ -33,6 +34,7 @@ from sluice import clients
 from sluice.cli import broker, cluster, connect, groups, status, topics, transactions
 from sluice.cli._common import describe_error, error_of
 from sluice.cli.consume import consume
+from sluice.cli.leader_election import leader_election
 from sluice.cli.produce import produce
 from sluice.cli.up import up
 from sluice.exit_codes import EXIT_FAILED, CliError
@@ -58,6 +60,7 @@ app.command()(produce)
 app.command()(consume)
 app.command()(up)
 app.command()(status.status)
+app.command(name="leader-election")(leader_election)
 
 
 def _print_version(value: bool) -> None:
