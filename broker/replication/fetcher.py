@@ -18,7 +18,9 @@ What an answer does to a partition:
 - **records**: appended as they are (:meth:`Log.append_as_follower
   <sluice.broker.log.log.Log.append_as_follower>`: the leader's offsets and epochs), then the
   high watermark becomes ``min(leader's, our log end)`` and the log start offset follows the
-  leader's (retention, DeleteRecords), up to that high watermark;
+  leader's (retention, DeleteRecords), up to that high watermark. An empty log whose start
+  falls inside the leader's first batch (a log start moved into a batch by DeleteRecords)
+  first starts over at that batch;
 - **diverging_epoch** ``(E, X)`` (KIP-279): truncate to ``min(X, our end offset for E)`` when
   our log knows ``E``; when it does not, to the end of our largest epoch below ``E`` (the next
   round asks again, as Kafka's ``getOffsetTruncationState``); a target below our log start
@@ -64,6 +66,7 @@ from kio.static.primitive import i8, i32, i32Timedelta, i64
 from sluice.broker.config import BrokerConfig
 from sluice.broker.log import Log
 from sluice.broker.log.errors import LogError
+from sluice.broker.records.batch import InvalidBatchError, read_header
 from sluice.broker.replication.client import BrokerClient, BrokerConnectionError
 from sluice.broker.topics import Partition
 from sluice.errors import CorruptRecordError, StorageError
@@ -434,6 +437,7 @@ class _LeaderFetcher:
                 self._truncate_diverging(followed, int(diverging.epoch), int(diverging.end_offset))
                 return
             if answer.records:
+                self._start_at_first_batch(followed, answer.records)
                 plog.append_as_follower(answer.records, now_ms=self.manager.clock())
             plog.set_high_watermark(min(int(answer.high_watermark), plog.log_end_offset))
             leader_start = int(answer.log_start_offset)
@@ -441,13 +445,30 @@ class _LeaderFetcher:
                 plog.delete_records_before(
                     min(leader_start, plog.high_watermark), now_ms=self.manager.clock()
                 )
-        except (CorruptRecordError, LogError) as exc:
+        except (CorruptRecordError, LogError, InvalidBatchError) as exc:
             self._back_off(followed, f"records refused: {exc}", settings)
             return
         except StorageError as exc:
             self._set(followed, FetchState.FAILED, f"disk error: {exc}", level=logging.ERROR)
             return
         self._set(followed, FetchState.FETCHING, "")
+
+    def _start_at_first_batch(self, followed: _Followed, records: bytes) -> None:
+        """An empty log whose start falls inside the leader's first batch (the leader's log
+        start, moved by DeleteRecords, is inside that batch) starts over at that batch, as
+        Kafka's ``Partition.appendRecordsToFollowerOrFutureReplica`` does."""
+        plog = followed.log
+        end = plog.log_end_offset
+        first = read_header(records)
+        if end == plog.log_start_offset and first.base_offset < end <= first.last_offset:
+            plog.truncate_fully_and_start_at(first.base_offset)
+            log.info(
+                "%s: the leader's first batch holds offsets %d..%d: empty log started over at %d",
+                followed.name,
+                first.base_offset,
+                first.last_offset,
+                first.base_offset,
+            )
 
     def _truncate_diverging(self, followed: _Followed, epoch: int, end_offset: int) -> None:
         """Kafka's ``getOffsetTruncationState`` for a leader's ``diverging_epoch``."""

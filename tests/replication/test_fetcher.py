@@ -35,7 +35,7 @@ from tests.replication.fixtures import fetch_request
 pytestmark = pytest.mark.timeout(180)
 
 FOLLOWER_ID = 2
-WAIT_S = 30.0
+WAIT_S = 60.0  # generous: other tests load the machine
 FAST = {
     "replica.fetch.backoff.ms": "100",
     "replica.fetch.wait.max.ms": "200",
@@ -275,18 +275,23 @@ def test_a_divergent_tail_is_truncated(
     assert len(truncations) == 1 and message in truncations[0], truncations
 
 
+@pytest.mark.parametrize("start", [4, 5], ids=["at-a-batch", "inside-a-batch"])
 def test_a_follower_behind_the_leaders_log_start_starts_over_there(
-    broker: BrokerProcess, tmp_path: Path, caplog: pytest.LogCaptureFixture
+    broker: BrokerProcess, tmp_path: Path, caplog: pytest.LogCaptureFixture, start: int
 ) -> None:
+    """The leader's log starts at 4 (its batch 4-5 starts there), or at 5 (inside it: the
+    follower's empty log then starts over at the batch, 4, as Kafka's does)."""
     topic = two_epochs(broker)
-    delete_records(broker, topic, 4)
+    delete_records(broker, topic, start)
     partition = follower(tmp_path, topic)
     partition.log.append_as_follower(stamped([b"old"], 0, 0), now_ms=now_ms())  # ends at 1 < 4
     caplog.set_level(logging.INFO, logger="sluice.broker.replication.fetcher")
 
     follow(broker, [partition], lambda _: identical_once_caught_up(broker, topic, partition))
-    assert partition.log.log_start_offset == 4
-    assert any("started over at 4" in r.getMessage() for r in caplog.records)
+    assert partition.log.log_start_offset == start
+    messages = [r.getMessage() for r in caplog.records]
+    assert any(f"started over at {start}" in m for m in messages), messages
+    assert any("empty log started over at 4" in m for m in messages) == (start == 5), messages
 
 
 def test_a_fenced_epoch_stops_and_an_unknown_one_holds_until_re_pointed(
@@ -336,8 +341,11 @@ def test_the_fetcher_survives_a_leader_restart(
     follow(broker, [partition], body)
     messages = [r.getMessage() for r in caplog.records]
     lost = [m for m in messages if "replica fetcher lost" in m]
-    assert len(lost) == 1, f"the lost connection is logged once, not per attempt: {lost}"
-    assert sum("connected to leader 1" in m for m in messages) == 1
+    again = [m for m in messages if "connected to leader 1" in m]
+    # once per outage, not per attempt (about ten); a second outage if the reconnection
+    # reached the stopping broker before it closed its listener
+    assert 1 <= len(lost) <= 2, f"expected the lost connection logged once, got {lost}"
+    assert len(again) == len(lost), f"each outage ends once: {lost} {again}"
 
 
 def test_followed_partitions_share_one_fetcher_per_leader(
