@@ -12,6 +12,8 @@
   (:class:`~tests.cluster.brokers.BrokerCluster`: ``broker_cluster_factory(size=3,
   **{"min.insync.replicas": "2"})``), each on a chroot of its own; stops them at teardown.
 * ``broker_cluster`` (function): 3 brokers with :data:`CLUSTER_CONFIG`, started.
+* ``shared_cluster`` (function, over a module-scoped cluster): the same 3 brokers for every test
+  of a module, all running at each test's start.
 """
 
 from __future__ import annotations
@@ -109,3 +111,32 @@ def broker_cluster_factory(
 def broker_cluster(broker_cluster_factory: Callable[..., BrokerCluster]) -> BrokerCluster:
     """Three brokers (ids 1, 2, 3) on the test's chroot, started and ready."""
     return broker_cluster_factory()
+
+
+@pytest.fixture(scope="module")
+def _module_cluster(
+    tmp_path_factory: pytest.TempPathFactory, zookeeper: ZooKeeperServer
+) -> Iterator[BrokerCluster]:
+    chroot = f"{zookeeper.hosts}/sluice-module-{uuid.uuid4().hex[:12]}"
+    # no automatic rebalance: a module's tests move leaders and check where they are
+    config = {**CLUSTER_CONFIG, "auto.leader.rebalance.enable": "false"}
+    with BrokerCluster(tmp_path_factory.mktemp("module-cluster"), chroot, 3, config) as cluster:
+        yield cluster
+
+
+@pytest.fixture
+def shared_cluster(_module_cluster: BrokerCluster) -> BrokerCluster:
+    """Three brokers shared by the tests of a module (a cluster's start costs seconds): each
+    test gets all three running — those a test before it stopped or killed are started again —
+    and uses topics of its own."""
+    cluster = _module_cluster
+    if not cluster.running():
+        cluster.start_all()
+    for i in set(cluster.ids) - set(cluster.running()):
+        cluster.start(i)  # after a kill, once ZooKeeper dropped its registration
+    for i in cluster.ids:
+        cluster.wait_until(
+            lambda i=i: sorted(cluster.metadata_brokers(i)) == cluster.ids,  # type: ignore[misc]
+            f"broker {i} lists every broker",
+        )
+    return cluster

@@ -40,8 +40,8 @@ def change_leader(cluster: BrokerCluster, topic: str) -> None:
     )
 
 
-def test_kafka_python_through_a_leader_change(broker_cluster: BrokerCluster) -> None:
-    cluster = broker_cluster
+def test_kafka_python_through_a_leader_change(shared_cluster: BrokerCluster) -> None:
+    cluster = shared_cluster
     create_topic(cluster, "kp", partitions=1, rf=3, **{"min.insync.replicas": "2"})
     producer = KafkaProducer(
         bootstrap_servers=cluster.bootstrap.split(","),
@@ -80,8 +80,8 @@ def test_kafka_python_through_a_leader_change(broker_cluster: BrokerCluster) -> 
     assert seen == [str(n) for n in range(2 * HALF)]
 
 
-def test_aiokafka_through_a_leader_change(broker_cluster: BrokerCluster) -> None:
-    cluster = broker_cluster
+def test_aiokafka_through_a_leader_change(shared_cluster: BrokerCluster) -> None:
+    cluster = shared_cluster
     create_topic(cluster, "aio", partitions=1, rf=3, **{"min.insync.replicas": "2"})
 
     async def run() -> list[str]:
@@ -140,8 +140,8 @@ def kcat(*args: str, stdin: str | None = None) -> str:
     return done.stdout
 
 
-def test_kcat_through_a_leader_change(broker_cluster: BrokerCluster) -> None:
-    cluster = broker_cluster
+def test_kcat_through_a_leader_change(shared_cluster: BrokerCluster) -> None:
+    cluster = shared_cluster
     create_topic(cluster, "kc", partitions=1, rf=3, **{"min.insync.replicas": "2"})
     bootstrap = cluster.bootstrap
     produce = ["-P", "-b", bootstrap, "-t", "kc", "-p", "0", "-X", "acks=all"]

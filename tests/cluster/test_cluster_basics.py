@@ -7,7 +7,6 @@ import re
 import subprocess
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 from confluent_kafka import Consumer, ElectionType, KafkaError, Producer, TopicPartition
@@ -37,8 +36,8 @@ def leaders(
     return {p.id: (p.leader, tuple(p.replicas), tuple(p.isrs)) for p in found.partitions.values()}
 
 
-def test_every_broker_tells_the_same_cluster(broker_cluster: BrokerCluster) -> None:
-    cluster = broker_cluster
+def test_every_broker_tells_the_same_cluster(shared_cluster: BrokerCluster) -> None:
+    cluster = shared_cluster
     cluster.wait_until(
         lambda: all(sorted(cluster.metadata_brokers(i)) == [1, 2, 3] for i in cluster.ids),
         "every broker lists the three",
@@ -64,9 +63,9 @@ def test_every_broker_tells_the_same_cluster(broker_cluster: BrokerCluster) -> N
 
 
 def test_acks_all_records_reach_every_replica_and_survive_a_leader_kill(
-    broker_cluster: BrokerCluster,
+    shared_cluster: BrokerCluster,
 ) -> None:
-    cluster = broker_cluster
+    cluster = shared_cluster
     create_topic(cluster, "orders", partitions=1, rf=3, **{"min.insync.replicas": "2"})
     leader, replicas, _ = leaders(cluster, "orders", 1)[0]
     acked: list[str] = []
@@ -120,10 +119,8 @@ def test_acks_all_records_reach_every_replica_and_survive_a_leader_kill(
     assert new_leader in replicas and new_leader != leader
 
 
-def test_elect_leaders_brings_the_preferred_replica_back(
-    broker_cluster_factory: Callable[..., BrokerCluster],
-) -> None:
-    cluster = broker_cluster_factory(**{"auto.leader.rebalance.enable": "false"})
+def test_elect_leaders_brings_the_preferred_replica_back(shared_cluster: BrokerCluster) -> None:
+    cluster = shared_cluster
     create_topic(cluster, "pref", partitions=1, rf=3)
     preferred, replicas, _ = leaders(cluster, "pref", 1)[0]
     assert preferred == replicas[0]

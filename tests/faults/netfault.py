@@ -43,9 +43,9 @@ import re
 import struct
 import threading
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Callable, Coroutine, Mapping
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from tests.cluster.brokers import BrokerCluster
 
@@ -103,7 +103,7 @@ class FaultNetwork:
         self._thread = threading.Thread(target=self._loop.run_forever, name="netfault", daemon=True)
         self._thread.start()
         self._cut: set[frozenset[Node]] = set()
-        self._changed: asyncio.Condition | None = None
+        self._changed = asyncio.Condition()  # bound to the loop at its first use, there
         self._servers: list[asyncio.Server] = []
         self._upstreams: dict[int, tuple[str, int]] = {}
         self._connections: set[asyncio.Task[None]] = set()
@@ -153,13 +153,13 @@ class FaultNetwork:
         for other in others:
             self.cut(node, other)
 
+    def mend(self, a: Node, b: Node) -> None:
+        """Undo the cut between ``a`` and ``b`` (the others stay)."""
+        self._call(self._set(lambda links: links.discard(frozenset((a, b))), f"mend {a} | {b}"))
+
     def heal(self) -> None:
         """Undo every cut."""
         self._call(self._set(lambda links: links.clear(), "heal"))
-
-    def is_cut(self, a: Node, b: Node) -> bool:
-        """Whether the link between ``a`` and ``b`` is cut now."""
-        return frozenset((a, b)) in self._cut
 
     def describe(self) -> str:
         """What was cut and healed when (seconds since the network started), for messages."""
@@ -169,9 +169,9 @@ class FaultNetwork:
         """Stop every proxy, connection and the thread (bounded); idempotent."""
         if self._closed:
             return
-        self._closed = True
         with contextlib.suppress(Exception):
             self._call(self._shutdown())
+        self._closed = True
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(CALL_TIMEOUT)
         if not self._thread.is_alive():
@@ -179,28 +179,23 @@ class FaultNetwork:
 
     # -- on the loop ---------------------------------------------------------------------------
 
-    def _call(self, coro: Awaitable[T]) -> T:
-        if self._closed and not self._thread.is_alive():
+    def _call(self, coro: Coroutine[Any, Any, T]) -> T:
+        if self._closed:
+            coro.close()
             raise RuntimeError("the fault network is closed")
-        future = asyncio.run_coroutine_threadsafe(_await(coro), self._loop)
-        return future.result(CALL_TIMEOUT)
-
-    def _condition(self) -> asyncio.Condition:
-        if self._changed is None:
-            self._changed = asyncio.Condition()
-        return self._changed
+        return asyncio.run_coroutine_threadsafe(coro, self._loop).result(CALL_TIMEOUT)
 
     async def _set(self, change: Callable[[set[frozenset[Node]]], None], what: str) -> None:
-        async with self._condition():
+        async with self._changed:
             change(self._cut)
             self._events.append((time.monotonic() - self._started, what))
-            self._condition().notify_all()
+            self._changed.notify_all()
 
     async def _passable(self, a: Node, b: Node) -> None:
         """Return once the link between ``a`` and ``b`` is not cut."""
         link = frozenset((a, b))
-        async with self._condition():
-            await self._condition().wait_for(lambda: link not in self._cut)
+        async with self._changed:
+            await self._changed.wait_for(lambda: link not in self._cut)
 
     async def _listen(self, source: Node | None, target: Node, upstream: Upstream) -> int:
         async def accepted(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -277,10 +272,6 @@ class FaultNetwork:
         for server in self._servers:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(server.wait_closed(), CALL_TIMEOUT / 2)
-
-
-async def _await(awaitable: Awaitable[T]) -> T:
-    return await awaitable
 
 
 def cluster_behind(
