@@ -183,10 +183,19 @@ class ClusterMember:
         ``controlled.shutdown.max.retries`` × ``controlled.shutdown.retry.backoff.ms``) until
         it leads nothing another in-sync replica could lead."""
         config = self.broker.config
-        try:
-            await self._blocking(self.store.request_controlled_shutdown, self.broker_id)
-        except MetadataStoreError as exc:
-            log.warning("controlled shutdown not possible: %s", exc)
+        patience_s = (
+            config["controlled.shutdown.max.retries"]
+            * config["controlled.shutdown.retry.backoff.ms"]
+            / 1000
+        )
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + patience_s
+        try:  # bounded: a ZooKeeper that does not answer must not hold the shutdown up
+            await asyncio.wait_for(
+                self._blocking(self.store.request_controlled_shutdown, self.broker_id), patience_s
+            )
+        except (MetadataStoreError, TimeoutError) as exc:
+            log.warning("controlled shutdown not possible: %s", exc or "ZooKeeper did not answer")
             return
 
         def moved() -> bool:
@@ -196,11 +205,7 @@ class ClusterMember:
                 for s in self.cache.states.values()
             )
 
-        patience = (
-            config["controlled.shutdown.max.retries"]
-            * config["controlled.shutdown.retry.backoff.ms"]
-        )
-        if await self.wait_for(moved, patience / 1000):
+        if await self.wait_for(moved, max(0.0, deadline - loop.time())):
             log.info("broker %d: controlled shutdown complete", self.broker_id)
         else:
             log.warning("broker %d: leaderships not all moved; stopping anyway", self.broker_id)
