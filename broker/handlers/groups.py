@@ -1,6 +1,8 @@
 """FindCoordinator and the group membership APIs: JoinGroup, SyncGroup, Heartbeat, LeaveGroup,
 DescribeGroups, ListGroups, DeleteGroups. The decisions are the coordinator's
-(:mod:`sluice.broker.group.coordinator`); this module translates requests and responses.
+(:mod:`sluice.broker.group.coordinator`); this module translates requests and responses. In a
+cluster FindCoordinator names the leader of the key's internal-topic partition, a group not
+coordinated here is answered NOT_COORDINATOR, and a write is answered once replicated.
 DescribeGroups answers ``authorized_operations`` as Kafka without an authorizer does
 (:mod:`sluice.broker.protocol.authorized_operations`).
 """

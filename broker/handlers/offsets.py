@@ -1,6 +1,8 @@
 """OffsetCommit, OffsetFetch and OffsetDelete: a group's committed positions.
 
-A commit is acknowledged only after it was appended to ``__consumer_offsets``. A fetch of a
+A commit is acknowledged only after it was appended to ``__consumer_offsets`` (in a cluster:
+and replicated to the partition's in-sync replicas; a broker that does not coordinate the
+group answers NOT_COORDINATOR). A fetch of a
 partition without a committed offset answers offset -1 (the client then applies its
 ``auto.offset.reset``). With ``require_stable`` (read_committed consumers), a partition with
 offsets pending in an open transaction answers UNSTABLE_OFFSET_COMMIT, and the client retries.

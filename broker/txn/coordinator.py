@@ -3,16 +3,23 @@
 Every change of a transaction's state is appended to ``__transaction_state`` before it is
 answered, so a restarted broker resumes where it was: a transaction found in PrepareCommit or
 PrepareAbort gets its markers (again) and completes; an Ongoing one is aborted when its timeout
-passes. Ending a transaction is Kafka's two-phase protocol on one node:
+passes. Ending a transaction is Kafka's two-phase protocol:
 
-1. PrepareCommit / PrepareAbort is written to ``__transaction_state``;
+1. PrepareCommit / PrepareAbort is written to ``__transaction_state`` (in a cluster, and
+   replicated to its in-sync replicas);
 2. a COMMIT or ABORT control batch (marker) is appended to every partition of the transaction,
    including the ``__consumer_offsets`` partition holding its offsets (which then become visible
-   or are dropped);
-3. CompleteCommit / CompleteAbort is written, and EndTxn is answered.
+   or are dropped) — in a cluster, to the partitions led by this broker at once and to the
+   others' leaders through WriteTxnMarkers (:mod:`~sluice.broker.txn.markers`), EndTxn being
+   answered meanwhile and the transaction's next request CONCURRENT_TRANSACTIONS until done;
+3. CompleteCommit / CompleteAbort is written (and on one node EndTxn answered).
 
-A crash between 1 and 3 repeats step 2 at the next start; a partition that gets a marker twice
-ignores the second. ``transaction.timeout.ms`` is enforced every
+A crash between 1 and 3 repeats step 2 at the next start (or on the partition's next leader);
+a partition that gets a marker twice ignores the second; the periodic job below also completes
+a transaction whose markers could not be sent. In a cluster only the ids of the
+``__transaction_state`` partitions led here are loaded
+(:meth:`TransactionCoordinator.follow_leadership`); the others are answered NOT_COORDINATOR.
+``transaction.timeout.ms`` is enforced every
 ``transaction.abort.timed.out.transaction.cleanup.interval.ms``: a timed-out transaction is
 aborted with the producer's epoch bumped, which fences the producer that left it open.
 A transactional id idle (no transaction in progress) for ``transactional.id.expiration.ms`` is
@@ -41,7 +48,7 @@ from sluice.broker.group.coordinator import OFFSETS_TOPIC, GroupCoordinator
 from sluice.broker.internal_topic import InternalTopic, partition_for, write_error
 from sluice.broker.producer_ids import ProducerIdManager, ProducerIdsUnavailableError
 from sluice.broker.topics import TopicManager
-from sluice.broker.txn.markers import MarkerChannel, MarkerRoutes, TxnMarker
+from sluice.broker.txn.markers import MarkerChannel, MarkerRoutes, TxnMarker, write_marker
 from sluice.broker.txn.state import TxnMetadata, TxnState
 from sluice.broker.txn.state_manager import TransactionStateManager
 from sluice.errors import StorageError
@@ -131,6 +138,7 @@ class TransactionCoordinator:
         """Become the coordinator of partition ``index`` (``coordinator_epoch``: the
         partition's leader epoch, in a cluster): rebuild its transactional ids and finish the
         transactions caught mid-way; returns how many ids it holds."""
+        self._cancel_markers(index)  # a new epoch here: the prepared ones are sent again
         loaded = self.state.load_partition(index, coordinator_epoch)
         for meta in list(loaded.txns.values()):
             if meta.state in (T.PREPARE_COMMIT, T.PREPARE_ABORT):
@@ -147,6 +155,9 @@ class TransactionCoordinator:
         """Stop coordinating partition ``index``: its transactional ids are forgotten here,
         and the markers still being sent for them stop (the next coordinator sends them)."""
         self.state.unload_partition(index)
+        self._cancel_markers(index)
+
+    def _cancel_markers(self, index: int) -> None:
         count = self.store.partition_count()
         self.markers.cancel(lambda txn_id: partition_for(txn_id, count) == index)
 
@@ -351,19 +362,17 @@ class TransactionCoordinator:
         now = self.clock()
         remote: list[tuple[str, int]] = []
         for topic, index in sorted(meta.partitions):
-            partition = self.topics.partition(topic, index)
-            if partition is None or not partition.is_leader:
-                if self.clustered and self.partition_exists(topic, index):
-                    remote.append((topic, index))
-                continue  # (on one node: deleted since, nothing to mark)
-            partition.log.append_marker(
-                producer_id=meta.producer_id,
-                producer_epoch=meta.producer_epoch,
-                commit=commit,
-                coordinator_epoch=coordinator_epoch,
-                now_ms=now,
+            code = write_marker(
+                self.topics, topic, index, marker, now, self.groups.complete_transaction
             )
-            partition.notify()
+            if code is ErrorCode.not_leader_or_follower:
+                if self.clustered and self.partition_exists(topic, index):
+                    remote.append((topic, index))  # led by another broker
+                # (on one node: deleted since, nothing to mark)
+            elif code is ErrorCode.kafka_storage_error:
+                raise StorageError(f"the marker of {txn_id!r} for {topic}-{index} failed")
+            elif code is not ErrorCode.none:
+                log.warning("marker of %s for %s-%d refused: %s", txn_id, topic, index, code.name)
         if remote:
             self.markers.send(txn_id, marker, remote, lambda: self._completed(meta, commit))
             return

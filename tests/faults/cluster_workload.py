@@ -28,7 +28,7 @@ import itertools
 import threading
 import time
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,6 +37,7 @@ from confluent_kafka import (
     Consumer,
     KafkaError,
     KafkaException,
+    Message,
     Producer,
     TopicPartition,
 )
@@ -68,6 +69,11 @@ Entry = tuple[int, int, str | None]
 
 CLIENT_QUIET = {"log_level": 2}
 """librdkafka logs connection refusals at level 3; a fault test makes many on purpose."""
+
+
+def note(what: str) -> None:
+    """Print a step of a fault test with the time (pytest shows it when the test fails)."""
+    print(f"{time.strftime('%H:%M:%S')}.{int(time.time() * 1000) % 1000:03d} {what}", flush=True)
 
 
 def create_topic(
@@ -143,10 +149,35 @@ class ClusterView:
         )
 
 
+class Background:
+    """A daemon thread running ``target`` until it returns or :meth:`stop` sets
+    :attr:`stopping`, which ``target`` watches; :meth:`stop` waits for it, bounded."""
+
+    def __init__(self, target: Callable[[], None], name: str) -> None:
+        self.name = name
+        self.stopping = threading.Event()
+        self._thread = threading.Thread(target=target, name=name, daemon=True)
+
+    def start(self) -> None:
+        """Start the thread."""
+        self._thread.start()
+
+    def stop(self, timeout: float) -> None:
+        """Ask the thread to stop; fail if it has not within ``timeout`` s."""
+        self.stopping.set()
+        self._thread.join(timeout)
+        assert not self._thread.is_alive(), f"{self.name} did not stop within {timeout:g}s"
+
+    def alive(self) -> bool:
+        """Whether the thread still runs."""
+        return self._thread.is_alive()
+
+
 class ProducerRecorder:
     """Produce 0, 1, 2, … to ``topic`` on a thread of its own, recording into ``history``.
 
-    At most ``rate`` records a second, ``max_records`` in all and for ``max_seconds``; :meth:`stop`
+    ``rate`` records a second (an attribute: a test may change it while it runs), at most
+    ``max_records`` in all and for ``max_seconds``; :meth:`stop`
     ends it sooner (and flushes, bounded). ``retries=0`` makes a ``NOT_ENOUGH_REPLICAS`` refusal
     a definite failure (the one attempt wrote nothing).
     """
@@ -161,7 +192,7 @@ class ProducerRecorder:
         idempotent: bool = True,
         retries: int | None = None,
         rate: int = 300,
-        max_records: int = 30_000,
+        max_records: int = 100_000,
         max_seconds: float = 150.0,
         **config: Any,
     ) -> None:
@@ -177,6 +208,8 @@ class ProducerRecorder:
         self.fatal: list[str] = []
         self.errors: list[str] = []
         self.error_codes: list[int] = []
+        self.refused: list[str] = []
+        """Sends the client refused at once (``produce()`` raised), retried later."""
         settings: dict[str, Any] = {
             "bootstrap.servers": bootstrap,
             "acks": "all",
@@ -193,27 +226,24 @@ class ProducerRecorder:
         if retries is not None:
             settings["retries"] = retries
         self._producer = Producer(settings)
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name=f"produce-{topic}", daemon=True)
+        self._background = Background(self._run, f"the producer of {topic}")
         self.unflushed = 0
 
     def start(self) -> ProducerRecorder:
         """Start producing."""
-        self._thread.start()
+        self._background.start()
         return self
 
     def stop(self, flush_timeout: float = 60.0) -> None:
         """Stop producing, wait (bounded) for the outstanding acknowledgements."""
-        self._stop.set()
-        self._thread.join(flush_timeout + 10)
-        assert not self._thread.is_alive(), f"the producer of {self.topic} did not stop"
+        self._background.stop(flush_timeout + 10)
         self.unflushed = self._producer.flush(flush_timeout)
 
     def wait_acked(self, count: int, timeout: float = 30.0) -> None:
         """Wait until ``count`` records are acknowledged in all (bounded); fail with the errors."""
         deadline = time.monotonic() + timeout
         while self.acked < count:
-            if time.monotonic() > deadline or not self._thread.is_alive():
+            if time.monotonic() > deadline or not self._background.alive():
                 raise AssertionError(
                     f"{self.acked} records of {self.topic} acknowledged, expected {count} "
                     f"within {timeout:g}s ({self.sent} sent); errors: {self.errors[-5:]}, "
@@ -222,15 +252,18 @@ class ProducerRecorder:
             time.sleep(0.05)
 
     def _run(self) -> None:
-        started = time.monotonic()
-        deadline = started + self.max_seconds
+        last = time.monotonic()
+        deadline = last + self.max_seconds
+        due = 1.0  # how many records should have been sent by now (rate may change)
         while (
-            not self._stop.is_set()
+            not self._background.stopping.is_set()
             and self.sent < self.max_records
             and time.monotonic() < deadline
             and not self.fatal
         ):
-            due = min(self.max_records, int((time.monotonic() - started) * self.rate) + 1)
+            now = time.monotonic()
+            due = min(self.max_records, self.sent + self.rate, due + (now - last) * self.rate)
+            last = now
             while self.sent < due:
                 n = self.sent
                 try:
@@ -242,6 +275,11 @@ class ProducerRecorder:
                     )
                 except BufferError:
                     break  # the client's queue is full: let it drain
+                except KafkaException as exc:
+                    # Refused by the client before sending (a broker's Metadata said the topic
+                    # does not exist): nothing was sent; try again in the next round.
+                    self.refused.append(str(exc))
+                    break
                 self.history.sent(n)
                 self.sent += 1
             self._producer.poll(0.01)
@@ -310,25 +348,22 @@ class ConsumerRecorder:
                 **CLIENT_QUIET,
             }
         )
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name=f"consume-{name}", daemon=True)
+        self._background = Background(self._run, f"consumer {name}")
 
     def start(self) -> ConsumerRecorder:
         """Assign or subscribe, then read until :meth:`stop`."""
-        self._thread.start()
+        self._background.start()
         return self
 
     def stop(self) -> None:
         """Stop reading and close the consumer (leaving the group)."""
-        self._stop.set()
-        self._thread.join(30)
-        assert not self._thread.is_alive(), f"consumer {self.name} did not stop"
+        self._background.stop(30)
 
     def wait_read(self, upto: dict[int, int], timeout: float = 60.0) -> None:
         """Wait until this consumer read, per partition, the offset ``upto`` names (bounded)."""
         deadline = time.monotonic() + timeout
         while any(self.high.get(p, -1) < offset for p, offset in upto.items()):
-            if time.monotonic() > deadline or not self._thread.is_alive():
+            if time.monotonic() > deadline or not self._background.alive():
                 behind = {
                     p: (self.high.get(p, -1), offset)
                     for p, offset in upto.items()
@@ -357,13 +392,13 @@ class ConsumerRecorder:
                 consumer.subscribe([self.topic], on_assign=self._assigned)
             deadline = time.monotonic() + self.max_seconds
             last_commit = time.monotonic()
-            while not self._stop.is_set() and time.monotonic() < deadline:
+            while not self._background.stopping.is_set() and time.monotonic() < deadline:
                 for msg in consumer.consume(num_messages=500, timeout=0.2):
                     if msg.error() is not None:
                         self.errors.append(str(msg.error()))
                         continue
-                    p, offset = msg.partition(), msg.offset()
-                    self.history.polled(self.name, p, offset, int(msg.value()))
+                    p, offset, value = record_of(msg)
+                    self.history.polled(self.name, p, offset, value)
                     self.high[p] = max(offset, self.high.get(p, -1))
                 if self.group is not None and time.monotonic() - last_commit > self.commit_every:
                     self._commit()
@@ -392,6 +427,13 @@ class ConsumerRecorder:
                 offsets = {tp.partition: tp.offset for tp in done if tp.offset >= 0}
                 self.commits.append(offsets)
                 self.committed.update(offsets)
+
+
+def record_of(msg: Message) -> tuple[int, int, int]:
+    """(partition, offset, value) of a record the workload wrote."""
+    partition, offset, value = msg.partition(), msg.offset(), msg.value()
+    assert partition is not None and offset is not None and value is not None, msg
+    return partition, offset, int(value)
 
 
 def drain(
@@ -429,8 +471,9 @@ def drain(
                 for msg in consumer.consume(num_messages=1000, timeout=0.5):
                     if msg.error() is not None:
                         continue
-                    history.polled(name, p, msg.offset(), int(msg.value()))
-                    position = msg.offset() + 1
+                    _, offset, value = record_of(msg)
+                    history.polled(name, p, offset, value)
+                    position = offset + 1
                 if read_committed:  # markers and aborted records are never returned
                     position = max(position, consumer.position([tp])[0].offset)
     finally:

@@ -25,6 +25,8 @@ import pytest
 from confluent_kafka import KafkaError
 from kio.schema.errors import ErrorCode
 from kio.schema.produce.v9 import request as produce_v9
+from kio.schema.types import TopicName
+from kio.static.primitive import i16, i32, i32Timedelta
 
 from sluice.broker.records.codec import Record, encode_batch
 from tests.broker.conftest import Wire, decode_response, encode_request
@@ -41,6 +43,7 @@ from tests.faults.cluster_workload import (
     create_topic,
     drain,
     last_acked,
+    note,
     wait_for_identical_replicas,
 )
 from tests.faults.history import History
@@ -73,6 +76,7 @@ class Run:
         self.producer.start()
         self.reader.start()
         self.producer.wait_acked(FLOWING)
+        note("flowing")
         return self
 
     def __exit__(self, *exc_info: object) -> None:
@@ -84,6 +88,7 @@ class Run:
     def flowing(self, timeout: float = 60) -> None:
         """Wait until :data:`FLOWING` more records are acknowledged."""
         self.producer.wait_acked(self.producer.acked + FLOWING, timeout=timeout)
+        note(f"{self.producer.acked} acknowledged")
 
     def finish(self, *, exactly_once: bool = True) -> None:
         """Stop producing, let the consumer read every acknowledged record, drain every
@@ -92,6 +97,7 @@ class Run:
         self.reader.wait_read(last_acked(self.history))
         self.reader.stop()
         drain(self.cluster.bootstrap, TOPIC, PARTITIONS, self.history)
+        note("drained")
         context = (
             f"{self.producer.sent} sent, {self.producer.acked} acknowledged, errors "
             f"{self.producer.errors[:3]}\n{self.cluster.logs(1500)}"
@@ -115,12 +121,12 @@ def zombie_write(value: int) -> bytes:
     )
     request = produce_v9.ProduceRequest(
         transactional_id=None,
-        acks=-1,
-        timeout=timedelta(milliseconds=5000),
+        acks=i16(-1),
+        timeout=i32Timedelta.parse(timedelta(milliseconds=5000)),
         topic_data=(
             produce_v9.TopicProduceData(
-                name=TOPIC,
-                partition_data=(produce_v9.PartitionProduceData(index=0, records=batch),),
+                name=TopicName(TOPIC),
+                partition_data=(produce_v9.PartitionProduceData(index=i32(0), records=batch),),
             ),
         ),
     )
@@ -172,15 +178,21 @@ def test_a_paused_leader_is_fenced_and_truncated(
 def test_two_of_three_down_refuses_acks_all_and_loses_nothing(
     broker_cluster_factory: Callable[..., BrokerCluster],
 ) -> None:
+    note("start")
     cluster = broker_cluster_factory(**FAULT_CONFIG)
+    note("cluster started")
     # No retries and no idempotence: a NOT_ENOUGH_REPLICAS refusal is the outcome of the one
     # attempt, so the history knows the write cannot be in the log.
-    with Run(cluster, idempotent=False, retries=0, **{"max.in.flight": 1}) as run:
+    # Writes appended before the ISR shrank wait for the dead followers until their request
+    # times out (as in Kafka): 5 s rather than 30.
+    settings = {"max.in.flight": 1, "request.timeout.ms": 5000}
+    with Run(cluster, idempotent=False, retries=0, **settings) as run:
         survivor = run.view.controller()
         down = [i for i in cluster.ids if i != survivor]
         for i in down:
             cluster.kill(i)
         run.view.wait_for_leaders(TOPIC, among=[survivor], timeout=30)
+        note(f"broker {survivor} leads every partition")
         refusals = run.producer.error_codes
         cluster.wait_until(
             lambda: refusals.count(KafkaError.NOT_ENOUGH_REPLICAS) >= 10,
@@ -196,8 +208,9 @@ def test_two_of_three_down_refuses_acks_all_and_loses_nothing(
         assert run.producer.acked == acked_alone, (
             f"{run.producer.acked - acked_alone} writes acknowledged by broker {survivor} alone"
         )
-        for i in down:
-            cluster.start(i)
+        note("refusals seen")
+        cluster.start_all()  # both at once: their sessions ended (the survivor leads all)
+        note("restarted")
         run.view.wait_for_isr(TOPIC, 3)
         run.flowing()
         run.finish(exactly_once=False)  # no retries: nothing is written twice, but no promise
@@ -239,13 +252,15 @@ def test_a_follower_down_for_long_catches_up(
     broker_cluster_factory: Callable[..., BrokerCluster],
 ) -> None:
     cluster = broker_cluster_factory(**FAULT_CONFIG)
-    with Run(cluster, rate=1500) as run:
+    with Run(cluster) as run:
         follower = next(i for i in cluster.ids if i != run.view.controller())
         cluster.kill(follower)
         others = [i for i in cluster.ids if i != follower]
         run.view.wait_for_leaders(TOPIC, among=others, timeout=30)
-        missed = run.producer.acked + 6000
-        run.producer.wait_acked(missed, timeout=60)  # thousands of records it does not have
+        run.producer.rate = 1000
+        # thousands of records it does not have
+        run.producer.wait_acked(run.producer.acked + 3000, timeout=60)
+        run.producer.rate = 300
         cluster.start(follower)
         run.view.wait_for_isr(TOPIC, 3)
         run.flowing()

@@ -13,16 +13,19 @@ committed survive the failover.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
+from typing import Any
 
 import pytest
-from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, Producer, TopicPartition
 
 from sluice.broker.internal_topic import partition_for
 from tests.cluster.brokers import BrokerCluster
 from tests.faults.cluster_workload import (
     CLIENT_QUIET,
     FAULT_CONFIG,
+    Background,
     ClusterView,
     ConsumerRecorder,
     ProducerRecorder,
@@ -31,6 +34,7 @@ from tests.faults.cluster_workload import (
     create_topic,
     drain,
     last_acked,
+    note,
 )
 from tests.faults.history import History
 
@@ -62,6 +66,7 @@ def fail(
         broker = target_broker(view, target)
         assert broker in cluster.ids, f"no {target} to fail: Metadata names {broker}"
         hit.append(broker)
+        note(f"{failure} of broker {broker}")
         if failure.startswith("clean"):
             code = cluster.stop(broker)
             assert code == 0, f"broker {broker} exited with {code}\n{cluster.log_tail(broker)}"
@@ -71,9 +76,12 @@ def fail(
             # cluster.start waits until ZooKeeper deregistered a killed broker (Kafka's
             # hard_bounce waits for the session timeout the same way).
             cluster.start(broker)
+            note(f"broker {broker} restarted")
             view.wait_for_isr(TOPIC, 3)
+            note("ISR full")
         else:
             view.wait_for_leaders(TOPIC, among=cluster.running())
+            note("new leaders")
         producer.wait_acked(producer.acked + ACKED_BETWEEN_FAULTS, timeout=60)
     return hit
 
@@ -93,10 +101,13 @@ def test_replication_with_broker_failure(
     failure: str,
     idempotent: bool,
 ) -> None:
+    note("start")
     cluster = broker_cluster_factory(**FAULT_CONFIG)
+    note("cluster started")
     view = ClusterView(cluster)
     create_topic(cluster, TOPIC, PARTITIONS, 3, **{"min.insync.replicas": "2"})
     view.wait_for_isr(TOPIC, 3)
+    note("topic created")
     history = History()
     producer = ProducerRecorder(
         cluster.bootstrap, TOPIC, PARTITIONS, history, idempotent=idempotent
@@ -104,18 +115,24 @@ def test_replication_with_broker_failure(
     reader = ConsumerRecorder(cluster.bootstrap, TOPIC, PARTITIONS, history).start()
     try:
         producer.wait_acked(ACKED_BETWEEN_FAULTS)
+        note("flowing")
         hit = fail(failure, cluster, view, target, producer)
+        note("failures done")
     finally:
         producer.stop()
+        note("producer stopped")
     try:
         reader.wait_read(last_acked(history))
     finally:
         reader.stop()
+    note("reader done")
     drain(cluster.bootstrap, TOPIC, PARTITIONS, history)
+    note("drained")
 
     context = (
         f"{failure} of the {target} (brokers {hit}), idempotent={idempotent}: {producer.sent} "
-        f"sent, {producer.acked} acknowledged, errors {producer.errors[:3]}\n{cluster.logs(1500)}"
+        f"sent, {producer.acked} acknowledged, errors {producer.errors[:3]}, refused by the "
+        f"client {producer.refused[:2]}\n{cluster.logs(1500)}"
     )
     assert producer.unflushed == 0, f"{producer.unflushed} records never answered; {context}"
     assert not producer.fatal, f"the producer failed: {producer.fatal}; {context}"
@@ -189,7 +206,7 @@ def test_committed_offsets_survive_coordinator_failover(
         f"coordinator {coordinator} killed; commits {first.commits[-3:]}; errors "
         f"{first.errors[-3:]} {second.errors[-3:]}\n{cluster.logs(1500)}"
     )
-    starts = {}
+    starts: dict[int, int] = {}
     for name, p, offset, _ in history.polls:
         if name == "second":
             starts.setdefault(p, offset)
@@ -198,3 +215,162 @@ def test_committed_offsets_survive_coordinator_failover(
     )
     assert producer.unflushed == 0 and not producer.fatal, context
     assert_delivered(history, exactly_once=True, context=context)
+
+
+class CopyLoop:
+    """Kafka's consume-transform-produce loop, exactly once: read ``source`` (read_committed,
+    in group ``copier``), write each value to the same partition of ``sink`` in a transaction
+    that also commits the group's offsets. An abortable error aborts the transaction and
+    rewinds to the committed offsets; a retriable one retries the commit."""
+
+    def __init__(self, bootstrap: str, source: str, sink: str, transactional_id: str) -> None:
+        self.source, self.sink = source, sink
+        self.transactions = 0
+        self.aborts = 0
+        self.errors: list[str] = []
+        self.fatal: list[str] = []
+        self._consumer = Consumer(
+            {
+                "bootstrap.servers": bootstrap,
+                "group.id": "copier",
+                "enable.auto.commit": False,
+                "auto.offset.reset": "earliest",
+                "isolation.level": "read_committed",
+                **CLIENT_QUIET,
+            }
+        )
+        self._producer = Producer(
+            {
+                "bootstrap.servers": bootstrap,
+                "transactional.id": transactional_id,
+                "transaction.timeout.ms": 30_000,
+                "message.timeout.ms": 30_000,
+                "linger.ms": 5,
+                **CLIENT_QUIET,
+            }
+        )
+        self._background = Background(self._run, "the copy loop")
+
+    def start(self) -> CopyLoop:
+        """Start copying."""
+        self._background.start()
+        return self
+
+    def stop(self) -> None:
+        """Stop after the transaction in progress."""
+        self._background.stop(90)
+
+    def _run(self) -> None:
+        producer, consumer = self._producer, self._consumer
+        try:
+            producer.init_transactions(30)
+            consumer.subscribe([self.source])
+            deadline = time.monotonic() + 180
+            stopping = self._background.stopping
+            while not stopping.is_set() and time.monotonic() < deadline and not self.fatal:
+                batch = [m for m in consumer.consume(500, 0.2) if m.error() is None]
+                if batch:
+                    self._copy(batch)
+        except KafkaException as exc:
+            self.fatal.append(str(exc))
+        finally:
+            consumer.close()
+
+    def _copy(self, batch: list[Any]) -> None:
+        producer, consumer = self._producer, self._consumer
+        try:
+            producer.begin_transaction()
+            for msg in batch:
+                producer.produce(self.sink, value=msg.value(), partition=msg.partition())
+            positions = consumer.position(consumer.assignment())
+            producer.send_offsets_to_transaction(positions, consumer.consumer_group_metadata(), 30)
+            self._commit()
+            self.transactions += 1
+        except KafkaException as exc:
+            error = exc.args[0]
+            self.errors.append(str(error))
+            if error.fatal() or not error.txn_requires_abort():
+                raise
+            producer.abort_transaction(30)
+            self.aborts += 1
+            assigned = consumer.assignment()
+            for tp in consumer.committed(assigned, timeout=30):
+                offset = tp.offset if tp.offset >= 0 else OFFSET_BEGINNING
+                consumer.seek(TopicPartition(tp.topic, tp.partition, offset))
+
+    def _commit(self) -> None:
+        for _ in range(20):
+            try:
+                self._producer.commit_transaction(30)
+                return
+            except KafkaException as exc:
+                error = exc.args[0]
+                if not error.retriable():
+                    raise
+                self.errors.append(str(error))
+                time.sleep(0.2)
+        raise AssertionError(f"the transaction did not commit: {self.errors[-3:]}")
+
+
+def test_consume_transform_produce_is_exactly_once_through_a_coordinator_kill(
+    broker_cluster_factory: Callable[..., BrokerCluster],
+) -> None:
+    """An exactly-once copy of a topic while its transaction coordinator dies (kill -9): the
+    copy, read committed, holds every acknowledged input record once, in input order."""
+    cluster = broker_cluster_factory(**FAULT_CONFIG)
+    view = ClusterView(cluster)
+    for topic in ("copy-in", "copy-out"):
+        create_topic(cluster, topic, PARTITIONS, 3, **{"min.insync.replicas": "2"})
+        view.wait_for_isr(topic, 3)
+    source = History()
+    producer = ProducerRecorder(cluster.bootstrap, "copy-in", PARTITIONS, source).start()
+    loop = CopyLoop(cluster.bootstrap, "copy-in", "copy-out", "copier-1").start()
+    try:
+        producer.wait_acked(ACKED_BETWEEN_FAULTS)
+        cluster.wait_until(lambda: loop.transactions >= 3, "the first copy transactions", 60)
+        partitions = int(FAULT_CONFIG["transaction.state.log.num.partitions"])
+        coordinator = view.leader("__transaction_state", partition_for("copier-1", partitions))
+        cluster.kill(coordinator)
+        done = loop.transactions
+        producer.wait_acked(producer.acked + ACKED_BETWEEN_FAULTS, timeout=60)
+        cluster.wait_until(
+            lambda: loop.transactions >= done + 3,
+            f"copy transactions after the coordinator (broker {coordinator}) died",
+            90,
+        )
+    finally:
+        producer.stop()
+    expected = {p: sorted(v for v, (q, _) in source.acks.items() if q == p) for p in range(3)}
+    copy = History()
+    try:
+        cluster.wait_until(
+            lambda: _copied(cluster.bootstrap, copy) >= len(source.acks),
+            "the copy to hold every acknowledged input record",
+            60,
+        )
+    finally:
+        loop.stop()
+    copy = History()
+    drain(cluster.bootstrap, "copy-out", PARTITIONS, copy, read_committed=True)
+    context = (
+        f"coordinator {coordinator} killed; {loop.transactions} transactions, {loop.aborts} "
+        f"aborted; errors {loop.errors[-3:]}, fatal {loop.fatal}\n{cluster.logs(1500)}"
+    )
+    got = {p: [v for _, q, _, v in copy.polls if q == p] for p in range(3)}
+    assert got == expected, (
+        "the copy is not every acknowledged input once, in order: "
+        + "; ".join(
+            f"partition {p}: {len(got[p])} copied of {len(expected[p])}, missing "
+            f"{sorted(set(expected[p]) - set(got[p]))[:5]}, doubled "
+            f"{sorted({v for v in got[p] if got[p].count(v) > 1})[:5]}"
+            for p in range(3)
+        )
+        + f"\n{context}"
+    )
+
+
+def _copied(bootstrap: str, copy: History) -> int:
+    """How many records the copy holds, read committed."""
+    copy.polls.clear()
+    drain(bootstrap, "copy-out", PARTITIONS, copy, read_committed=True)
+    return len(copy.polls)
