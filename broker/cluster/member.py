@@ -108,6 +108,9 @@ class ClusterMember:
         """Per hosted partition, the leader, leader epoch and leader's address (None: this
         broker, or unknown) last put in force."""
         self._tasks: list[asyncio.Task[None]] = []
+        self.loaded = False
+        """Whether the cluster's topics were read once (:meth:`start`): until then an unknown
+        topic may exist."""
         self._config_seen = -1
         """The last config change notification acted on."""
         self._closed = False
@@ -142,6 +145,7 @@ class ClusterMember:
                 self.store.watch_config_changes, self._threadsafe(self._configs_changed)
             ),
         ]
+        await self._load()
         self.controller.start()
         config = self.broker.config
         self._tasks = [
@@ -157,6 +161,41 @@ class ClusterMember:
                 name="hw-checkpoint",
             ),
         ]
+
+    async def _load(self) -> None:
+        """Read every topic's assignment, config and partition states at once (the watches
+        set before deliver the changes after): a broker that says it is ready knows the
+        cluster's topics, rather than answering UNKNOWN_TOPIC_OR_PARTITION for them while its
+        watches catch up."""
+        assignments, configs, states = await self._blocking(self._read_topics)
+        for topic, assignment in assignments.items():
+            if topic not in self.cache.assignments:
+                self.cache.set_assignment(topic, assignment)
+            self.cache.topic_configs.setdefault(topic, configs[topic])
+        for (topic, index), state in states.items():
+            self.cache.set_state(topic, index, state)
+        self.loaded = True
+        self._apply_all()
+
+    def _read_topics(
+        self,
+    ) -> tuple[
+        dict[str, Versioned[TopicAssignment]],
+        dict[str, dict[str, str]],
+        dict[tuple[str, int], Versioned[PartitionState]],
+    ]:
+        assignments, configs, states = {}, {}, {}
+        for topic in self.store.topics():
+            assignment = self.store.topic_assignment(topic)
+            if assignment is None:  # deleted since the listing
+                continue
+            assignments[topic] = assignment
+            configs[topic] = self.store.entity_config("topics", topic)
+            for index in assignment.value.partitions:
+                state = self.store.partition_state(topic, index)
+                if state is not None:
+                    states[(topic, index)] = state
+        return assignments, configs, states
 
     async def close(self) -> None:
         """Leave the cluster: hand the leaderships over (controlled shutdown), stop fetching

@@ -94,6 +94,8 @@ async def handle(broker: Broker, request: MetadataRequest, _client: Connection) 
 
     async def by_name(name: str) -> Any:
         topic = broker.describe_topic(name)
+        if topic is None and broker.cluster is not None and not broker.cluster.loaded:
+            return refuse(ErrorCode.leader_not_available, name)  # still reading the cluster
         if topic is None and allow_create:
             if broker.cluster is not None:  # created by the cluster: leaders come next
                 if await broker.auto_create_in_cluster(name):

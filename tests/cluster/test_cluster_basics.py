@@ -145,3 +145,14 @@ def test_elect_leaders_brings_the_preferred_replica_back(shared_cluster: BrokerC
     tp = TopicPartition("pref", 0)
     again = admin.elect_leaders(ElectionType.PREFERRED, [tp]).result(timeout=30)
     assert again[tp].code() == KafkaError.ELECTION_NOT_NEEDED
+
+
+def test_a_restarted_broker_knows_every_topic_once_ready(shared_cluster: BrokerCluster) -> None:
+    cluster = shared_cluster
+    create_topic(cluster, "known", partitions=3, rf=3)
+    cluster.stop(3)
+    cluster.start(3)  # returns once it printed that it accepts connections
+    admin = AdminClient({"bootstrap.servers": cluster.broker(3).bootstrap})
+    found = admin.list_topics("known", timeout=10).topics["known"]
+    assert found.error is None, found.error
+    assert sorted(found.partitions) == [0, 1, 2]
