@@ -194,7 +194,9 @@ class InternalTopic:
             producer_epoch=producer_epoch,
             is_transactional=producer_id >= 0,
         )
-        self.partition_of(key).log.append(bytearray(data), now_ms=now)
+        partition = self.partition_of(key)
+        partition.log.append(bytearray(data), now_ms=now)
+        partition.appended(now)
 
     def replay_partition(self, index: int) -> Iterator[ReplayedBatch]:
         """Every batch of partition ``index``, oldest first (none while the topic or the

@@ -111,6 +111,13 @@ class Partition:
     total_produce_requests: int = 0
     failed_produce_requests: int = 0
 
+    def appended(self, now_ms: int) -> None:
+        """The leader appended to the log: in a cluster the high watermark advances as far as
+        the ISR allows (:meth:`Leadership.appended`); waiting fetches wake."""
+        if self.leadership is not None:
+            self.leadership.appended(now_ms)
+        self.notify()
+
     def notify(self) -> None:
         """Wake fetch requests waiting for new data."""
         for waiter in self.waiters:

@@ -238,9 +238,7 @@ def _append(
         log.error("append to %s-%d failed: %s", partition.topic, partition.index, exc)
         raise KafkaError(ErrorCode.kafka_storage_error, str(exc)) from None
     if not result.duplicate:
-        if partition.leadership is not None:
-            partition.leadership.appended(now)
-        partition.notify()
+        partition.appended(now)
         partition.bytes_in += len(records)  # metrics: per batch, the count from its header
         partition.messages_in += header.record_count
     end = result.last_offset + 1

@@ -111,7 +111,7 @@ def write_marker(
     except StorageError as exc:
         log.error("marker for %s-%d not written: %s", topic, index, exc)
         return ErrorCode.kafka_storage_error
-    partition.notify()
+    partition.appended(now_ms)
     if partition.topic == "__consumer_offsets":
         completed(marker.producer_id, marker.commit)
     return ErrorCode.none
