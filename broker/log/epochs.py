@@ -53,7 +53,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from sluice.broker.log.files import write_atomically
+from sluice.broker.log.files import (
+    format_kafka_checkpoint,
+    kafka_checkpoint_entries,
+    write_atomically,
+)
 from sluice.errors import StorageError
 
 if TYPE_CHECKING:
@@ -124,36 +128,21 @@ def check_current_leader_epoch(current_leader_epoch: int, leader_epoch: int) -> 
 
 def format_checkpoint(entries: Iterable[EpochEntry]) -> bytes:
     """The bytes of a ``leader-epoch-checkpoint`` holding ``entries`` (Kafka's format)."""
-    listed = list(entries)
-    lines = [str(VERSION), str(len(listed)), *(f"{e.epoch} {e.start_offset}" for e in listed)]
-    return "".join(f"{line}\n" for line in lines).encode("ascii")
+    return format_kafka_checkpoint(VERSION, [f"{e.epoch} {e.start_offset}" for e in entries])
 
 
 def parse_checkpoint(text: str, path: Path) -> list[EpochEntry]:
     """The entries of a checkpoint's ``text``; :class:`LeaderEpochFileError` naming ``path`` and
     the line when it is not Kafka's format (version 0, a count, that many ``epoch offset``
     lines with both numbers increasing)."""
-    lines = text.splitlines()
 
     def bad(number: int, what: str) -> LeaderEpochFileError:
         return LeaderEpochFileError(
             f"{path}: line {number}: {what}; remove the file to rebuild it from the log's batches"
         )
 
-    if not lines or lines[0].strip() != str(VERSION):
-        found = repr(lines[0]) if lines else "an empty file"
-        raise bad(1, f"expected version {VERSION}, found {found}")
-    try:
-        count = int(lines[1]) if len(lines) > 1 else -1
-    except ValueError:
-        count = -1
-    if count < 0:
-        found = lines[1] if len(lines) > 1 else ""
-        raise bad(2, f"expected the number of entries, found {found!r}")
-    if len(lines) - 2 != count:
-        raise bad(2, f"{count} entries announced, {len(lines) - 2} found")
     entries: list[EpochEntry] = []
-    for number, line in enumerate(lines[2:], start=3):
+    for number, line in kafka_checkpoint_entries(text, VERSION, bad):
         fields = line.split()
         try:
             epoch, start = (int(f) for f in fields) if len(fields) == 2 else (-1, -1)

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 __all__ = [
@@ -114,3 +115,38 @@ def read_checkpoint(path: Path) -> list[int] | None:
         return [int(line) for line in path.read_text().split()]
     except (OSError, ValueError):
         return None
+
+
+def format_kafka_checkpoint(version: int, entries: Sequence[str]) -> bytes:
+    """Kafka's ``CheckpointFile`` format: a version line, a count line, one line per entry.
+
+    >>> format_kafka_checkpoint(0, ["3 120"])
+    b'0\\n1\\n3 120\\n'
+    """
+    lines = [str(version), str(len(entries)), *entries]
+    return "".join(f"{line}\n" for line in lines).encode("utf-8")
+
+
+def kafka_checkpoint_entries(
+    text: str, version: int, bad: Callable[[int, str], Exception]
+) -> list[tuple[int, str]]:
+    """The entry lines of a ``CheckpointFile``'s ``text``, with their line numbers; raises
+    ``bad(line number, what is wrong)`` when the version or the count is not right.
+
+    >>> kafka_checkpoint_entries("0\\n1\\n3 120\\n", 0, ValueError)
+    [(3, '3 120')]
+    """
+    lines = text.splitlines()
+    if not lines or lines[0].strip() != str(version):
+        found = repr(lines[0]) if lines else "an empty file"
+        raise bad(1, f"expected version {version}, found {found}")
+    try:
+        count = int(lines[1]) if len(lines) > 1 else -1
+    except ValueError:
+        count = -1
+    if count < 0:
+        found = lines[1] if len(lines) > 1 else ""
+        raise bad(2, f"expected the number of entries, found {found!r}")
+    if len(lines) - 2 != count:
+        raise bad(2, f"{count} entries announced, {len(lines) - 2} found")
+    return list(enumerate(lines[2:], start=3))

@@ -41,7 +41,11 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from sluice.broker.log.files import write_atomically
+from sluice.broker.log.files import (
+    format_kafka_checkpoint,
+    kafka_checkpoint_entries,
+    write_atomically,
+)
 from sluice.errors import StorageError
 
 if TYPE_CHECKING:
@@ -68,15 +72,13 @@ class HighWatermarkCheckpointError(StorageError):
 def format_high_watermarks(high_watermarks: Mapping[tuple[str, int], int]) -> bytes:
     """The bytes of a checkpoint holding ``high_watermarks`` (sorted by topic and partition)."""
     entries = sorted(high_watermarks.items())
-    lines = [str(VERSION), str(len(entries)), *(f"{t} {p} {o}" for (t, p), o in entries)]
-    return "".join(f"{line}\n" for line in lines).encode("utf-8")
+    return format_kafka_checkpoint(VERSION, [f"{t} {p} {o}" for (t, p), o in entries])
 
 
 def parse_high_watermarks(text: str, path: Path) -> dict[tuple[str, int], int]:
     """The entries of a checkpoint's ``text``; :class:`HighWatermarkCheckpointError` naming
     ``path`` and the line when it is not Kafka's format (version 0, a count, that many
     ``topic partition offset`` lines, partition and offset >= 0, each partition once)."""
-    lines = text.splitlines()
 
     def bad(number: int, what: str) -> HighWatermarkCheckpointError:
         return HighWatermarkCheckpointError(
@@ -84,20 +86,8 @@ def parse_high_watermarks(text: str, path: Path) -> dict[tuple[str, int], int]:
             "at 0 (each is then learnt again from the partition's in-sync replicas)"
         )
 
-    if not lines or lines[0].strip() != str(VERSION):
-        found = repr(lines[0]) if lines else "an empty file"
-        raise bad(1, f"expected version {VERSION}, found {found}")
-    try:
-        count = int(lines[1]) if len(lines) > 1 else -1
-    except ValueError:
-        count = -1
-    if count < 0:
-        found = lines[1] if len(lines) > 1 else ""
-        raise bad(2, f"expected the number of entries, found {found!r}")
-    if len(lines) - 2 != count:
-        raise bad(2, f"{count} entries announced, {len(lines) - 2} found")
     entries: dict[tuple[str, int], int] = {}
-    for number, line in enumerate(lines[2:], start=3):
+    for number, line in kafka_checkpoint_entries(text, VERSION, bad):
         fields = line.split()
         try:
             index, offset = (int(fields[1]), int(fields[2])) if len(fields) == 3 else (-1, -1)
