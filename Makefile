@@ -59,10 +59,11 @@ typecheck: install $(TYPECHECK)
 contracts: install $(TYPECHECK)
 	cd $(TYPECHECK) && PYTHONPATH=. ../../$(BIN)/lint-imports --config ../../pyproject.toml
 
-# Two processes, each file's tests in one of them (module fixtures stay whole); each process
+# Three processes (most of the slow tests wait on processes, sessions and timeouts, not on the
+# CPU), each file's tests in one of them (module fixtures stay whole); each process
 # starts its own shared broker, PostgreSQL and Spark session.
 unit: install
-	$(BIN)/pytest -n 2 --dist loadfile --durations=25
+	$(BIN)/pytest -n 3 --dist loadfile --durations=25
 
 clean:
 	rm -rf build .pytest_cache .mypy_cache .ruff_cache

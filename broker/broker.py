@@ -217,7 +217,7 @@ class Broker:
         if self.cluster is None:
             self.topics.set_overrides(topic, overrides)
         else:
-            await self.cluster.set_topic_config(topic.name, overrides)
+            await self.cluster.admin.set_topic_config(topic.name, overrides)
 
     def _local_info(self, topic: Topic) -> TopicInfo:
         node = (self.node_id,)
@@ -295,7 +295,7 @@ class Broker:
             return False
         try:
             validate_topic_name(name)
-            await self.cluster.ensure_topic(
+            await self.cluster.admin.ensure_topic(
                 name, self.config.num_partitions, self.config["default.replication.factor"], {}
             )
         except KafkaError as exc:

@@ -120,6 +120,12 @@ class ClusterMetadata:
             index, leader, state.value.leader_epoch, replicas, state.value.isr, offline
         )
 
+    def endpoint(self, node_id: int, listener: str = "PLAINTEXT") -> tuple[str, int] | None:
+        """The advertised host and port of a live broker (None: not live, or no such listener)."""
+        live = self.brokers.get(node_id)
+        found = None if live is None else live.registration.endpoint(listener)
+        return None if found is None else (found.host, found.port)
+
     def leader_of(self, topic: str, index: int) -> int:
         """The partition's live leader, or -1."""
         state = self.states.get((topic, index))

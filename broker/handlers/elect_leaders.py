@@ -61,7 +61,7 @@ async def handle(
             codes[tp] = (code, None)
     if asked and broker.cluster is not None:
         timeout_s = millis(request.timeout) / 1000
-        done = await broker.cluster.elect_leaders(asked, unclean=unclean, timeout_s=timeout_s)
+        done = await broker.cluster.admin.elect_leaders(asked, unclean=unclean, timeout_s=timeout_s)
         for tp in asked:
             if tp not in done:
                 codes[tp] = (

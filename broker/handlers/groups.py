@@ -115,7 +115,7 @@ async def locate_coordinator(
     answers: COORDINATOR_NOT_AVAILABLE while the topic cannot be created (fewer live brokers
     than its replication factor), is not known yet, or the partition has no live leader."""
     try:
-        await cluster.ensure_topic(
+        await cluster.admin.ensure_topic(
             store.name, store.partitions, store.replication_factor, store.cluster_config
         )
     except KafkaError as exc:
@@ -127,7 +127,7 @@ async def locate_coordinator(
         return ErrorCode.coordinator_not_available, f"{store.name} is being created", -1, "", -1
     index = partition_for(key, len(assignment.value.partitions))
     leader = cluster.cache.leader_of(store.name, index)
-    endpoint = None if leader < 0 else cluster.endpoint(leader)
+    endpoint = None if leader < 0 else cluster.cache.endpoint(leader)
     if endpoint is None:
         return (
             ErrorCode.coordinator_not_available,

@@ -93,7 +93,7 @@ async def create_topics(
                 brokers=len(broker.live_brokers()),
             )
             if cluster is not None:
-                fields["topic_id"] = await cluster.create_topic(
+                fields["topic_id"] = await cluster.admin.create_topic(
                     wanted.name,
                     partitions,
                     factor,
@@ -134,7 +134,7 @@ async def create_topics(
         def led() -> bool:
             return all(cluster.cache.all_led(name) for name in created)
 
-        if not await cluster.wait_for(led, millis(request.timeout) / 1000):
+        if not await cluster.admin.wait_for(led, millis(request.timeout) / 1000):
             for fields in results:
                 if fields["name"] in created and not cluster.cache.all_led(fields["name"]):
                     fields.update(
@@ -180,7 +180,7 @@ async def delete_topics(
         if code == ErrorCode.none and topic is not None:
             name, topic_id = topic.name, topic.topic_id
             if cluster is not None:  # the controller deletes it; brokers drop their replicas
-                await cluster.delete_topic(name)
+                await cluster.admin.delete_topic(name)
                 deleting.append(name)
             elif (local := broker.topics.get(name)) is not None:
                 broker.topics.delete(local)
@@ -192,7 +192,7 @@ async def delete_topics(
         def gone() -> bool:
             return not any(name in cluster.cache.assignments for name in deleting)
 
-        if not await cluster.wait_for(gone, millis(request.timeout) / 1000):
+        if not await cluster.admin.wait_for(gone, millis(request.timeout) / 1000):
             for fields in results:
                 if fields["name"] in cluster.cache.assignments and fields["name"] in deleting:
                     fields.update(
@@ -216,7 +216,7 @@ async def create_partitions(
         code, message = ErrorCode.none, None
         if broker.cluster is not None:
             try:
-                await broker.cluster.add_partitions(
+                await broker.cluster.admin.add_partitions(
                     wanted.name,
                     wanted.count,
                     [list(a.broker_ids) for a in wanted.assignments or ()] or None,

@@ -76,7 +76,7 @@ class ClusterRoutes:
 
     def leader(self, topic: str, index: int) -> tuple[int, str, int] | None:
         node_id = self.member.cache.leader_of(topic, index)
-        endpoint = None if node_id < 0 else self.member.endpoint(node_id)
+        endpoint = None if node_id < 0 else self.member.cache.endpoint(node_id)
         return None if endpoint is None else (node_id, endpoint[0], endpoint[1])
 
     def exists(self, topic: str, index: int) -> bool:
