@@ -282,9 +282,10 @@ class Broker:
             return None
         try:
             self.topics.check_create(name, self.config.num_partitions, 1, {})
-        except KafkaError:
+            return self.topics.create(name, self.config.num_partitions, {})
+        except KafkaError as exc:  # an illegal name, or a full disk
+            log.warning("not auto-creating topic %r: %s", name, exc.message)
             return None
-        return self.topics.create(name, self.config.num_partitions, {})
 
     async def auto_create_in_cluster(self, name: str) -> bool:
         """In a cluster: create ``name`` with the broker defaults (``num.partitions``,

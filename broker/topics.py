@@ -30,6 +30,7 @@ Not thread-safe: used from the broker's event loop only.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import os
@@ -54,7 +55,7 @@ from sluice.broker.log.partition_metadata import (
     read_partition_metadata,
     write_partition_metadata,
 )
-from sluice.errors import ConfigError
+from sluice.errors import ConfigError, StorageError
 
 if TYPE_CHECKING:
     from sluice.broker.replication.leadership import Leadership
@@ -278,9 +279,20 @@ class TopicManager:
         topic = Topic(
             name, topic_id, dict(overrides), self.broker_config.topic_config(overrides), partitions
         )
-        self._save(topic, partitions)
-        for index in range(partitions):
-            topic.partitions[index] = self._open_partition(topic, index, fresh=True)
+        try:
+            self._save(topic, partitions)
+            for index in range(partitions):
+                topic.partitions[index] = self._open_partition(topic, index, fresh=True)
+        except (OSError, StorageError) as exc:  # a full or failing disk: leave nothing behind
+            (self._meta / f"{name}.json").unlink(missing_ok=True)
+            for partition in topic.partitions.values():
+                with contextlib.suppress(OSError):
+                    partition.log.close()
+            for index in range(partitions):
+                shutil.rmtree(self.data_dir / f"{name}-{index}", ignore_errors=True)
+            raise KafkaError(
+                ErrorCode.kafka_storage_error, f"cannot create topic {name!r}: {exc}"
+            ) from exc
         self.topics[name] = topic
         self._by_id[topic_id] = topic
         log.info("created topic %s with %d partitions", name, partitions)

@@ -102,7 +102,10 @@ async def _coordinator(
     broker: Broker, store: InternalTopic, key: str
 ) -> tuple[ErrorCode, str | None, int, str, int]:
     if broker.cluster is None:
-        store.ensure()
+        try:
+            store.ensure()
+        except KafkaError as exc:  # the internal topic cannot be created (a full disk)
+            return ErrorCode.coordinator_not_available, exc.message, -1, "", -1
         return ErrorCode.none, None, broker.node_id, broker.host, broker.port
     return await locate_coordinator(broker.cluster, store, key)
 

@@ -34,6 +34,7 @@ from kio.schema.create_topics.v5.request import (
 )
 from kio.schema.errors import ErrorCode
 from kio.schema.fetch.v4 import request as fetch_v4
+from kio.schema.find_coordinator.v3 import request as find_coordinator_v3
 from kio.schema.fetch.v12 import request as fetch_v12
 from kio.schema.metadata.v1 import request as metadata_v1
 from kio.schema.metadata.v9 import request as metadata_v9
@@ -552,6 +553,12 @@ def test_full_disk_is_storage_error_and_reads_go_on(
         )
         again = conn.request(produce("disk", make_batch([os.urandom(50_000)])))
         assert partition_error(again)[0] == ErrorCode.kafka_storage_error
+        # the group coordinator needs __consumer_offsets, which cannot be created now: Kafka's
+        # answer, on a connection that stays open, and no half-created topic left behind
+        found = conn.request(find_coordinator_v3.FindCoordinatorRequest(key="g", key_type=0))
+        assert found.error_code == ErrorCode.coordinator_not_available, found
+        assert "__consumer_offsets" in (found.error_message or ""), found
+        assert not list(broker.data_dir.glob("__consumer_offsets-*"))
     assert acked, "the disk filled before anything was written: the test proves nothing"
     assert broker.proc.poll() is None, broker.log_text()[-3000:]
     assert [r.value for r in read_partition(broker.bootstrap, "disk")] == acked
