@@ -27,7 +27,9 @@ broker: install
 	$(BIN)/sluice broker start --listen 127.0.0.1:9092 --data-dir .sluice/data
 
 ## make test: installs what the tests need (Debian packages kcat and sqlite3 included: the README
-## uses both; zookeeper (Java 17 runs it) for the cluster tests), then runs everything.
+## uses both; zookeeper (Java 17 runs it) for the cluster tests; ip and unshare: the README tests
+## each run in a network namespace of their own, so that several can use port 9092 at once), then
+## runs everything.
 test: install system-deps lint typecheck contracts unit
 
 system-deps:
@@ -35,6 +37,8 @@ system-deps:
 	command -v kcat >/dev/null 2>&1 || missing="$$missing kcat"; \
 	command -v sqlite3 >/dev/null 2>&1 || missing="$$missing sqlite3"; \
 	[ -f /usr/share/java/zookeeper.jar ] || missing="$$missing zookeeper"; \
+	command -v ip >/dev/null 2>&1 || missing="$$missing iproute2"; \
+	command -v unshare >/dev/null 2>&1 || missing="$$missing util-linux"; \
 	[ -z "$$missing" ] || { \
 	  echo "installing Debian packages:$$missing"; \
 	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing) >/dev/null \

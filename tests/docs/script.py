@@ -160,13 +160,26 @@ class Session:
     """One ``bash`` for a page: commands run in it in order; background ones in groups of their
     own, each stopped with SIGINT at :meth:`close`."""
 
-    def __init__(self, folder: Path, work: Path, environment: dict[str, str]) -> None:
+    def __init__(
+        self,
+        folder: Path,
+        work: Path,
+        environment: dict[str, str],
+        *,
+        own_network: bool = False,
+    ) -> None:
+        """``own_network``: the shell and all it starts live in a network namespace of their own
+        (a loopback of their own: several pages can use 127.0.0.1:9092 at once; root only)."""
         self.folder = folder
         self.work = work
         self.count = 0
         self.background: list[tuple[int, Path, Command]] = []
+        shell = ["bash", "--noprofile", "--norc"]
+        if own_network:
+            shell = ["unshare", "--net", "--", "sh", "-c", 'ip link set lo up && exec "$@"', "sh"]
+            shell += ["bash", "--noprofile", "--norc"]
         self.shell = subprocess.Popen(
-            ["bash", "--noprofile", "--norc"],
+            shell,
             cwd=folder,
             env=environment,
             stdin=subprocess.PIPE,
