@@ -34,8 +34,8 @@ from kio.schema.create_topics.v5.request import (
 )
 from kio.schema.errors import ErrorCode
 from kio.schema.fetch.v4 import request as fetch_v4
-from kio.schema.find_coordinator.v3 import request as find_coordinator_v3
 from kio.schema.fetch.v12 import request as fetch_v12
+from kio.schema.find_coordinator.v3 import request as find_coordinator_v3
 from kio.schema.metadata.v1 import request as metadata_v1
 from kio.schema.metadata.v9 import request as metadata_v9
 from kio.schema.produce.v3 import request as produce_v3
