@@ -1,8 +1,16 @@
 """The network layer: one asyncio connection handler per client, requests answered in order.
 
 Kafka's framing: every request and response is a 4-byte big-endian size followed by that many
-bytes. A connection's requests are handled one at a time, as Kafka does (it mutes a channel
-until the response is sent), which gives the ordering guarantee; connections are concurrent.
+bytes. A connection's requests are handled one at a time, in order, as Kafka does (it mutes a
+channel until the response is sent), which gives the ordering guarantee; connections are
+concurrent. One departure: a Produce that waits for its in-sync replicas (acks=all in a
+cluster) answers with a :class:`~sluice.broker.protocol.deferred.Deferred` response once its
+appends are done, and the connection goes on reading the next Produce requests meanwhile —
+appended in request order, answered in request order by a task of the connection's own
+(:class:`_InOrder`), at most :data:`MAX_OWED` owed at once. Any other request waits until every
+response owed before it is sent, so that only appends ever run ahead of an answer. Kafka's
+replication round trip is short enough that it does not need this; Sluice's goes through three
+Python processes, and one producer would otherwise commit one request per round trip.
 Frames are received by :class:`~sluice.broker.framing.FrameProtocol` straight into their own
 buffers (no copy between the socket and the handlers); each connection has one task that takes
 its frames in turn, answers them and writes the responses, waiting for the client to read when
@@ -22,6 +30,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+from collections import deque
 from time import perf_counter
 from typing import Any
 
@@ -30,20 +39,28 @@ from sluice.broker.framing import FrameProtocol
 from sluice.broker.handlers import BY_KEY, METRIC_NAMES, SUPPORTED
 from sluice.broker.handlers.api_versions import unsupported_version_response
 from sluice.broker.metrics import RequestMetrics
-from sluice.broker.protocol.api_keys import API_VERSIONS
+from sluice.broker.protocol.api_keys import API_VERSIONS, PRODUCE
 from sluice.broker.protocol.codec import (
     MalformedRequestError,
+    RequestPrefix,
     decode_request,
     encode_response,
     read_prefix,
 )
 from sluice.broker.protocol.context import Connection
+from sluice.broker.protocol.deferred import Deferred
 from sluice.broker.protocol.fetch_response import FetchAnswer, OutgoingFrame
 
 log = logging.getLogger(__name__)
 
 _DRAIN_ABOVE = 1 << 20
 """Queued response bytes above which a connection waits for its client to read."""
+MAX_OWED = 100
+"""Responses a connection may owe at once (deferred ones and those queued behind them) before
+it stops reading requests until all are sent."""
+
+Response = bytes | OutgoingFrame | None
+"""An encoded response, a Fetch response's frame, or nothing (acks=0)."""
 
 
 class Server:
@@ -109,25 +126,35 @@ class Server:
 
     async def _serve(self, conn: FrameProtocol, peer: Any) -> None:
         client = Connection(f"/{peer[0]}" if isinstance(peer, tuple) else str(peer))
-        while True:
-            frame = await conn.next_frame()
-            try:
-                response = await self.handle(frame, client)
-            finally:
-                conn.done_with(frame)
-            if response is None:
-                continue
-            if isinstance(response, OutgoingFrame):
-                await conn.send_frame(response)
-            else:
-                conn.write(response)
-            if conn.write_buffer_size() > _DRAIN_ABOVE:
-                await conn.drain()
+        in_order: _InOrder | None = None  # made at the first deferred response
+        try:
+            while True:
+                frame = await conn.next_frame()
+                if in_order is not None and (
+                    len(in_order) >= MAX_OWED or read_prefix(frame).api_key != PRODUCE
+                ):
+                    await in_order.idle()
+                try:
+                    response = await self.handle(frame, client)
+                finally:
+                    conn.done_with(frame)
+                if isinstance(response, asyncio.Future):
+                    if in_order is None:
+                        in_order = _InOrder(conn, peer)
+                    in_order.add(response)
+                elif in_order is not None and len(in_order):
+                    in_order.add(_done(response))
+                else:
+                    await _send(conn, response)
+        finally:
+            if in_order is not None:
+                in_order.close()
 
     async def handle(
         self, frame: bytes | memoryview, client: Connection
-    ) -> bytes | OutgoingFrame | None:
-        """Answer one request frame; ``None`` when no response is due (acks=0).
+    ) -> Response | asyncio.Future[Response]:
+        """Answer one request frame; ``None`` when no response is due (acks=0), a future of
+        the response when the handler deferred it (:class:`Deferred`).
 
         A Produce request's big batches are views of ``frame``: nothing may keep them after
         this returns (the connection reuses the buffer for its next frame). A Fetch response
@@ -146,6 +173,16 @@ class Server:
         header, request = decode_request(frame, prefix)
         client.client_id = header.client_id
         response = await spec.handler(self.broker, request, client)
+        if isinstance(response, Deferred):
+            return asyncio.ensure_future(self._encode_later(prefix, response, started))
+        return self._encode(prefix, response, started)
+
+    async def _encode_later(
+        self, prefix: RequestPrefix, deferred: Deferred[Any], started: float
+    ) -> Response:
+        return self._encode(prefix, await deferred.answer, started)
+
+    def _encode(self, prefix: RequestPrefix, response: Any, started: float) -> Response:
         if response is None:
             self.requests.record(prefix.api_key, perf_counter() - started)
             return None
@@ -158,3 +195,80 @@ class Server:
         )
         self.requests.record(prefix.api_key, perf_counter() - started)
         return encoded
+
+
+async def _send(conn: FrameProtocol, response: Response) -> None:
+    if response is None:
+        return
+    if isinstance(response, OutgoingFrame):
+        await conn.send_frame(response)
+    else:
+        conn.write(response)
+    if conn.write_buffer_size() > _DRAIN_ABOVE:
+        await conn.drain()
+
+
+def _done(response: Response) -> asyncio.Future[Response]:
+    future: asyncio.Future[Response] = asyncio.get_running_loop().create_future()
+    future.set_result(response)
+    return future
+
+
+class _InOrder:
+    """The responses one connection owes, sent in request order by a task of their own: a
+    deferred one holds back those after it. If sending fails (the client went away, or a
+    deferred answer raised), the connection is closed, which ends its reading too."""
+
+    def __init__(self, conn: FrameProtocol, peer: Any) -> None:
+        self._conn = conn
+        self._peer = peer
+        self._owed: deque[asyncio.Future[Response]] = deque()
+        """Owed responses, the one being sent first."""
+        self._more = asyncio.Event()
+        self._idle = asyncio.Event()
+        self._idle.set()
+        self._failed = False
+        self._task = asyncio.get_running_loop().create_task(self._send_in_order())
+        self._task.add_done_callback(self._ended)
+
+    def __len__(self) -> int:
+        return len(self._owed)
+
+    def add(self, response: asyncio.Future[Response]) -> None:
+        self._owed.append(response)
+        self._idle.clear()
+        self._more.set()
+
+    async def idle(self) -> None:
+        """Wait until every owed response is sent."""
+        await self._idle.wait()
+        if self._failed:
+            raise ConnectionResetError("the connection failed sending a response")
+
+    def close(self) -> None:
+        self._task.cancel()
+
+    async def _send_in_order(self) -> None:
+        while True:
+            if not self._owed:
+                self._idle.set()
+                self._more.clear()
+                await self._more.wait()
+                continue
+            await _send(self._conn, await self._owed[0])
+            self._owed.popleft()
+
+    def _ended(self, task: asyncio.Task[None]) -> None:
+        self._failed = True
+        self._idle.set()
+        for owed in self._owed:
+            owed.cancel()
+        if not task.cancelled():
+            exc = task.exception()
+            if exc is not None and not isinstance(exc, ConnectionError):
+                log.error(
+                    "closing connection from %s after an unexpected error",
+                    self._peer,
+                    exc_info=exc,
+                )
+        self._conn.close()

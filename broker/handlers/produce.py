@@ -35,7 +35,9 @@ In a cluster a partition this broker does not lead is answered NOT_LEADER_OR_FOL
 one it leads has a :class:`~sluice.broker.replication.leadership.Leadership`: with acks=-1 its
 ISR must hold ``min(min.insync.replicas, replication factor)`` replicas before the append (else
 NOT_ENOUGH_REPLICAS, nothing written), and the answer waits until the ISR has the batch — every
-such partition of the request waited for at once, up to the request's ``timeout_ms``
+such partition of the request waited for at once (a :class:`~sluice.broker.protocol.deferred.
+Deferred` response: the connection's next Produce requests are read meanwhile), up to the
+request's ``timeout_ms``
 (REQUEST_TIMED_OUT, the batch stays in the log), NOT_ENOUGH_REPLICAS_AFTER_APPEND (20) when the
 ISR fell below the minimum meanwhile, NOT_LEADER_OR_FOLLOWER when the broker stopped leading.
 Each append advances the partition's high watermark as far as its ISR allows.
@@ -61,6 +63,7 @@ from sluice.broker.log.errors import RecordValidationError
 from sluice.broker.protocol.api_keys import PRODUCE
 from sluice.broker.protocol.codec import make, millis, nested
 from sluice.broker.protocol.context import Connection
+from sluice.broker.protocol.deferred import Deferred
 from sluice.broker.protocol.messages import ProduceRequest, ProduceResponse
 from sluice.broker.protocol.response_schema import response_schema
 from sluice.broker.records import batch as rb
@@ -84,14 +87,13 @@ _WAIT_ERRORS = {
 
 async def handle(
     broker: Broker, request: ProduceRequest, _client: Connection
-) -> ProduceResponse | None:
+) -> ProduceResponse | Deferred[ProduceResponse] | None:
     acks = request.acks
     schema = response_schema(PRODUCE, request.__version__)
     topic_cls = nested(schema, "responses")
     partition_cls = nested(schema, "responses", "partition_responses")
     record_error_cls = nested(schema, "responses", "partition_responses", "record_errors")
     now = broker.clock()
-    topics = []
     answers: list[tuple[str, list[dict[str, Any]]]] = []
     replicating: list[tuple[dict[str, Any], Leadership, int]] = []
     """acks=-1 answers that wait for the ISR: (answer, leadership, offset after the batch)."""
@@ -152,14 +154,31 @@ async def handle(
                 replicating.append((answer, *waiting))
             partitions.append(answer)
         answers.append((topic_data.name, partitions))
-    if replicating:
-        await _wait_for_replication(replicating, millis(request.timeout))
-    for name, partitions in answers:
-        entries = tuple(make(partition_cls, **answer) for answer in partitions)
-        topics.append(make(topic_cls, name=name, partition_responses=entries))
+
+    def respond() -> ProduceResponse:
+        topics = tuple(
+            make(
+                topic_cls,
+                name=name,
+                partition_responses=tuple(make(partition_cls, **answer) for answer in partitions),
+            )
+            for name, partitions in answers
+        )
+        return make(schema, responses=topics, throttle_time=0)
+
     if acks == 0:
         return None
-    return make(schema, responses=tuple(topics), throttle_time=0)
+    if not replicating:
+        return respond()
+
+    timeout_ms = millis(request.timeout)  # the request's batches are not kept past here
+
+    async def when_replicated() -> ProduceResponse:
+        await _wait_for_replication(replicating, timeout_ms)
+        return respond()
+
+    # the appends are done: the connection reads on while the ISR catches up
+    return Deferred(when_replicated())
 
 
 def _short_isr(broker: Broker, partition: Partition) -> tuple[int, ...] | None:

@@ -3,7 +3,9 @@
 
 A handler is ``async handle(broker, request, client) -> response | None``, typed with the
 request and response unions of :mod:`sluice.broker.protocol.messages` (every version the row
-serves); it returns ``None`` when no response is due (Produce with acks=0).
+serves); it returns ``None`` when no response is due (Produce with acks=0), and a Produce that
+waits for its in-sync replicas returns a :class:`~sluice.broker.protocol.deferred.Deferred`
+response once its appends are done.
 """
 
 from __future__ import annotations
@@ -14,12 +16,14 @@ from typing import Generic, TypeVar
 
 from sluice.broker.broker import Broker
 from sluice.broker.protocol.context import Connection
+from sluice.broker.protocol.deferred import Deferred
 
 Req = TypeVar("Req")
 Resp = TypeVar("Resp")
 
-Handler = Callable[[Broker, Req, Connection], Awaitable[Resp | None]]
-"""``async (broker, request, client) -> response``, or ``None`` when none is due."""
+Handler = Callable[[Broker, Req, Connection], Awaitable[Resp | Deferred[Resp] | None]]
+"""``async (broker, request, client) -> response``, or ``None`` when none is due, or a
+:class:`~sluice.broker.protocol.deferred.Deferred` response (Produce waiting for its ISR)."""
 
 
 @dataclass(frozen=True, slots=True)

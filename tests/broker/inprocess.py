@@ -56,12 +56,18 @@ class InProcessBroker:
     def handle(self, frame: bytes) -> bytes | None:
         """What ``Server.handle`` answers to one request frame (without its size prefix); a
         response sent in parts (Fetch) is joined, its file regions read."""
-        answer = self._runner.run(self.server.handle(bytearray(frame), self.client))
+        answer = self._runner.run(self._answer(bytearray(frame)))
         if isinstance(answer, OutgoingFrame):
             try:
                 return answer.to_bytes()
             finally:
                 answer.close()
+        return answer
+
+    async def _answer(self, frame: bytearray) -> bytes | OutgoingFrame | None:
+        answer = await self.server.handle(frame, self.client)
+        if isinstance(answer, asyncio.Future):  # a deferred response
+            return await answer
         return answer
 
     def request(self, body: Any) -> Any:

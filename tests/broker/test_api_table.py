@@ -18,6 +18,7 @@ from kio.schema.errors import ErrorCode
 from kio.serial import entity_reader
 
 from sluice.broker.handlers import APIS, BY_KEY, METRIC_NAMES, SUPPORTED
+from sluice.broker.protocol.deferred import Deferred
 from tests.broker.inprocess import InProcessBroker
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "broker.md"
@@ -49,9 +50,18 @@ def test_docs_api_table_matches_the_api_table() -> None:
 
 
 def _classes(annotation: object) -> list[typing.Any]:
-    """The kio classes of a union annotation (``None`` left out)."""
-    members = typing.get_args(annotation) if isinstance(annotation, types.UnionType) else ()
-    return [m for m in members or (annotation,) if m is not type(None)]
+    """The kio classes of a union annotation (``None`` left out; a ``Deferred[...]`` response
+    is the same classes, later)."""
+    union = typing.get_origin(annotation) in (typing.Union, types.UnionType)
+    members = typing.get_args(annotation) if union else ()
+    found = {
+        m
+        for m in members or (annotation,)
+        if m is not type(None) and typing.get_origin(m) is not Deferred
+    }
+    for deferred in (m for m in members if typing.get_origin(m) is Deferred):
+        found.update(_classes(typing.get_args(deferred)[0]))
+    return sorted(found, key=lambda c: int(c.__version__))
 
 
 @pytest.mark.parametrize("spec", APIS, ids=lambda s: s.name)

@@ -58,6 +58,8 @@ class Node:
         sent = self._correlation
         frame = encode_request(body, sent)[4:]
         answer = await self.server.handle(bytearray(frame), self.client)
+        if isinstance(answer, asyncio.Future):  # a deferred response (acks=all)
+            answer = await answer
         if isinstance(answer, OutgoingFrame):
             outgoing, answer = answer, None
             try:
