@@ -141,9 +141,12 @@ class Broker:
 
     def apply_config(self, config: BrokerConfig) -> None:
         """Put a new effective configuration (dynamic broker configs) in force: topic defaults
-        are recomputed for every topic, the cleaner's backoff is read at its next sleep."""
+        are recomputed for every topic, the cleaner's backoff is read at its next sleep, the
+        replica fetchers (in a cluster) are resized."""
         self.config = config
         self.topics.set_broker_config(config)
+        if self.cluster is not None:
+            self.cluster.replicas.fetchers.reconfigure(config)
 
     async def close(self) -> None:
         """Stop housekeeping and group timers, flush and close every log."""

@@ -481,7 +481,6 @@ _NO_EFFECT_BROKER_KEYS: tuple[
 ] = (
     ("num.io.threads", ConfigType.INT, 8, "Request handler threads.", _at_least(1), _THREADS),
     ("num.network.threads", ConfigType.INT, 3, "Network threads.", _at_least(1), _THREADS),
-    ("num.replica.fetchers", ConfigType.INT, 1, "Replica fetcher threads.", None, _THREADS),
     ("background.threads", ConfigType.INT, 10, "Background threads.", _at_least(1), _THREADS),
     (
         "num.recovery.threads.per.data.dir",
@@ -892,6 +891,14 @@ BROKER_KEYS: dict[str, ConfigKey] = {
             check=_at_least(1),
         ),
         ConfigKey(
+            "num.replica.fetchers",
+            ConfigType.INT,
+            1,
+            "Fetchers (connections, each with one Fetch in flight) per leader a follower copies "
+            "from; each partition goes to one of them by Kafka's hash. Dynamic.",
+            check=_at_least(1),
+        ),
+        ConfigKey(
             "replica.fetch.backoff.ms",
             ConfigType.INT,
             1_000,
@@ -942,11 +949,12 @@ for _key in TOPIC_KEYS.values():
 DYNAMIC_BROKER_KEYS = frozenset(
     {key.synonym for key in TOPIC_KEYS.values() if key.synonym is not None}
     | {name for name, *_ in _NO_EFFECT_BROKER_KEYS if not name.startswith("socket.")}
-    | {"log.cleaner.backoff.ms", "producer.id.expiration.ms"}
+    | {"log.cleaner.backoff.ms", "producer.id.expiration.ms", "num.replica.fetchers"}
 )
 """Keys that IncrementalAlterConfigs/AlterConfigs may change on the BROKER resource (Kafka's
 ``DynamicBrokerConfig.AllDynamicConfigs`` as far as they exist here): the broker-level synonyms
-of the topic keys, thread-pool, cleaner and connection-quota sizes, the producer-state keys."""
+of the topic keys, thread-pool, cleaner and connection-quota sizes, the producer-state keys,
+the replica fetchers per leader."""
 
 # Accepted in server.properties but without effect on one node (or handled elsewhere).
 INERT_BROKER_KEYS = frozenset(

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from kio.schema.errors import ErrorCode
 
 from sluice.broker.errors import KafkaError
+from sluice.broker.kafka_hash import java_string_hash, kafka_abs
 from sluice.broker.records.batch import iter_headers
 from sluice.broker.records.codec import Record, decode_records, encode_batch
 from sluice.broker.topics import Partition, Topic, TopicManager
@@ -81,13 +82,7 @@ def partition_for(key: str, partitions: int) -> int:
     >>> partition_for("my-group", 50)
     12
     """
-    data = key.encode("utf-16-be")
-    h = 0
-    for unit in struct.unpack(f">{len(data) // 2}H", data):
-        h = (31 * h + unit) & 0xFFFFFFFF
-    if h >= 2**31:
-        h -= 2**32
-    return (0 if h == -(2**31) else abs(h)) % partitions
+    return kafka_abs(java_string_hash(key)) % partitions
 
 
 class InternalTopic:

@@ -2,10 +2,14 @@
 ``AbstractFetcherThread``, ``ReplicaFetcherThread``) on the broker's event loop.
 
 The cluster member tells the manager which hosted partitions to copy from which leader
-(:meth:`ReplicaFetcherManager.follow`, :meth:`~ReplicaFetcherManager.unfollow`). As in Kafka
-with ``num.replica.fetchers=1``, there is one fetcher per source broker — an asyncio task with
-one connection (:class:`~.client.BrokerClient`) — carrying every partition that broker leads
-for us. Each round is one Fetch v12 (topics by name) with ``replica_id`` = our broker id and,
+(:meth:`ReplicaFetcherManager.follow`, :meth:`~ReplicaFetcherManager.unfollow`). As in Kafka,
+there are ``num.replica.fetchers`` fetchers per source broker — each an asyncio task with one
+connection (:class:`~.client.BrokerClient`), Kafka's ``ReplicaFetcherThread-<id>-<leader>`` —
+and a partition goes to fetcher ``abs(31 * hashCode(topic) + partition) % num.replica.fetchers``
+(Kafka's ``getFetcherId``); a dynamic change of the key moves the partitions at once
+(:meth:`ReplicaFetcherManager.reconfigure`, Kafka's ``resizeThreadPool``). They all run on the
+broker's one event loop: more fetchers are more Fetch requests in flight, not more cores.
+Each round is one Fetch v12 (topics by name) with ``replica_id`` = our broker id and,
 per partition, our log end offset as ``fetch_offset`` (which *is* the follower's
 acknowledgement), the leader epoch we follow in as ``current_leader_epoch``, the latest epoch
 of our leader-epoch cache as ``last_fetched_epoch`` and our log start offset. Keys:
@@ -51,6 +55,7 @@ from __future__ import annotations
 import logging
 
 from sluice.broker.config import BrokerConfig
+from sluice.broker.kafka_hash import java_string_hash, kafka_abs
 from sluice.broker.replication.leader_fetcher import (
     REQUEST_TIMEOUT_S,
     Clock,
@@ -60,16 +65,30 @@ from sluice.broker.replication.leader_fetcher import (
 )
 from sluice.broker.topics import Partition
 
-__all__ = ["FetchState", "ReplicaFetcherManager"]
+__all__ = ["FetchState", "ReplicaFetcherManager", "fetcher_id"]
 
 log = logging.getLogger(__name__)
 
 
-class ReplicaFetcherManager:
-    """Every partition this broker follows, fetched by one task per leader (module docs).
+FetcherKey = tuple[int, int]
+"""A fetcher: (the leader's broker id, fetcher id)."""
 
-    ``config`` may be replaced (dynamic broker configs): each round reads the fetch keys
-    anew."""
+
+def fetcher_id(topic: str, partition: int, fetchers: int) -> int:
+    """The fetcher of a partition among ``fetchers`` per leader (Kafka's ``getFetcherId``:
+    ``Utils.abs(31 * topic.hashCode + partition) % numFetchers``, in 32-bit arithmetic).
+
+    >>> fetcher_id("orders", 0, 1), fetcher_id("orders", 0, 4), fetcher_id("orders", 1, 4)
+    (0, 1, 0)
+    """
+    mixed = (31 * java_string_hash(topic) + partition) & 0xFFFFFFFF
+    return kafka_abs(mixed - 2**32 if mixed >= 2**31 else mixed) % fetchers
+
+
+class ReplicaFetcherManager:
+    """Every partition this broker follows, fetched by ``num.replica.fetchers`` tasks per
+    leader (module docs). :meth:`reconfigure` puts a new broker config in force (dynamic
+    broker configs); each round reads the fetch keys anew."""
 
     def __init__(
         self,
@@ -83,8 +102,8 @@ class ReplicaFetcherManager:
         self.config = config
         self.clock = clock
         self.request_timeout_s = request_timeout_s
-        self._fetchers: dict[int, LeaderFetcher] = {}
-        self._leader_of: dict[PartitionKey, int] = {}
+        self._fetchers: dict[FetcherKey, LeaderFetcher] = {}
+        self._fetcher_of: dict[PartitionKey, FetcherKey] = {}
 
     def follow(
         self, partition: Partition, leader_id: int, leader: tuple[str, int], leader_epoch: int
@@ -93,16 +112,36 @@ class ReplicaFetcherManager:
         port) in ``leader_epoch``: start, or re-point it (a new leader, address or epoch, or
         again after it was fenced or failed). Call from the running event loop."""
         key = (partition.topic, partition.index)
-        previous = self._leader_of.get(key)
-        if previous is not None and previous != leader_id:
+        count = int(self.config["num.replica.fetchers"])
+        wanted = (leader_id, fetcher_id(partition.topic, partition.index, count))
+        previous = self._fetcher_of.get(key)
+        if previous is not None and previous != wanted:
             self._remove(key)
-        fetcher = self._fetchers.get(leader_id)
+        fetcher = self._fetchers.get(wanted)
         if fetcher is None:
-            fetcher = self._fetchers[leader_id] = LeaderFetcher(self, leader_id, leader)
-        elif fetcher.address != leader:
-            fetcher.repoint(leader)
-        self._leader_of[key] = leader_id
+            fetcher = self._fetchers[wanted] = LeaderFetcher(self, leader_id, leader, wanted[1])
+        for other in self._fetchers.values():  # the leader's other fetchers too
+            if other.leader_id == leader_id and other.address != leader:
+                other.repoint(leader)
+        self._fetcher_of[key] = wanted
         fetcher.add(partition, leader_epoch)
+
+    def reconfigure(self, config: BrokerConfig) -> None:
+        """Put a new broker config in force; a new ``num.replica.fetchers`` moves every
+        partition to its fetcher at once (fetchers left with none stop)."""
+        before = int(self.config["num.replica.fetchers"])
+        self.config = config
+        if int(config["num.replica.fetchers"]) == before:
+            return
+        log.info(
+            "num.replica.fetchers: %d -> %d fetchers per leader",
+            before,
+            int(config["num.replica.fetchers"]),
+        )
+        for key, (leader_id, _) in list(self._fetcher_of.items()):
+            current = self._fetchers[self._fetcher_of[key]]
+            followed = current.partitions[key]
+            self.follow(followed.partition, leader_id, current.address, followed.leader_epoch)
 
     def unfollow(self, partition: Partition) -> None:
         """Stop fetching ``partition`` (it is led here now, or no longer hosted); an answer in
@@ -112,27 +151,27 @@ class ReplicaFetcherManager:
     def state(self, partition: Partition) -> FetchState | None:
         """Where the fetching of ``partition`` stands (None: not followed)."""
         key = (partition.topic, partition.index)
-        leader_id = self._leader_of.get(key)
-        if leader_id is None:
+        fetcher = self._fetcher_of.get(key)
+        if fetcher is None:
             return None
-        return self._fetchers[leader_id].partitions[key].state
+        return self._fetchers[fetcher].partitions[key].state
 
     async def close(self) -> None:
         """Stop every fetcher and close its connection."""
         fetchers = list(self._fetchers.values())
         self._fetchers.clear()
-        self._leader_of.clear()
+        self._fetcher_of.clear()
         for fetcher in fetchers:
             fetcher.stop()
         for fetcher in fetchers:
             await fetcher.wait_stopped()
 
     def _remove(self, key: PartitionKey) -> None:
-        leader_id = self._leader_of.pop(key, None)
-        if leader_id is None:
+        where = self._fetcher_of.pop(key, None)
+        if where is None:
             return
-        fetcher = self._fetchers[leader_id]
+        fetcher = self._fetchers[where]
         fetcher.remove(key)
         if not fetcher.partitions:
-            del self._fetchers[leader_id]
+            del self._fetchers[where]
             fetcher.stop()

@@ -115,18 +115,24 @@ class LeaderFetcher:
     """The task fetching every partition one leader leads for us (Kafka's fetcher thread)."""
 
     def __init__(
-        self, manager: ReplicaFetcherManager, leader_id: int, address: tuple[str, int]
+        self,
+        manager: ReplicaFetcherManager,
+        leader_id: int,
+        address: tuple[str, int],
+        fetcher_id: int = 0,
     ) -> None:
         self.manager = manager
         self.leader_id = leader_id
         self.address = address
+        self.fetcher_id = fetcher_id
+        """Which of the leader's ``num.replica.fetchers`` fetchers this is."""
         self.partitions: dict[PartitionKey, Followed] = {}
         self._client: BrokerClient | None = None
         self._disconnected = ""
         """Why the last connection failed ("": connected, or not tried yet)."""
         self._changed = asyncio.Event()
         self._task = asyncio.get_running_loop().create_task(
-            self._run(), name=f"replica-fetcher-{leader_id}"
+            self._run(), name=f"ReplicaFetcher-{fetcher_id}-{leader_id}"
         )
 
     @property
@@ -250,7 +256,7 @@ class LeaderFetcher:
             self._client = await BrokerClient.connect(
                 host,
                 port,
-                client_id=f"sluice-replica-fetcher-{self.manager.broker_id}",
+                client_id=f"sluice-replica-fetcher-{self.manager.broker_id}-{self.fetcher_id}",
                 timeout_s=self.manager.request_timeout_s,
             )
         except BrokerConnectionError as exc:

@@ -10,7 +10,14 @@ import time
 from pathlib import Path
 
 from confluent_kafka import Consumer, ElectionType, KafkaError, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import (
+    AdminClient,
+    AlterConfigOpType,
+    ConfigEntry,
+    ConfigResource,
+    NewTopic,
+    ResourceType,
+)
 
 from tests.cluster.brokers import BrokerCluster
 
@@ -156,3 +163,43 @@ def test_a_restarted_broker_knows_every_topic_once_ready(shared_cluster: BrokerC
     found = admin.list_topics("known", timeout=10).topics["known"]
     assert found.error is None, found.error
     assert sorted(found.partitions) == [0, 1, 2]
+
+
+def test_num_replica_fetchers_changes_on_a_running_broker(shared_cluster: BrokerCluster) -> None:
+    """``num.replica.fetchers`` is a dynamic broker key, as in Kafka: set on one broker through
+    the admin API, it resizes that broker's fetchers at once, and replication goes on."""
+    cluster = shared_cluster
+    create_topic(cluster, "fetchers", partitions=6, rf=3, **{"min.insync.replicas": "3"})
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+    resource = ConfigResource(
+        ResourceType.BROKER,
+        "2",
+        incremental_configs=[
+            ConfigEntry(
+                "num.replica.fetchers",
+                "3",
+                incremental_operation=AlterConfigOpType.SET,
+            )
+        ],
+    )
+    for future in admin.incremental_alter_configs([resource]).values():
+        future.result(timeout=30)
+    cluster.wait_until(
+        lambda: "num.replica.fetchers: 1 -> 3 fetchers per leader" in cluster.broker(2).log_text(),
+        "broker 2 resizing its fetchers",
+    )
+    described = admin.describe_configs([ConfigResource(ResourceType.BROKER, "2")])
+    (configs,) = (f.result(timeout=30) for f in described.values())
+    assert configs["num.replica.fetchers"].value == "3"
+    # every partition still needs broker 2's acknowledgement (min.insync.replicas = 3)
+    producer = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all"})
+    failed: list[object] = []
+    for n in range(600):
+        producer.produce(
+            "fetchers",
+            value=str(n).encode(),
+            partition=n % 6,
+            on_delivery=lambda err, _msg: failed.append(err) if err is not None else None,
+        )
+    assert producer.flush(60) == 0
+    assert not failed, failed[:3]

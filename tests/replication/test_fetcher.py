@@ -26,7 +26,7 @@ from sluice.broker.config import BrokerConfig
 from sluice.broker.log import Log
 from sluice.broker.log.epochs import LEADER_EPOCH, LEADER_EPOCH_CHECKPOINT, parse_checkpoint
 from sluice.broker.records.batch import iter_headers, set_base_offset, set_leader_epoch
-from sluice.broker.replication.fetcher import FetchState, ReplicaFetcherManager
+from sluice.broker.replication.fetcher import FetchState, ReplicaFetcherManager, fetcher_id
 from sluice.broker.topics import Partition
 from tests.broker.conftest import Wire, make_batch, produce_values
 from tests.conftest import BrokerProcess, create_topic
@@ -359,8 +359,51 @@ def test_followed_partitions_share_one_fetcher_per_leader(
     async def body(fetcher: ReplicaFetcherManager) -> None:
         me = asyncio.current_task()
         names = {t.get_name() for t in asyncio.all_tasks() if t is not me}
-        assert names == {"replica-fetcher-1"}, names
+        assert names == {"ReplicaFetcher-0-1"}, names
         for topic, partition in zip(topics, partitions, strict=True):
             await identical_once_caught_up(broker, topic, partition)
 
     follow(broker, partitions, body, epoch=0)
+
+
+def test_num_replica_fetchers_spreads_partitions_by_kafkas_hash_and_resizes(
+    broker: BrokerProcess, tmp_path: Path
+) -> None:
+    topics = [create_topic(broker.bootstrap) for _ in range(6)]
+    for topic in topics:
+        produce_values(broker.bootstrap, topic, [topic.encode(), b"x"])
+    partitions = [follower(tmp_path, topic) for topic in topics]
+
+    def fetcher_tasks() -> set[str]:
+        return {t.get_name() for t in asyncio.all_tasks() if t.get_name().startswith("Replica")}
+
+    async def main() -> None:
+        fetcher = manager(**{"num.replica.fetchers": "3"})
+        try:
+            for partition in partitions:
+                fetcher.follow(partition, 1, ("127.0.0.1", broker.port), 0)
+            expected = {f"ReplicaFetcher-{fetcher_id(t, 0, 3)}-1" for t in topics}
+            assert len(expected) > 1, "the topics' names all hash to one fetcher: rename some"
+            assert fetcher_tasks() == expected
+            for topic, partition in zip(topics, partitions, strict=True):
+                await identical_once_caught_up(broker, topic, partition)
+            # a dynamic change to one fetcher moves every partition to it, and they go on
+            fetcher.reconfigure(BrokerConfig.from_properties({**FAST, "num.replica.fetchers": "1"}))
+            await wait_until(
+                lambda: fetcher_tasks() == {"ReplicaFetcher-0-1"},
+                lambda: f"fetchers {sorted(fetcher_tasks())}",
+            )
+            for topic in topics:
+                await asyncio.to_thread(produce_values, broker.bootstrap, topic, [b"more"])
+            for topic, partition in zip(topics, partitions, strict=True):
+                await identical_once_caught_up(broker, topic, partition)
+                assert fetcher.state(partition) is FetchState.FETCHING
+        finally:
+            await fetcher.close()
+        assert asyncio.all_tasks() == {asyncio.current_task()}, "a fetcher task is left"
+
+    try:
+        asyncio.run(main())
+    finally:
+        for partition in partitions:
+            partition.log.close()
