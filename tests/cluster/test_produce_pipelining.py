@@ -2,10 +2,11 @@
 Produce requests are appended at once, and every response still comes in request order
 (``broker/server.py``; ``broker/protocol/deferred.py``).
 
-A follower is paused (SIGSTOP) with ``replica.lag.time.max.ms`` and its ZooKeeper session long
-enough that it stays in the ISR, so the first acks=all request cannot be answered. The partition's size on the leader
-(DescribeLogDirs, from another connection) shows the requests sent behind it appended while it
-waits; nothing is answered until the follower runs again, and then everything is, in order.
+A follower is paused (SIGSTOP) with ``replica.lag.time.max.ms`` and its ZooKeeper session
+long enough that it stays in the ISR, so the first acks=all request cannot be answered. The
+partition's size on the leader (DescribeLogDirs, from another connection) shows the requests
+sent behind it appended while it waits; nothing is answered until the follower runs again, and
+then everything is, in order.
 """
 
 from __future__ import annotations
