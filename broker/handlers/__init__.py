@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from types import MappingProxyType
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from sluice.broker.broker import Broker
 from sluice.broker.handlers import (
@@ -43,7 +43,9 @@ from sluice.broker.handlers import (
 from sluice.broker.handlers.spec import ApiSpec
 from sluice.broker.protocol import api_keys as k
 from sluice.broker.protocol.context import Connection
-from sluice.broker.protocol.messages import ApiVersionsRequest, ApiVersionsResponse
+
+if TYPE_CHECKING:  # the unions import every version's classes: types only (start-up)
+    from sluice.broker.protocol.messages import ApiVersionsRequest, ApiVersionsResponse
 
 __all__ = ["APIS", "BY_KEY", "METRIC_NAMES", "SUPPORTED", "ApiSpec", "is_supported"]
 

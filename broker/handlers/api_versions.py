@@ -9,14 +9,17 @@ that the client retries with a version it can use.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from kio.schema.api_versions.v0.response import ApiVersionsResponse as ApiVersionsResponseV0
 from kio.schema.errors import ErrorCode
 
 from sluice.broker.protocol.api_keys import API_VERSIONS
 from sluice.broker.protocol.codec import encode_response, make, nested
-from sluice.broker.protocol.messages import ApiVersionsResponse
 from sluice.broker.protocol.response_schema import response_schema
+
+if TYPE_CHECKING:  # the unions import every version's classes: types only (start-up)
+    from sluice.broker.protocol.messages import ApiVersionsResponse
 
 Supported = Mapping[int, tuple[int, int]]
 """``api_key -> (min_version, max_version)``."""

@@ -8,18 +8,22 @@ start offset from their fetches.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from kio.schema.errors import ErrorCode
 
 from sluice.broker.broker import Broker
 from sluice.broker.protocol.api_keys import DELETE_RECORDS
 from sluice.broker.protocol.codec import make, nested
 from sluice.broker.protocol.context import Connection
-from sluice.broker.protocol.messages import (
-    DeleteRecordsRequest,
-    DeleteRecordsResponse,
-)
 from sluice.broker.protocol.response_schema import response_schema
 from sluice.errors import StorageError
+
+if TYPE_CHECKING:  # the unions import every version's classes: types only (start-up)
+    from sluice.broker.protocol.messages import (
+        DeleteRecordsRequest,
+        DeleteRecordsResponse,
+    )
 
 
 async def handle(

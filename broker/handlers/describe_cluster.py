@@ -25,6 +25,8 @@ True
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from kio.schema.errors import ErrorCode
 
 from sluice.broker.broker import Broker
@@ -32,8 +34,10 @@ from sluice.broker.protocol.api_keys import DESCRIBE_CLUSTER
 from sluice.broker.protocol.authorized_operations import CLUSTER_OPERATIONS, authorized
 from sluice.broker.protocol.codec import make, nested
 from sluice.broker.protocol.context import Connection
-from sluice.broker.protocol.messages import DescribeClusterRequest, DescribeClusterResponse
 from sluice.broker.protocol.response_schema import response_schema
+
+if TYPE_CHECKING:  # the unions import every version's classes: types only (start-up)
+    from sluice.broker.protocol.messages import DescribeClusterRequest, DescribeClusterResponse
 
 BROKERS, CONTROLLERS = 1, 2
 """Kafka's ``EndpointType`` ids."""

@@ -19,6 +19,8 @@ by its only replica: ELECTION_NOT_NEEDED.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from kio.schema.errors import ErrorCode
 
 from sluice.broker.broker import Broker
@@ -26,8 +28,10 @@ from sluice.broker.cluster.model import TopicPartition
 from sluice.broker.protocol.api_keys import ELECT_LEADERS
 from sluice.broker.protocol.codec import make, millis, nested
 from sluice.broker.protocol.context import Connection
-from sluice.broker.protocol.messages import ElectLeadersRequest, ElectLeadersResponse
 from sluice.broker.protocol.response_schema import response_schema
+
+if TYPE_CHECKING:  # the unions import every version's classes: types only (start-up)
+    from sluice.broker.protocol.messages import ElectLeadersRequest, ElectLeadersResponse
 
 PREFERRED, UNCLEAN = 0, 1
 

@@ -41,7 +41,7 @@ once instead of waiting for ``min_bytes``.
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode
 
@@ -56,9 +56,11 @@ from sluice.broker.protocol.fetch_response import (
     PartitionAnswer,
     TopicAnswer,
 )
-from sluice.broker.protocol.messages import FetchRequest
 from sluice.broker.topics import Partition, Topic
 from sluice.errors import StorageError
+
+if TYPE_CHECKING:  # the unions import every version's classes: types only (start-up)
+    from sluice.broker.protocol.messages import FetchRequest
 
 READ_COMMITTED = 1
 TOPIC_IDS_FROM = 13

@@ -31,25 +31,27 @@ from sluice.broker.protocol.api_keys import (
 from sluice.broker.protocol.authorized_operations import GROUP_OPERATIONS, authorized
 from sluice.broker.protocol.codec import make, millis, nested
 from sluice.broker.protocol.context import Connection
-from sluice.broker.protocol.messages import (
-    DeleteGroupsRequest,
-    DeleteGroupsResponse,
-    DescribeGroupsRequest,
-    DescribeGroupsResponse,
-    FindCoordinatorRequest,
-    FindCoordinatorResponse,
-    HeartbeatRequest,
-    HeartbeatResponse,
-    JoinGroupRequest,
-    JoinGroupResponse,
-    LeaveGroupRequest,
-    LeaveGroupResponse,
-    ListGroupsRequest,
-    ListGroupsResponse,
-    SyncGroupRequest,
-    SyncGroupResponse,
-)
 from sluice.broker.protocol.response_schema import response_schema
+
+if TYPE_CHECKING:  # the unions import every version's classes: types only (start-up)
+    from sluice.broker.protocol.messages import (
+        DeleteGroupsRequest,
+        DeleteGroupsResponse,
+        DescribeGroupsRequest,
+        DescribeGroupsResponse,
+        FindCoordinatorRequest,
+        FindCoordinatorResponse,
+        HeartbeatRequest,
+        HeartbeatResponse,
+        JoinGroupRequest,
+        JoinGroupResponse,
+        LeaveGroupRequest,
+        LeaveGroupResponse,
+        ListGroupsRequest,
+        ListGroupsResponse,
+        SyncGroupRequest,
+        SyncGroupResponse,
+    )
 
 if TYPE_CHECKING:
     from sluice.broker.cluster.member import ClusterMember

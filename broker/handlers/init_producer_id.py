@@ -11,6 +11,8 @@ aborted first.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from kio.schema.errors import ErrorCode
 
 from sluice.broker.broker import Broker
@@ -18,11 +20,13 @@ from sluice.broker.producer_ids import ProducerIdsUnavailableError
 from sluice.broker.protocol.api_keys import INIT_PRODUCER_ID
 from sluice.broker.protocol.codec import make, millis
 from sluice.broker.protocol.context import Connection
-from sluice.broker.protocol.messages import (
-    InitProducerIdRequest,
-    InitProducerIdResponse,
-)
 from sluice.broker.protocol.response_schema import response_schema
+
+if TYPE_CHECKING:  # the unions import every version's classes: types only (start-up)
+    from sluice.broker.protocol.messages import (
+        InitProducerIdRequest,
+        InitProducerIdResponse,
+    )
 
 MAX_EPOCH = 2**15 - 1
 

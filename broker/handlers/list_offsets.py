@@ -20,6 +20,8 @@ watermark (the last stable offset under read_committed).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from kio.schema.errors import ErrorCode
 
 from sluice.broker.broker import Broker
@@ -27,9 +29,11 @@ from sluice.broker.log.epochs import UNDEFINED_EPOCH, check_current_leader_epoch
 from sluice.broker.protocol.api_keys import LIST_OFFSETS
 from sluice.broker.protocol.codec import make, nested
 from sluice.broker.protocol.context import Connection
-from sluice.broker.protocol.messages import ListOffsetsRequest, ListOffsetsResponse
 from sluice.broker.protocol.response_schema import response_schema
 from sluice.errors import StorageError
+
+if TYPE_CHECKING:  # the unions import every version's classes: types only (start-up)
+    from sluice.broker.protocol.messages import ListOffsetsRequest, ListOffsetsResponse
 
 LATEST, EARLIEST, MAX_TIMESTAMP = -1, -2, -3
 READ_COMMITTED = 1

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode
 
@@ -18,12 +18,14 @@ from sluice.broker.broker import Broker
 from sluice.broker.protocol.api_keys import DESCRIBE_LOG_DIRS
 from sluice.broker.protocol.codec import make, nested
 from sluice.broker.protocol.context import Connection
-from sluice.broker.protocol.messages import (
-    DescribeLogDirsRequest,
-    DescribeLogDirsResponse,
-)
 from sluice.broker.protocol.response_schema import response_schema
 from sluice.broker.topics import Partition
+
+if TYPE_CHECKING:  # the unions import every version's classes: types only (start-up)
+    from sluice.broker.protocol.messages import (
+        DescribeLogDirsRequest,
+        DescribeLogDirsResponse,
+    )
 
 
 async def handle(

@@ -23,7 +23,7 @@ requested topic must have a name and no id (INVALID_REQUEST otherwise), as in Ka
 from __future__ import annotations
 
 import uuid
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode
 
@@ -38,9 +38,11 @@ from sluice.broker.protocol.authorized_operations import (
 )
 from sluice.broker.protocol.codec import make, nested
 from sluice.broker.protocol.context import Connection
-from sluice.broker.protocol.messages import MetadataRequest, MetadataResponse
 from sluice.broker.protocol.response_schema import response_schema
 from sluice.broker.topics import validate_topic_name
+
+if TYPE_CHECKING:  # the unions import every version's classes: types only (start-up)
+    from sluice.broker.protocol.messages import MetadataRequest, MetadataResponse
 
 LOOKUP_BY_ID_FROM = 12
 """The first version in which a requested topic may be named by its id alone."""

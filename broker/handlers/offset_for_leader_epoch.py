@@ -20,7 +20,7 @@ epoch yet, so its epoch check would mislead); both get the same answer from the 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode
 
@@ -29,11 +29,13 @@ from sluice.broker.log.epochs import check_current_leader_epoch
 from sluice.broker.protocol.api_keys import OFFSET_FOR_LEADER_EPOCH
 from sluice.broker.protocol.codec import make, nested
 from sluice.broker.protocol.context import Connection
-from sluice.broker.protocol.messages import (
-    OffsetForLeaderEpochRequest,
-    OffsetForLeaderEpochResponse,
-)
 from sluice.broker.protocol.response_schema import response_schema
+
+if TYPE_CHECKING:  # the unions import every version's classes: types only (start-up)
+    from sluice.broker.protocol.messages import (
+        OffsetForLeaderEpochRequest,
+        OffsetForLeaderEpochResponse,
+    )
 
 
 async def handle(

@@ -10,7 +10,7 @@ offsets pending in an open transaction answers UNSTABLE_OFFSET_COMMIT, and the c
 
 from __future__ import annotations
 
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from kio.schema.errors import ErrorCode
 
@@ -18,15 +18,17 @@ from sluice.broker.broker import Broker
 from sluice.broker.protocol.api_keys import OFFSET_COMMIT, OFFSET_DELETE, OFFSET_FETCH
 from sluice.broker.protocol.codec import make, nested
 from sluice.broker.protocol.context import Connection
-from sluice.broker.protocol.messages import (
-    OffsetCommitRequest,
-    OffsetCommitResponse,
-    OffsetDeleteRequest,
-    OffsetDeleteResponse,
-    OffsetFetchRequest,
-    OffsetFetchResponse,
-)
 from sluice.broker.protocol.response_schema import response_schema
+
+if TYPE_CHECKING:  # the unions import every version's classes: types only (start-up)
+    from sluice.broker.protocol.messages import (
+        OffsetCommitRequest,
+        OffsetCommitResponse,
+        OffsetDeleteRequest,
+        OffsetDeleteResponse,
+        OffsetFetchRequest,
+        OffsetFetchResponse,
+    )
 
 T = TypeVar("T")
 

@@ -48,7 +48,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode
 
@@ -64,13 +64,15 @@ from sluice.broker.protocol.api_keys import PRODUCE
 from sluice.broker.protocol.codec import make, millis, nested
 from sluice.broker.protocol.context import Connection
 from sluice.broker.protocol.deferred import Deferred
-from sluice.broker.protocol.messages import ProduceRequest, ProduceResponse
 from sluice.broker.protocol.response_schema import response_schema
 from sluice.broker.records import batch as rb
 from sluice.broker.records.codec import decode_records, recompress
 from sluice.broker.replication.leadership import Leadership
 from sluice.broker.topics import Partition
 from sluice.errors import StorageError
+
+if TYPE_CHECKING:  # the unions import every version's classes: types only (start-up)
+    from sluice.broker.protocol.messages import ProduceRequest, ProduceResponse
 
 log = logging.getLogger(__name__)
 

@@ -19,7 +19,7 @@ id (UNKNOWN_TOPIC_ID for an id no topic has) and answers both.
 from __future__ import annotations
 
 import uuid
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kio.schema.delete_topics.v6.request import DeleteTopicsRequest as DeleteTopicsRequestV6
 from kio.schema.errors import ErrorCode
@@ -31,15 +31,17 @@ from sluice.broker.log.partition_metadata import format_topic_id
 from sluice.broker.protocol.api_keys import CREATE_PARTITIONS, CREATE_TOPICS, DELETE_TOPICS
 from sluice.broker.protocol.codec import make, millis, nested
 from sluice.broker.protocol.context import Connection
-from sluice.broker.protocol.messages import (
-    CreatePartitionsRequest,
-    CreatePartitionsResponse,
-    CreateTopicsRequest,
-    CreateTopicsResponse,
-    DeleteTopicsRequest,
-    DeleteTopicsResponse,
-)
 from sluice.broker.protocol.response_schema import response_schema
+
+if TYPE_CHECKING:  # the unions import every version's classes: types only (start-up)
+    from sluice.broker.protocol.messages import (
+        CreatePartitionsRequest,
+        CreatePartitionsResponse,
+        CreateTopicsRequest,
+        CreateTopicsResponse,
+        DeleteTopicsRequest,
+        DeleteTopicsResponse,
+    )
 
 
 async def create_topics(

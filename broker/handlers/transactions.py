@@ -8,6 +8,8 @@ stored by the group coordinator as pending and become committed with the transac
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from kio.schema.errors import ErrorCode
 
 from sluice.broker.broker import Broker
@@ -22,21 +24,23 @@ from sluice.broker.protocol.api_keys import (
 )
 from sluice.broker.protocol.codec import make, nested
 from sluice.broker.protocol.context import Connection
-from sluice.broker.protocol.messages import (
-    AddOffsetsToTxnRequest,
-    AddOffsetsToTxnResponse,
-    AddPartitionsToTxnRequest,
-    AddPartitionsToTxnResponse,
-    DescribeTransactionsRequest,
-    DescribeTransactionsResponse,
-    EndTxnRequest,
-    EndTxnResponse,
-    ListTransactionsRequest,
-    ListTransactionsResponse,
-    TxnOffsetCommitRequest,
-    TxnOffsetCommitResponse,
-)
 from sluice.broker.protocol.response_schema import response_schema
+
+if TYPE_CHECKING:  # the unions import every version's classes: types only (start-up)
+    from sluice.broker.protocol.messages import (
+        AddOffsetsToTxnRequest,
+        AddOffsetsToTxnResponse,
+        AddPartitionsToTxnRequest,
+        AddPartitionsToTxnResponse,
+        DescribeTransactionsRequest,
+        DescribeTransactionsResponse,
+        EndTxnRequest,
+        EndTxnResponse,
+        ListTransactionsRequest,
+        ListTransactionsResponse,
+        TxnOffsetCommitRequest,
+        TxnOffsetCommitResponse,
+    )
 
 
 async def add_partitions_to_txn(

@@ -12,15 +12,19 @@ in-sync replicas have the marker (``offsets.commit.timeout.ms``).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from kio.schema.errors import ErrorCode
 
 from sluice.broker.broker import Broker
 from sluice.broker.protocol.api_keys import WRITE_TXN_MARKERS
 from sluice.broker.protocol.codec import make, nested
 from sluice.broker.protocol.context import Connection
-from sluice.broker.protocol.messages import WriteTxnMarkersRequest, WriteTxnMarkersResponse
 from sluice.broker.protocol.response_schema import response_schema
 from sluice.broker.txn.markers import TxnMarker, write_marker
+
+if TYPE_CHECKING:  # the unions import every version's classes: types only (start-up)
+    from sluice.broker.protocol.messages import WriteTxnMarkersRequest, WriteTxnMarkersResponse
 
 
 async def handle(

@@ -4,47 +4,49 @@ response from ``response_schema(KEY, version)`` is checked against every version
 
 from __future__ import annotations
 
-from typing import Any, Literal, cast, overload
+from typing import TYPE_CHECKING, Any, Literal, cast, overload
 
 from kio.index import load_response_schema
 
-from sluice.broker.protocol.messages import (
-    AddOffsetsToTxnResponse,
-    AddPartitionsToTxnResponse,
-    AlterConfigsResponse,
-    ApiVersionsResponse,
-    CreatePartitionsResponse,
-    CreateTopicsResponse,
-    DeleteGroupsResponse,
-    DeleteRecordsResponse,
-    DeleteTopicsResponse,
-    DescribeClusterResponse,
-    DescribeConfigsResponse,
-    DescribeGroupsResponse,
-    DescribeLogDirsResponse,
-    DescribeTransactionsResponse,
-    ElectLeadersResponse,
-    EndTxnResponse,
-    FetchResponse,
-    FindCoordinatorResponse,
-    HeartbeatResponse,
-    IncrementalAlterConfigsResponse,
-    InitProducerIdResponse,
-    JoinGroupResponse,
-    LeaveGroupResponse,
-    ListGroupsResponse,
-    ListOffsetsResponse,
-    ListTransactionsResponse,
-    MetadataResponse,
-    OffsetCommitResponse,
-    OffsetDeleteResponse,
-    OffsetFetchResponse,
-    OffsetForLeaderEpochResponse,
-    ProduceResponse,
-    SyncGroupResponse,
-    TxnOffsetCommitResponse,
-    WriteTxnMarkersResponse,
-)
+if TYPE_CHECKING:  # the unions import every version's classes: types only (start-up)
+    from sluice.broker.protocol.messages import (
+        AddOffsetsToTxnResponse,
+        AddPartitionsToTxnResponse,
+        AlterConfigsResponse,
+        ApiVersionsResponse,
+        CreatePartitionsResponse,
+        CreateTopicsResponse,
+        DeleteGroupsResponse,
+        DeleteRecordsResponse,
+        DeleteTopicsResponse,
+        DescribeClusterResponse,
+        DescribeConfigsResponse,
+        DescribeGroupsResponse,
+        DescribeLogDirsResponse,
+        DescribeTransactionsResponse,
+        ElectLeadersResponse,
+        EndTxnResponse,
+        FetchResponse,
+        FindCoordinatorResponse,
+        HeartbeatResponse,
+        IncrementalAlterConfigsResponse,
+        InitProducerIdResponse,
+        JoinGroupResponse,
+        LeaveGroupResponse,
+        ListGroupsResponse,
+        ListOffsetsResponse,
+        ListTransactionsResponse,
+        MetadataResponse,
+        OffsetCommitResponse,
+        OffsetDeleteResponse,
+        OffsetFetchResponse,
+        OffsetForLeaderEpochResponse,
+        ProduceResponse,
+        SyncGroupResponse,
+        TxnOffsetCommitResponse,
+        WriteTxnMarkersResponse,
+    )
+
 
 __all__ = ["response_schema"]
 
