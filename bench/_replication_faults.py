@@ -108,7 +108,7 @@ def catch_up(cluster: BrokerCluster, plan: Plan, console: Console) -> list[Catch
 @dataclass(frozen=True)
 class Failover:
     """One leader killed: seconds from the kill until its registration left ZooKeeper, until
-    ZooKeeper named a new leader, until the first record acknowledged after the kill; records
+    ZooKeeper named a new leader, until the first record sent after the kill was acknowledged; records
     acknowledged (all of the run) and how many of them were not found afterwards."""
 
     killed: int
@@ -121,8 +121,10 @@ class Failover:
 
 
 def _failover_producer(bootstrap: str, topic: str, bound: float, conn: Any) -> None:
-    """Send ``FAILOVER_RATE`` records/s (value: a sequence number) with acks=all until one is
-    acknowledged after the kill time the parent sends (plus 0.5 s), or ``bound`` s pass."""
+    """Send ``FAILOVER_RATE`` records/s (value: a sequence number) with acks=all until one
+    sent after the kill (the parent sends its time) is acknowledged (plus 0.5 s), or ``bound``
+    s pass. Only a new leader can acknowledge a record sent after the kill: an acknowledgement
+    the old leader sent just before it, but delivered here just after, does not count."""
     from confluent_kafka import Producer
 
     acked: list[tuple[int, int]] = []
@@ -145,7 +147,7 @@ def _failover_producer(bootstrap: str, topic: str, bound: float, conn: Any) -> N
         }
     )
     try:
-        sent, kill_ns, ready = 0, 0, False
+        sent, kill_ns, ready, sent_at_kill = 0, 0, False, -1
         start = time.monotonic()
         stop_at = start + bound
         while time.monotonic() < stop_at:
@@ -158,11 +160,11 @@ def _failover_producer(bootstrap: str, topic: str, bound: float, conn: Any) -> N
                 conn.send("ready")
                 ready = True
             if not kill_ns and conn.poll():
-                kill_ns = conn.recv()
-            if kill_ns and acked[-1][1] > kill_ns:
+                kill_ns, sent_at_kill = conn.recv(), sent
+            if kill_ns and acked[-1][0] >= sent_at_kill:
                 stop_at = min(stop_at, time.monotonic() + 0.5)
         left = producer.flush(bound)
-        after = [t for _, t in acked if kill_ns and t > kill_ns]
+        after = [t for seq, t in acked if kill_ns and seq >= sent_at_kill]
         conn.send(("ok", sorted(s for s, _ in acked), min(after) if after else 0, left, failed[:3]))
     except BaseException as exc:
         conn.send(("error", f"{type(exc).__name__}: {exc}"))

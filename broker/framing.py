@@ -18,7 +18,10 @@ Responses go back through the transport (:meth:`FrameProtocol.write`), except a 
 response, which comes in parts — its framing bytes and the file regions of its records — and
 goes out with :meth:`FrameProtocol.send_frame`: on a plaintext socket the records are sent from
 the segment files with ``os.sendfile`` (the kernel's copy from the page cache is the only one),
-otherwise read with one ``pread`` each and written.
+otherwise read with one ``pread`` each and written. A response with fewer than
+:data:`COPY_BELOW` bytes of records is read and written on a plaintext socket too: for a small
+response (a follower's or a caught-up consumer's fetch of the last few batches) the zero-copy
+path's three system calls — the head, ``sendfile``, the rest — cost more than copying.
 
 The size is checked before anything is allocated: below 8 (shorter than a request header) or
 above ``socket.request.max.bytes`` fails the connection with
@@ -52,6 +55,7 @@ from sluice.broker.protocol.fetch_response import OutgoingFrame
 from sluice.errors import StorageError
 
 __all__ = [
+    "COPY_BELOW",
     "GROW_FROM",
     "REUSE_MIN",
     "SPARE_IDLE_S",
@@ -65,6 +69,10 @@ REUSE_MIN = 64 * 1024
 
 GROW_FROM = 1 << 20
 """Frames above this size get their buffer in steps, as their bytes arrive."""
+
+COPY_BELOW = 64 * 1024
+"""A Fetch response whose records are fewer bytes than this is read and written, not sent
+with ``os.sendfile``."""
 
 SPARE_IDLE_S = 2.0
 """A connection's spare buffer is dropped when no frame comes for this long."""
@@ -100,6 +108,10 @@ class FrameProtocol(asyncio.BufferedProtocol):
     ``on_connect`` is called with the protocol once the connection is made (the server starts
     the connection's task there). The task loops on :meth:`next_frame`, handles the frame,
     calls :meth:`done_with` and writes the response with :meth:`write` / :meth:`drain`.
+
+    The other end of a connection uses it too: a broker's connection to another broker
+    (:class:`~sluice.broker.replication.client.BrokerClient`) writes requests and takes the
+    response frames (``min_frame=4``, ``what="response"``, no ``sendfile``).
     """
 
     def __init__(
@@ -108,10 +120,16 @@ class FrameProtocol(asyncio.BufferedProtocol):
         on_connect: Callable[[FrameProtocol], None],
         *,
         sendfile: bool = True,
+        copy_below: int = COPY_BELOW,
+        min_frame: int = _MIN_FRAME,
+        what: str = "request",
     ) -> None:
         self.max_frame = max_frame
+        self.min_frame = min_frame
+        self._what = what  # what the frames are, in errors
         self._on_connect = on_connect
         self._sendfile = sendfile
+        self._copy_below = copy_below
         self._out: socket.socket | None = None  # a duplicate of the socket, for send_frame
         self._writable: asyncio.Future[None] | None = None  # send_frame waiting for the socket
         self.transport: asyncio.Transport | None = None
@@ -127,6 +145,7 @@ class FrameProtocol(asyncio.BufferedProtocol):
         self._write_paused = False
         self._lost = False
         self._drain_waiter: asyncio.Future[None] | None = None
+        self._gone = asyncio.Event()  # set once the connection is lost or closed
 
     # -- asyncio callbacks ----------------------------------------------------------------------
 
@@ -151,9 +170,11 @@ class FrameProtocol(asyncio.BufferedProtocol):
             return
         if self._size == 0:  # the size prefix is in
             size = int.from_bytes(self._head, "big", signed=True)
-            if size < _MIN_FRAME or size > self.max_frame:
+            if size < self.min_frame or size > self.max_frame:
                 self._fail(
-                    MalformedRequestError(f"request size {size} is outside [8, {self.max_frame}]")
+                    MalformedRequestError(
+                        f"{self._what} size {size} is outside [{self.min_frame}, {self.max_frame}]"
+                    )
                 )
                 return
             self._size, self._got = size, 0
@@ -171,6 +192,7 @@ class FrameProtocol(asyncio.BufferedProtocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._lost = True
+        self._gone.set()
         self._fail(ConnectionClosedError(f"connection lost: {exc}" if exc else "connection closed"))
         self._target, self._got, self._size = self._head_view, 0, 0
         self._spare = None
@@ -250,15 +272,15 @@ class FrameProtocol(asyncio.BufferedProtocol):
     async def send_frame(self, frame: OutgoingFrame) -> None:
         """Send a frame made of parts, then close its regions (whatever happened).
 
-        Zero-copy (:attr:`zero_copy`): once the transport has written everything queued before
-        (so that responses stay in order), the parts go straight to the socket — the bytes with
-        ``send`` (``MSG_MORE``: they share packets with what follows), each region with
-        ``os.sendfile`` from its file, waiting for the socket whenever it is full. Otherwise the
-        regions are read (one ``pread`` each) and all the parts given to the transport at once
-        (``writelines``: no joining).
+        Zero-copy (:attr:`zero_copy`, and regions of ``copy_below`` bytes or more): once the
+        transport has written everything queued before (so that responses stay in order), the
+        parts go straight to the socket — the bytes with ``send`` (``MSG_MORE``: they share
+        packets with what follows), each region with ``os.sendfile`` from its file, waiting for
+        the socket whenever it is full. Otherwise the regions are read (one ``pread`` each) and
+        all the parts given to the transport at once (``writelines``: no joining).
         """
         try:
-            if self._out is None:
+            if self._out is None or frame.region_bytes < self._copy_below:
                 assert self.transport is not None
                 if self._lost or self.transport.is_closing():
                     raise ConnectionResetError("connection lost")
@@ -338,6 +360,11 @@ class FrameProtocol(asyncio.BufferedProtocol):
         if self.transport is not None:
             self.transport.close()
         self._close_out()
+
+    async def wait_closed(self) -> None:
+        """Wait until the connection is gone (after :meth:`close`, or lost)."""
+        if self.transport is not None:
+            await self._gone.wait()
 
     def _close_out(self) -> None:
         """Close the socket's duplicate (the connection ends only once both are closed)."""

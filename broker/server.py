@@ -35,7 +35,7 @@ from time import perf_counter
 from typing import Any
 
 from sluice.broker.broker import Broker
-from sluice.broker.framing import FrameProtocol
+from sluice.broker.framing import COPY_BELOW, FrameProtocol
 from sluice.broker.handlers import BY_KEY, METRIC_NAMES, SUPPORTED
 from sluice.broker.handlers.api_versions import unsupported_version_response
 from sluice.broker.metrics import RequestMetrics
@@ -66,11 +66,15 @@ Response = bytes | OutgoingFrame | None
 class Server:
     """Accepts connections and dispatches their requests to the handlers."""
 
-    def __init__(self, broker: Broker, *, sendfile: bool = True) -> None:
+    def __init__(
+        self, broker: Broker, *, sendfile: bool = True, copy_below: int = COPY_BELOW
+    ) -> None:
         self.broker = broker
         self.sendfile = sendfile
         """Send fetched segment bytes with ``os.sendfile`` on plaintext connections (else: read
-        and written; see :meth:`FrameProtocol.send_frame`)."""
+        and written; see :meth:`FrameProtocol.send_frame`)..."""
+        self.copy_below = copy_below
+        """... except a response with fewer bytes of records than this, read and written."""
         self.max_request = int(broker.config["socket.request.max.bytes"])
         self._server: asyncio.Server | None = None
         self._connections: set[asyncio.Task[None]] = set()
@@ -85,7 +89,12 @@ class Server:
     async def start(self, host: str, port: int) -> None:
         loop = asyncio.get_running_loop()
         self._server = await loop.create_server(
-            lambda: FrameProtocol(self.max_request, self._on_connect, sendfile=self.sendfile),
+            lambda: FrameProtocol(
+                self.max_request,
+                self._on_connect,
+                sendfile=self.sendfile,
+                copy_below=self.copy_below,
+            ),
             host,
             port,
             reuse_address=True,

@@ -174,7 +174,7 @@ def encode_request(request: Any, *, correlation_id: int, client_id: str | None) 
     return buf.getvalue()
 
 
-def decode_response(api_key: int, version: int, frame: bytes) -> tuple[int, Any]:
+def decode_response(api_key: int, version: int, frame: bytes | memoryview) -> tuple[int, Any]:
     """``(correlation_id, body)`` of a response frame (without its size prefix) to a request
     of ``api_key`` at ``version``. An ApiVersions answer refusing the version (error 35) has a
     v0 body, as Kafka writes it. kio's exceptions on unreadable bytes pass through."""

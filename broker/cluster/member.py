@@ -326,7 +326,7 @@ class ClusterMember:
     # -- periodic work ----------------------------------------------------------------------
 
     async def _checkpoint_async(self) -> None:
-        self.replicas.checkpoint()
+        await self.replicas.checkpoint_in_thread()
 
     async def _every(self, interval_ms: float, job: Callable[[], Any]) -> None:
         while True:

@@ -18,6 +18,8 @@ shrinks the ISRs every half ``replica.lag.time.max.ms`` and checkpoints the high
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 from collections.abc import Collection
 from typing import TYPE_CHECKING
@@ -30,9 +32,11 @@ from sluice.broker.replication.fetcher import ReplicaFetcherManager
 from sluice.broker.replication.hw_checkpoint import (
     checkpoint_high_watermarks,
     read_high_watermarks,
+    write_high_watermarks,
 )
 from sluice.broker.replication.leadership import Leadership
 from sluice.broker.topics import Partition
+from sluice.errors import StorageError
 
 if TYPE_CHECKING:
     from sluice.broker.broker import Broker
@@ -50,6 +54,8 @@ class ReplicaManager:
         self.broker_id = broker.node_id
         self.fetchers = ReplicaFetcherManager(self.broker_id, broker.config, broker.clock)
         self.closed = False
+        self._writing: asyncio.Future[None] | None = None
+        """The last periodic checkpoint's write (:meth:`checkpoint_in_thread`)."""
         self._applied: dict[tuple[str, int], tuple[int, int, tuple[str, int] | None]] = {}
         """Per hosted partition, the leader, leader epoch and leader's address (None: this
         broker, or unknown) last put in force."""
@@ -69,6 +75,9 @@ class ReplicaManager:
         await self.fetchers.close()
         for partition in self.broker.topics.all_partitions():
             self.stop_leading(partition)
+        if self._writing is not None:  # a periodic checkpoint still being written: first
+            with contextlib.suppress(StorageError):
+                await self._writing
         self.checkpoint()
 
     def forget(self, topic: str, index: int) -> None:
@@ -252,6 +261,18 @@ class ReplicaManager:
     def checkpoint(self) -> None:
         """Write every hosted partition's high watermark to ``replication-offset-checkpoint``."""
         checkpoint_high_watermarks(self.broker.data_dir, list(self.broker.topics.all_partitions()))
+
+    async def checkpoint_in_thread(self) -> None:
+        """:meth:`checkpoint`, the high watermarks taken here and the file written (and
+        fsynced) by a thread, as Kafka's scheduler thread writes it: an fsync behind a lot of
+        written data can take hundreds of milliseconds, which must not stall the event loop.
+        A cancelled caller leaves the write to finish (:meth:`close` waits for it)."""
+        partitions = self.broker.topics.all_partitions()
+        snapshot = {(p.topic, p.index): p.log.high_watermark for p in partitions}
+        self._writing = asyncio.ensure_future(
+            run_blocking(write_high_watermarks, self.broker.data_dir, snapshot)
+        )
+        await asyncio.shield(self._writing)
 
     def _live_ids(self) -> Collection[int]:
         return self.cache.brokers.keys()

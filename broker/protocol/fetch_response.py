@@ -100,6 +100,11 @@ class OutgoingFrame:
     def regions(self) -> tuple[FileRegion, ...]:
         return tuple(p for p in self.parts if isinstance(p, FileRegion))
 
+    @property
+    def region_bytes(self) -> int:
+        """How many bytes the regions hold together."""
+        return sum(p.size for p in self.parts if isinstance(p, FileRegion))
+
     def to_bytes(self) -> bytes:
         """The whole frame in one ``bytes`` (reads the regions; for tests and tools)."""
         return b"".join(p.read() if isinstance(p, FileRegion) else p for p in self.parts)

@@ -2,10 +2,11 @@
 
 The connection sends a Fetch response's records from the segment files with ``os.sendfile`` on
 a plaintext socket, or reads them and writes them (the path of transports without a socket, TLS
-later). The same tests run over both (the ``fetch_broker`` fixture is parametrized): a real
-:class:`~sluice.broker.server.Server` with ``sendfile`` on or off, on a loopback port, in a
-thread of this process with its own uvloop loop (the broker process always sends with
-``sendfile``; this is how the other path runs for real), read by real clients over TCP.
+later, and of small responses: below ``COPY_BELOW`` bytes of records). The same tests run over
+every way (the ``fetch_broker`` fixture is parametrized): a real
+:class:`~sluice.broker.server.Server` with ``sendfile`` for every response, for none, and for
+the large ones only (the broker process's default), on a loopback port, in a thread of this
+process with its own uvloop loop, read by real clients over TCP.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from kio.schema.types import BrokerId
 
 from sluice.broker.broker import Broker
 from sluice.broker.config import BrokerConfig
+from sluice.broker.framing import COPY_BELOW
 from sluice.broker.protocol.api_keys import FETCH, PRODUCE
 from sluice.broker.protocol.codec import make, nested
 from sluice.broker.server import Server
@@ -40,13 +42,14 @@ pytestmark = pytest.mark.timeout(120)
 class ThreadBroker:
     """A broker and its server on a loopback port, run by a thread's own event loop."""
 
-    def __init__(self, data_dir: Path, sendfile: bool) -> None:
+    def __init__(self, data_dir: Path, sendfile: bool, copy_below: int) -> None:
         self.port = free_port()
         self.bootstrap = f"127.0.0.1:{self.port}"
         self.config = BrokerConfig.from_properties(
             {"log.dirs": str(data_dir), "listeners": f"PLAINTEXT://{self.bootstrap}"}
         )
         self.sendfile = sendfile
+        self.copy_below = copy_below
         self.server: Server | None = None
         self._ready = threading.Event()
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -78,7 +81,7 @@ class ThreadBroker:
         self._loop, self._stop = asyncio.get_running_loop(), asyncio.Event()
         broker = Broker(self.config)
         broker.open()
-        self.server = Server(broker, sendfile=self.sendfile)
+        self.server = Server(broker, sendfile=self.sendfile, copy_below=self.copy_below)
         try:
             await self.server.start("127.0.0.1", self.port)
             self._ready.set()
@@ -88,9 +91,15 @@ class ThreadBroker:
             await broker.close()
 
 
-@pytest.fixture(params=[True, False], ids=["sendfile", "read-and-write"])
+@pytest.fixture(
+    params=[(True, 0), (False, 0), (True, COPY_BELOW)],
+    ids=["sendfile", "read-and-write", "sendfile-from-64KiB"],
+)
 def fetch_broker(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[ThreadBroker]:
-    broker = ThreadBroker(tmp_path / "data", sendfile=request.param).start()
+    """Every response by ``sendfile``; every one read and written; and the broker's default:
+    the small ones read and written, the others by ``sendfile``."""
+    sendfile, copy_below = request.param
+    broker = ThreadBroker(tmp_path / "data", sendfile=sendfile, copy_below=copy_below).start()
     try:
         yield broker
     finally:

@@ -155,7 +155,7 @@ def test_a_connection_closed_instead_of_an_answer_is_an_error() -> None:
     [
         (struct.pack(">ii", 6, 1) + b"\xff\xff", "unreadable answer to ApiVersionsRequest v3"),
         (struct.pack(">ii", 8, 99) + b"\0\0\0\0", "answered request 99 instead of 1"),
-        (struct.pack(">i", -5), "a frame of -5 bytes"),
+        (struct.pack(">i", -5), "response size -5 is outside"),
     ],
     ids=["garbage", "wrong-correlation-id", "negative-size"],
 )
