@@ -108,8 +108,8 @@ def catch_up(cluster: BrokerCluster, plan: Plan, console: Console) -> list[Catch
 @dataclass(frozen=True)
 class Failover:
     """One leader killed: seconds from the kill until its registration left ZooKeeper, until
-    ZooKeeper named a new leader, until the first record sent after the kill was acknowledged; records
-    acknowledged (all of the run) and how many of them were not found afterwards."""
+    ZooKeeper named a new leader, until the first record sent after the kill was acknowledged;
+    records acknowledged (all of the run) and how many of them were not found afterwards."""
 
     killed: int
     was_controller: bool

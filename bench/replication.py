@@ -27,9 +27,9 @@ Sections (``--only`` picks some), each figure the median of ``runs`` runs (3, 1 
   is started again; timed from its ready line until ZooKeeper's partition state lists it in
   the ISR again: MB/s.
 * **failover**: a producer sends 1,000 records/s with acks=all; the partition's leader is killed
-  with SIGKILL; timed until the first record sent after the kill is acknowledged (target: the session
-  timeout + 2 s), with the moments its registration left ZooKeeper and a new leader was written
-  there. Then every acknowledged record is looked for in the partition (none may be lost), and
+  with SIGKILL; timed until the first record sent after the kill is acknowledged (target: the
+  session timeout + 2 s), with the moments its registration left ZooKeeper and a new leader was
+  written there. Then every acknowledged record is looked for in the partition (none may be lost), and
   the killed broker is started again.
 
 Every loop is bounded by a count and a deadline; every process (ZooKeeper, brokers, clients) is
