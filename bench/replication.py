@@ -29,8 +29,8 @@ Sections (``--only`` picks some), each figure the median of ``runs`` runs (3, 1 
 * **failover**: a producer sends 1,000 records/s with acks=all; the partition's leader is killed
   with SIGKILL; timed until the first record sent after the kill is acknowledged (target: the
   session timeout + 2 s), with the moments its registration left ZooKeeper and a new leader was
-  written there. Then every acknowledged record is looked for in the partition (none may be lost), and
-  the killed broker is started again.
+  written there. Then every acknowledged record is looked for in the partition (none may be
+  lost), and the killed broker is started again.
 
 Every loop is bounded by a count and a deadline; every process (ZooKeeper, brokers, clients) is
 stopped by PID when done, whatever happened. The cluster is ``_cluster.py``; the sections are
