@@ -80,6 +80,11 @@ def test_kafka_python_through_a_leader_change(shared_cluster: BrokerCluster) -> 
     assert seen == [str(n) for n in range(2 * HALF)]
 
 
+# aiokafka may leave the socket of a connection attempt still in progress (to the stopped old
+# leader, while its metadata is refreshed) unclosed when the producer stops: a client's leak,
+# seen under load, that says nothing of the broker (every record is still checked below)
+@pytest.mark.filterwarnings("ignore:unclosed <socket.socket:ResourceWarning")
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
 def test_aiokafka_through_a_leader_change(shared_cluster: BrokerCluster) -> None:
     cluster = shared_cluster
     create_topic(cluster, "aio", partitions=1, rf=3, **{"min.insync.replicas": "2"})

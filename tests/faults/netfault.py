@@ -10,7 +10,7 @@ runs in a thread of the test process:
   ``advertised.listeners``, what Metadata and ``/brokers/ids/<i>`` tell) a proxy port in
   front of it, so clients and the other brokers' replica fetchers reach it through the proxy.
   The proxy reads the ``client_id`` of the first request of each connection: a replica
-  fetcher (``sluice-replica-fetcher-<j>``) or transaction marker channel
+  fetcher (``sluice-replica-fetcher-<j>-<fetcher id>``) or transaction marker channel
   (``broker-<j>-txn-markers``) makes the link ``(j, i)``, anything else ``(CLIENTS, i)``.
 
 :meth:`FaultNetwork.cut` makes links silent in both directions, as a ``blackhole`` route or a
@@ -63,7 +63,7 @@ CHUNK = 65536
 CALL_TIMEOUT = 10.0
 """The bound on one call into the proxy's loop from another thread."""
 BROKER_CLIENT_IDS = (
-    re.compile(r"sluice-replica-fetcher-(\d+)"),
+    re.compile(r"sluice-replica-fetcher-(\d+)(?:-\d+)?"),  # broker id, fetcher id
     re.compile(r"broker-(\d+)-txn-markers"),
 )
 """The ``client_id`` of a broker's own connections to another broker, with its id."""
