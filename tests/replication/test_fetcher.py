@@ -184,12 +184,14 @@ def follow(
     body: Callable[[ReplicaFetcherManager], Awaitable[None]],
     *,
     epoch: int | None = 3,
+    **config: str,
 ) -> None:
-    """Run ``body`` with a fetcher following ``partitions`` from ``broker`` in ``epoch`` (None:
-    not yet); then close the fetcher (no task may be left) and the logs."""
+    """Run ``body`` with a fetcher (``config`` added to its broker config) following
+    ``partitions`` from ``broker`` in ``epoch`` (None: not yet); then close the fetcher (no
+    task may be left) and the logs."""
 
     async def main() -> None:
-        fetcher = manager()
+        fetcher = manager(**config)
         try:
             for partition in partitions if epoch is not None else ():
                 fetcher.follow(partition, 1, ("127.0.0.1", broker.port), epoch)
@@ -377,33 +379,22 @@ def test_num_replica_fetchers_spreads_partitions_by_kafkas_hash_and_resizes(
     def fetcher_tasks() -> set[str]:
         return {t.get_name() for t in asyncio.all_tasks() if t.get_name().startswith("Replica")}
 
-    async def main() -> None:
-        fetcher = manager(**{"num.replica.fetchers": "3"})
-        try:
-            for partition in partitions:
-                fetcher.follow(partition, 1, ("127.0.0.1", broker.port), 0)
-            expected = {f"ReplicaFetcher-{fetcher_id(t, 0, 3)}-1" for t in topics}
-            assert len(expected) > 1, "the topics' names all hash to one fetcher: rename some"
-            assert fetcher_tasks() == expected
-            for topic, partition in zip(topics, partitions, strict=True):
-                await identical_once_caught_up(broker, topic, partition)
-            # a dynamic change to one fetcher moves every partition to it, and they go on
-            fetcher.reconfigure(BrokerConfig.from_properties({**FAST, "num.replica.fetchers": "1"}))
-            await wait_until(
-                lambda: fetcher_tasks() == {"ReplicaFetcher-0-1"},
-                lambda: f"fetchers {sorted(fetcher_tasks())}",
-            )
-            for topic in topics:
-                await asyncio.to_thread(produce_values, broker.bootstrap, topic, [b"more"])
-            for topic, partition in zip(topics, partitions, strict=True):
-                await identical_once_caught_up(broker, topic, partition)
-                assert fetcher.state(partition) is FetchState.FETCHING
-        finally:
-            await fetcher.close()
-        assert asyncio.all_tasks() == {asyncio.current_task()}, "a fetcher task is left"
+    async def body(fetcher: ReplicaFetcherManager) -> None:
+        expected = {f"ReplicaFetcher-{fetcher_id(t, 0, 3)}-1" for t in topics}
+        assert len(expected) > 1, "the topics' names all hash to one fetcher: rename some"
+        assert fetcher_tasks() == expected
+        for topic, partition in zip(topics, partitions, strict=True):
+            await identical_once_caught_up(broker, topic, partition)
+        # a dynamic change to one fetcher moves every partition to it, and they go on
+        fetcher.reconfigure(BrokerConfig.from_properties({**FAST, "num.replica.fetchers": "1"}))
+        await wait_until(
+            lambda: fetcher_tasks() == {"ReplicaFetcher-0-1"},
+            lambda: f"fetchers {sorted(fetcher_tasks())}",
+        )
+        for topic in topics:
+            await asyncio.to_thread(produce_values, broker.bootstrap, topic, [b"more"])
+        for topic, partition in zip(topics, partitions, strict=True):
+            await identical_once_caught_up(broker, topic, partition)
+            assert fetcher.state(partition) is FetchState.FETCHING
 
-    try:
-        asyncio.run(main())
-    finally:
-        for partition in partitions:
-            partition.log.close()
+    follow(broker, partitions, body, epoch=0, **{"num.replica.fetchers": "3"})
