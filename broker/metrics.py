@@ -30,7 +30,7 @@ Names (the full table with Kafka's JMX names is in ``docs/broker.md``, "Metrics"
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
@@ -60,38 +60,37 @@ class _Histogram:
 
 
 class RequestMetrics:
-    """Request counts and latencies per API (what the server records for every request).
+    """Request counts and latencies per request name (what the server records for every
+    request): Kafka's names, the ``request`` label — the API's name, except for Fetch, which
+    Kafka counts as ``FetchConsumer`` or ``FetchFollower`` (:data:`sluice.broker.handlers.
+    METRIC_NAMES`; the server tells the two apart).
 
-    ``names`` are Kafka's request names (the ``request`` label) by API key: the server passes
-    :data:`sluice.broker.handlers.METRIC_NAMES`, derived from the API table.
-
-    >>> m = RequestMetrics({0: "Produce"})
-    >>> m.record(0, 0.003); m.record(0, 0.0001)
-    >>> m.count(0), round(m.sum_ms(0), 1)
-    (2, 3.1)
+    >>> m = RequestMetrics()
+    >>> m.record("Produce", 0.003); m.record("Produce", 0.0001)
+    >>> m.count("Produce"), round(m.sum_ms("Produce"), 1), m.count("FetchFollower")
+    (2, 3.1, 0)
     """
 
-    def __init__(self, names: Mapping[int, str]) -> None:
-        self._names = names
-        self._by_api: dict[int, _Histogram] = {}
+    def __init__(self) -> None:
+        self._by_name: dict[str, _Histogram] = {}
 
-    def record(self, api_key: int, seconds: float) -> None:
-        """One request of ``api_key`` answered in ``seconds``."""
-        histogram = self._by_api.get(api_key)
+    def record(self, request: str, seconds: float) -> None:
+        """One request named ``request`` answered in ``seconds``."""
+        histogram = self._by_name.get(request)
         if histogram is None:
-            histogram = self._by_api[api_key] = _Histogram()
+            histogram = self._by_name[request] = _Histogram()
         ms = seconds * 1000.0
         histogram.counts[bisect_left(LATENCY_BUCKETS_MS, ms)] += 1
         histogram.sum_ms += ms
 
-    def count(self, api_key: int) -> int:
-        """How many requests of ``api_key`` were recorded."""
-        histogram = self._by_api.get(api_key)
+    def count(self, request: str) -> int:
+        """How many requests named ``request`` were recorded."""
+        histogram = self._by_name.get(request)
         return 0 if histogram is None else sum(histogram.counts)
 
-    def sum_ms(self, api_key: int) -> float:
+    def sum_ms(self, request: str) -> float:
         """Their total time, in milliseconds."""
-        histogram = self._by_api.get(api_key)
+        histogram = self._by_name.get(request)
         return 0.0 if histogram is None else histogram.sum_ms
 
     def families(self) -> Iterator[Metric]:
@@ -106,8 +105,7 @@ class RequestMetrics:
             "Time from a request's arrival to its response, in ms (RequestMetrics TotalTimeMs).",
             labels=["request"],
         )
-        for api_key, histogram in sorted(self._by_api.items()):
-            name = self._names.get(api_key, str(api_key))
+        for name, histogram in sorted(self._by_name.items()):
             cumulative, buckets = 0, []
             for bound, count in zip(LATENCY_BUCKETS_MS, histogram.counts, strict=False):
                 cumulative += count

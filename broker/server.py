@@ -36,10 +36,10 @@ from typing import Any
 
 from sluice.broker.broker import Broker
 from sluice.broker.framing import COPY_BELOW, FrameProtocol
-from sluice.broker.handlers import BY_KEY, METRIC_NAMES, SUPPORTED
+from sluice.broker.handlers import BY_KEY, METRIC_NAMES, SUPPORTED, fetch
 from sluice.broker.handlers.api_versions import unsupported_version_response
 from sluice.broker.metrics import RequestMetrics
-from sluice.broker.protocol.api_keys import API_VERSIONS, PRODUCE
+from sluice.broker.protocol.api_keys import API_VERSIONS, FETCH, PRODUCE
 from sluice.broker.protocol.codec import (
     MalformedRequestError,
     RequestPrefix,
@@ -78,7 +78,7 @@ class Server:
         self.max_request = int(broker.config["socket.request.max.bytes"])
         self._server: asyncio.Server | None = None
         self._connections: set[asyncio.Task[None]] = set()
-        self.requests = RequestMetrics(METRIC_NAMES)
+        self.requests = RequestMetrics()
         """Count and latency of the requests answered, per API (:mod:`sluice.broker.metrics`)."""
 
     @property
@@ -182,27 +182,31 @@ class Server:
         header, request = decode_request(frame, prefix)
         client.client_id = header.client_id
         response = await spec.handler(self.broker, request, client)
+        metric = METRIC_NAMES[prefix.api_key]
+        if prefix.api_key == FETCH and fetch.replica_id(request) >= 0:
+            metric = "FetchFollower"  # Kafka's name for a follower's replica fetches
         if isinstance(response, Deferred):
-            return asyncio.ensure_future(self._encode_later(prefix, response, started))
-        return self._encode(prefix, response, started)
+            return asyncio.ensure_future(self._encode_later(prefix, response, metric, started))
+        return self._encode(prefix, response, metric, started)
 
     async def _encode_later(
-        self, prefix: RequestPrefix, deferred: Deferred[Any], started: float
+        self, prefix: RequestPrefix, deferred: Deferred[Any], metric: str, started: float
     ) -> Response:
-        return self._encode(prefix, await deferred.answer, started)
+        return self._encode(prefix, await deferred.answer, metric, started)
 
-    def _encode(self, prefix: RequestPrefix, response: Any, started: float) -> Response:
+    def _encode(
+        self, prefix: RequestPrefix, response: Any, metric: str, started: float
+    ) -> Response:
+        """The response frame, once the request's time is recorded under ``metric``."""
         if response is None:
-            self.requests.record(prefix.api_key, perf_counter() - started)
-            return None
-        if isinstance(response, FetchAnswer):
-            framed = response.frame(prefix.correlation_id)
-            self.requests.record(prefix.api_key, perf_counter() - started)
-            return framed
-        encoded = encode_response(
-            prefix.api_key, prefix.api_version, prefix.correlation_id, response
-        )
-        self.requests.record(prefix.api_key, perf_counter() - started)
+            encoded: Response = None
+        elif isinstance(response, FetchAnswer):
+            encoded = response.frame(prefix.correlation_id)
+        else:
+            encoded = encode_response(
+                prefix.api_key, prefix.api_version, prefix.correlation_id, response
+            )
+        self.requests.record(metric, perf_counter() - started)
         return encoded
 
 

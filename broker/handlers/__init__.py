@@ -58,7 +58,7 @@ async def _api_versions(
 
 APIS: Final[tuple[ApiSpec[Any, Any], ...]] = (
     ApiSpec(k.PRODUCE, "Produce", 3, 9, produce.handle),
-    # Kafka tells consumers' fetches from followers'; on one node every fetch is a consumer's
+    # Kafka tells consumers' fetches from followers' (the server labels those FetchFollower)
     ApiSpec(k.FETCH, "Fetch", 4, 16, fetch.handle, metric_name="FetchConsumer"),
     ApiSpec(k.LIST_OFFSETS, "ListOffsets", 1, 7, list_offsets.handle),
     ApiSpec(k.METADATA, "Metadata", 1, 13, metadata.handle),

@@ -261,6 +261,10 @@ def test_acks_all_is_answered_once_every_in_sync_follower_fetched_the_batch(
             result = produced(await asyncio.wait_for(answer, 5))
             assert (result.error_code, result.base_offset) == (ErrorCode.none, 0), result
             assert fetched(await node.request(fetch(0))).high_watermark == 3
+            # the request metrics tell the followers' fetches from the consumers', as Kafka's
+            metrics = node.server.requests
+            assert (metrics.count("FetchFollower"), metrics.count("FetchConsumer")) == (3, 2)
+            assert metrics.count("Produce") == 1
 
     asyncio.run(scenario())
 
