@@ -246,10 +246,26 @@ def pytest_runtest_makereport(
     return report
 
 
-# The files whose tests take minutes (whole pipelines, kill -9 runs, Spark) run first: with
-# `make test`'s `--dist loadfile`, a long file started last keeps one process busy alone.
-_LONG_FIRST = ("tests/e2e/", "tests/connectors/spark/", "tests/examples/")
+# The files whose tests take minutes (the README pages, whole pipelines, kill -9 runs, Spark,
+# cluster faults) run first, the longest first: with `make test`'s `--dist loadfile`, a long
+# file started last keeps one process busy alone.
+_LONG_FIRST = (
+    "tests/docs/test_readme.py",
+    "tests/docs/test_example_spark_pipeline.py",
+    "tests/docs/test_example_readmes.py",
+    "tests/e2e/",
+    "tests/connectors/spark/",
+    "tests/faults/",
+    "tests/examples/",
+)
+
+
+def _long_rank(item: pytest.Item) -> int:
+    return next(
+        (i for i, prefix in enumerate(_LONG_FIRST) if item.nodeid.startswith(prefix)),
+        len(_LONG_FIRST),
+    )
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    items.sort(key=lambda item: not item.nodeid.startswith(_LONG_FIRST))  # stable otherwise
+    items.sort(key=_long_rank)  # stable otherwise
