@@ -189,9 +189,15 @@ class Leadership:
         self._replicas.fetched(
             replica_id, fetch_offset, now_ms=now_ms, leader_leo=plog.log_end_offset
         )
-        self._advance(now_ms)
-        if self._may_propose(now_ms) and self._replicas.may_join(
-            replica_id, epoch_start_offset=self.epoch_start_offset, live=self._live()
+        # hot: every replica fetch, for each partition it names, idle ones included
+        if plog.high_watermark < plog.log_end_offset:  # else nothing can advance, no one waits
+            self._advance(now_ms)
+        if (
+            replica_id not in self._replicas.isr
+            and self._may_propose(now_ms)
+            and self._replicas.may_join(
+                replica_id, epoch_start_offset=self.epoch_start_offset, live=self._live()
+            )
         ):
             self._propose((*self.isr, replica_id))
         return True
