@@ -12,7 +12,8 @@ One frame at a time, as Kafka does (it mutes a channel until the response is sen
 frame is complete the protocol stops reading, and reads again only when the connection's task
 asks for the next frame. So the requests of a connection are handled one at a time and in
 order; the next request waits in the kernel's socket buffer (and the client's, by TCP flow
-control), never in ours.
+control), never in ours. (The server asks for the next frame before answering only behind an
+``acks=all`` Produce waiting for its replicas: :mod:`sluice.broker.server`.)
 
 Responses go back through the transport (:meth:`FrameProtocol.write`), except a Fetch
 response, which comes in parts — its framing bytes and the file regions of its records — and
@@ -221,7 +222,8 @@ class FrameProtocol(asyncio.BufferedProtocol):
 
         Raises :class:`ConnectionClosedError` when the client closed or the connection was lost,
         :class:`MalformedRequestError` for a size out of bounds. Reading resumes here: call it
-        only when the previous request has been answered.
+        once the previous request is handled (the server: answered, or its answer deferred
+        with its appends done) and :meth:`done_with` its frame.
         """
         idle: asyncio.TimerHandle | None = None
         try:
