@@ -79,7 +79,8 @@ class Server:
         self._server: asyncio.Server | None = None
         self._connections: set[asyncio.Task[None]] = set()
         self.requests = RequestMetrics()
-        """Count and latency of the requests answered, per API (:mod:`sluice.broker.metrics`)."""
+        """Count and latency of the requests answered, per request name (Kafka's: FetchConsumer
+        and FetchFollower apart; :mod:`sluice.broker.metrics`)."""
 
     @property
     def connection_count(self) -> int:
