@@ -67,7 +67,7 @@ contracts: install $(TYPECHECK)
 # CPU), each file's tests in one of them (module fixtures stay whole); each process
 # starts its own shared broker, PostgreSQL and Spark session.
 unit: install
-	$(BIN)/pytest -n 3 --dist loadfile --durations=25
+	$(BIN)/pytest -n 3 --dist loadfile --no-loadscope-reorder --durations=25
 
 clean:
 	rm -rf build .pytest_cache .mypy_cache .ruff_cache

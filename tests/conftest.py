@@ -12,6 +12,7 @@ import subprocess
 import sys
 import time
 import uuid
+from collections import Counter
 from collections.abc import Callable, Generator, Iterator
 from pathlib import Path
 
@@ -247,8 +248,10 @@ def pytest_runtest_makereport(
 
 
 # The files whose tests take minutes (the README pages, whole pipelines, kill -9 runs, Spark,
-# cluster faults) run first, the longest first: with `make test`'s `--dist loadfile`, a long
-# file started last keeps one process busy alone.
+# cluster faults) run first, the longest first, then the files with the most tests: with
+# `make test`'s `--dist loadfile` (and `--no-loadscope-reorder`, so that xdist keeps this
+# order instead of its own, by test count only), a long file started last keeps one process
+# busy alone.
 _LONG_FIRST = (
     "tests/docs/test_readme.py",
     "tests/docs/test_example_spark_pipeline.py",
@@ -268,4 +271,5 @@ def _long_rank(item: pytest.Item) -> int:
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    items.sort(key=_long_rank)  # stable otherwise
+    per_file = Counter(item.nodeid.split("::", 1)[0] for item in items)
+    items.sort(key=lambda item: (_long_rank(item), -per_file[item.nodeid.split("::", 1)[0]]))
