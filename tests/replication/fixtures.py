@@ -1,13 +1,16 @@
 """Helpers of the replication tests: a plain Fetch v12 request, as a consumer (``replica_id``
--1) or a follower sends it."""
+-1) or a follower sends it, and a Produce v9 request that writes exactly one batch."""
 
 from __future__ import annotations
 
 import datetime
 
 from kio.schema.fetch.v12 import request as fetch_v12
+from kio.schema.produce.v9 import request as produce_v9
 from kio.schema.types import BrokerId, TopicName
-from kio.static.primitive import i8, i32, i32Timedelta, i64
+from kio.static.primitive import i8, i16, i32, i32Timedelta, i64
+
+from tests.broker.conftest import make_batch
 
 
 def fetch_request(
@@ -36,4 +39,22 @@ def fetch_request(
         ),
         forgotten_topics_data=(),
         rack_id="",
+    )
+
+
+def produce_request(topic: str, values: list[bytes]) -> produce_v9.ProduceRequest:
+    """An acks=all Produce v9 of ``values`` to partition 0 of ``topic`` as one batch — exactly one,
+    which a client's linger only makes likely."""
+    return produce_v9.ProduceRequest(
+        transactional_id=None,
+        acks=i16(-1),
+        timeout=i32Timedelta.parse(datetime.timedelta(seconds=10)),
+        topic_data=(
+            produce_v9.TopicProduceData(
+                name=TopicName(topic),
+                partition_data=(
+                    produce_v9.PartitionProduceData(index=i32(0), records=make_batch(values)),
+                ),
+            ),
+        ),
     )

@@ -1,9 +1,9 @@
 """The replica fetcher (:mod:`sluice.broker.replication.fetcher`): a follower :class:`Log` in a
 temporary directory follows a partition led by a real broker process.
 
-The leader's log is written by confluent-kafka in two leader epochs (0, then 3: the second
-made as in ``tests/broker/test_leader_epochs.py``, with the broker down, through the
-partition's ``leader-epoch`` file). Checked: the follower ends byte-identical to the leader
+The leader's log is written batch by batch (raw Produce requests) in two leader epochs (0, then
+3: the second made as in ``tests/broker/test_leader_epochs.py``, with the broker down, through
+the partition's ``leader-epoch`` file). Checked: the follower ends byte-identical to the leader
 (batches, offsets, epochs, bounds), a divergent tail is truncated (each way Kafka's follower
 finds one), a follower behind the leader's log start starts over there, fenced and unknown
 leader epochs stop or hold the fetching, and a leader restart is survived. Every wait is
@@ -30,7 +30,7 @@ from sluice.broker.replication.fetcher import FetchState, ReplicaFetcherManager,
 from sluice.broker.topics import Partition
 from tests.broker.conftest import Wire, make_batch, produce_values
 from tests.conftest import BrokerProcess, create_topic
-from tests.replication.fixtures import fetch_request
+from tests.replication.fixtures import fetch_request, produce_request
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -61,14 +61,19 @@ def two_epochs(broker: BrokerProcess) -> str:
     """A topic whose partition 0 holds offsets 0-3 in epoch 0 (batches of 1, 2 and 1
     records) and 4-6 in epoch 3 (batches of 2 and 1)."""
     topic = create_topic(broker.bootstrap)
-    produce_values(broker.bootstrap, topic, [b"a"], one_batch_each=True)
-    produce_values(broker.bootstrap, topic, [b"b", b"c"], config={"linger.ms": 200})
-    produce_values(broker.bootstrap, topic, [b"d"], one_batch_each=True)
+    write_batches(broker, topic, [[b"a"], [b"b", b"c"], [b"d"]])
     elect(broker, topic, 3)
-    produce_values(broker.bootstrap, topic, [b"e", b"f"], config={"linger.ms": 200})
-    produce_values(broker.bootstrap, topic, [b"g"], one_batch_each=True)
+    write_batches(broker, topic, [[b"e", b"f"], [b"g"]])
     assert [h.base_offset for h in iter_headers(leader_bytes(broker, topic))] == [0, 1, 3, 4, 6]
     return topic
+
+
+def write_batches(broker: BrokerProcess, topic: str, batches: list[list[bytes]]) -> None:
+    """Each list of values as one batch, acknowledged by the leader."""
+    with Wire(broker.bootstrap) as wire:
+        for values in batches:
+            answer = wire.request(produce_request(topic, values))
+            assert answer.responses[0].partition_responses[0].error_code == 0, answer
 
 
 def leader_state(broker: BrokerProcess, topic: str) -> tuple[int, int]:
