@@ -238,9 +238,10 @@ class Broker:
     def leadership_changed(self, topic: str, index: int, leader: bool) -> None:
         """The cluster member made this broker the leader of ``topic``-``index`` (its log
         writable), or it stopped leading it: the coordinator of an internal topic's
-        partition loads its shard (the transaction coordinator with the partition's leader
-        epoch as its coordinator epoch) or unloads it (its timers stop, its keys are answered
-        NOT_COORDINATOR from now on)."""
+        partition starts loading its shard in the background (the transaction coordinator
+        with the partition's leader epoch as its coordinator epoch; its keys are answered
+        COORDINATOR_LOAD_IN_PROGRESS until it is loaded) or unloads it (its timers stop, its
+        keys are answered NOT_COORDINATOR from now on)."""
         if topic == OFFSETS_TOPIC:
             coordinator: GroupCoordinator | TransactionCoordinator = self.groups
         elif topic == TXN_TOPIC:
@@ -254,16 +255,10 @@ class Broker:
         partition = self.topics.partition(topic, index)
         if partition is None:
             return
-        try:
-            if coordinator is self.transactions:
-                self.transactions.load_partition(index, partition.log.leader_epoch)
-            else:
-                self.groups.load_partition(index)
-        except StorageError as exc:  # its log could not be read: not its coordinator
-            log.error("could not load %s-%d: %s", topic, index, exc)
-            coordinator.unload_partition(index)
-            return
-        log.info("coordinator of %s-%d", topic, index)
+        if coordinator is self.transactions:
+            self.transactions.begin_loading(index, partition.log.leader_epoch)
+        else:
+            self.groups.begin_loading(index)
 
     def _partition_exists(self, topic: str, index: int) -> bool:
         info = self.describe_topic(topic)

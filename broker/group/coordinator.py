@@ -17,10 +17,10 @@ expiry, a transaction's end) is here.
 On one node every partition is led here: :meth:`GroupCoordinator.load` loads them all, and a
 partition not loaded yet (the topic grew) starts empty when a group of it is first used.
 In a cluster (:meth:`GroupCoordinator.follow_leadership`) a shard is loaded when this broker
-becomes the leader of its partition and unloaded when it stops leading it; a group of a
-partition not loaded here is answered NOT_COORDINATOR (:meth:`GroupCoordinator.coordinator_error`).
-Loading is synchronous (the partition is replayed before the next request is read), so
-COORDINATOR_LOAD_IN_PROGRESS is never answered.
+becomes the leader of its partition (in the background: :meth:`GroupCoordinator.begin_loading`,
+its groups answered COORDINATOR_LOAD_IN_PROGRESS until it is loaded) and unloaded when it stops
+leading it; a group of a partition not loaded here is answered NOT_COORDINATOR
+(:meth:`GroupCoordinator.coordinator_error`).
 Not thread-safe: the broker's event loop only.
 """
 
@@ -32,6 +32,7 @@ from collections.abc import Callable, Mapping
 from kio.schema.errors import ErrorCode
 
 from sluice.broker.config import BrokerConfig
+from sluice.broker.coordinator_loads import CoordinatorLoads
 from sluice.broker.errors import KafkaError
 from sluice.broker.group.group import Group, GroupState
 from sluice.broker.group.metadata_manager import GroupMetadataManager
@@ -65,6 +66,7 @@ class GroupCoordinator:
             replication_factor=int(config["offsets.topic.replication.factor"]),
         )
         self._shards: dict[int, GroupCoordinatorShard] = {}
+        self._loads = CoordinatorLoads(OFFSETS_TOPIC)
         self._started = False
         self.partition_exists: Callable[[str, int], bool] = lambda topic, index: (
             topics.partition(topic, index) is not None
@@ -102,12 +104,22 @@ class GroupCoordinator:
         return partition_for(group_id, self.store.ensure().partition_count)
 
     def coordinator_error(self, group_id: str) -> ErrorCode:
-        """NONE when this broker coordinates ``group_id`` (always on one node), else
+        """NONE when this broker coordinates ``group_id`` (always on one node),
+        COORDINATOR_LOAD_IN_PROGRESS while its partition's shard is being loaded here, else
         NOT_COORDINATOR (its partition's shard is not loaded here)."""
         if not self.clustered:
             return ErrorCode.none
         index = partition_for(group_id, self.store.partition_count())
-        return ErrorCode.none if index in self._shards else ErrorCode.not_coordinator
+        if index in self._shards:
+            return ErrorCode.none
+        if self._loads.loading(index):
+            return ErrorCode.coordinator_load_in_progress
+        return ErrorCode.not_coordinator
+
+    def loading(self) -> bool:
+        """Whether a shard is being loaded (ListGroups answers COORDINATOR_LOAD_IN_PROGRESS
+        then, as Kafka's)."""
+        return self._loads.any()
 
     async def replicated(self, group_id: str) -> ErrorCode:
         """Wait until what ``group_id``'s shard wrote is on its partition's in-sync replicas
@@ -125,18 +137,38 @@ class GroupCoordinator:
         log.info("loaded %d groups from %s", count, OFFSETS_TOPIC)
 
     def load_partition(self, index: int) -> GroupCoordinatorShard:
-        """Become the coordinator of partition ``index``: replay it into a new shard (timers
-        started at once when the coordinator runs)."""
+        """Become the coordinator of partition ``index`` at once (one node, before serving):
+        replay it into a new shard (timers started at once when the coordinator runs)."""
         self.unload_partition(index)
         shard = self._new_shard(index)
         shard.replay(self.store.replay_partition(index))
-        self._shards[index] = shard
+        return self._install(shard)
+
+    def begin_loading(self, index: int) -> None:
+        """Cluster mode: this broker now leads partition ``index``; it coordinates the
+        partition's groups once the partition is replayed into a new shard in the background
+        (:class:`~sluice.broker.coordinator_loads.CoordinatorLoads`),
+        COORDINATOR_LOAD_IN_PROGRESS until then. Call in the event loop."""
+        self.unload_partition(index)
+        shard = self._new_shard(index)
+
+        def done() -> str:
+            shard.finish_replay()
+            self._install(shard)
+            return f"{len(shard.groups.groups)} groups"
+
+        self._loads.start(index, self.store.replay_partition(index), shard.replay_batch, done)
+
+    def _install(self, shard: GroupCoordinatorShard) -> GroupCoordinatorShard:
+        self._shards[shard.partition] = shard
         if self._started:
             shard.start()
         return shard
 
     def unload_partition(self, index: int) -> None:
-        """Stop coordinating partition ``index``: its shard's timers stop, its state goes."""
+        """Stop coordinating partition ``index`` (or loading it): its shard's timers stop, its
+        state goes."""
+        self._loads.cancel(index)
         shard = self._shards.pop(index, None)
         if shard is not None:
             shard.close()
@@ -164,7 +196,8 @@ class GroupCoordinator:
             shard.start()
 
     def close(self) -> None:
-        """Cancel every timer of every shard."""
+        """Stop every load; cancel every timer of every shard."""
+        self._loads.cancel_all()
         for shard in self._shards.values():
             shard.close()
 

@@ -51,27 +51,39 @@ class GroupCoordinatorShard:
         self.clock = clock
         self.groups = GroupMetadataManager(store, config, clock)
         self.offsets = OffsetMetadataManager(self.groups, store, partition_exists, config, clock)
+        # while replaying: the records of each open transaction, until its marker
+        self._pending: dict[int, list[Record]] = {}
 
     # -- loading ------------------------------------------------------------------------------
 
     def replay(self, batches: Iterable[ReplayedBatch]) -> None:
         """Rebuild the shard from its partition's batches, as Kafka does when it loads a
-        coordinator partition. Call :meth:`start` in the event loop afterwards."""
-        pending: dict[int, list[Record]] = {}
+        coordinator partition: :meth:`replay_batch` each, then :meth:`finish_replay`. Call
+        :meth:`start` in the event loop afterwards."""
         for batch in batches:
-            if batch.control:
-                records = pending.pop(batch.producer_id, [])
-                if batch.commits:
-                    for record in records:
-                        self._replay(record, None)
-            elif batch.transactional:
-                pending.setdefault(batch.producer_id, []).extend(batch.records)
-            else:
-                for record in batch.records:
+            self.replay_batch(batch)
+        self.finish_replay()
+
+    def replay_batch(self, batch: ReplayedBatch) -> None:
+        """Apply the next batch of the partition (oldest first); a transactional one waits
+        for its marker."""
+        if batch.control:
+            records = self._pending.pop(batch.producer_id, [])
+            if batch.commits:
+                for record in records:
                     self._replay(record, None)
-        for producer_id, records in pending.items():
+        elif batch.transactional:
+            self._pending.setdefault(batch.producer_id, []).extend(batch.records)
+        else:
+            for record in batch.records:
+                self._replay(record, None)
+
+    def finish_replay(self) -> None:
+        """The partition is replayed: the offsets of transactions still open stay pending."""
+        for producer_id, records in self._pending.items():
             for record in records:
                 self._replay(record, producer_id)
+        self._pending.clear()
         self.groups.on_loaded()
 
     def _replay(self, record: Record, pending_for: int | None) -> None:

@@ -350,7 +350,9 @@ async def list_groups(
         for g in broker.groups.list()
         if not states or g.state.value in states
     )
-    return make(schema, throttle_time=0, error_code=ErrorCode.none, groups=groups)
+    # as Kafka's: the groups loaded so far, and an error while a shard loads
+    code = ErrorCode.coordinator_load_in_progress if broker.groups.loading() else ErrorCode.none
+    return make(schema, throttle_time=0, error_code=code, groups=groups)
 
 
 async def delete_groups(

@@ -199,12 +199,14 @@ async def list_transactions(
     }
     wanted = set(request.state_filters)
     found = broker.transactions.list(wanted & known, set(request.producer_id_filters))
-    if wanted and not wanted & known:
+    # as Kafka's TransactionStateManager: nothing is listed while a partition loads
+    loading = broker.transactions.loading()
+    if loading or (wanted and not wanted & known):
         found = []
     return make(
         schema,
         throttle_time=0,
-        error_code=ErrorCode.none,
+        error_code=ErrorCode.coordinator_load_in_progress if loading else ErrorCode.none,
         unknown_state_filters=tuple(sorted(wanted - known)),
         transaction_states=tuple(
             make(

@@ -18,7 +18,9 @@ A crash between 1 and 3 repeats step 2 at the next start (or on the partition's 
 a partition that gets a marker twice ignores the second; the periodic job below also completes
 a transaction whose markers could not be sent. In a cluster only the ids of the
 ``__transaction_state`` partitions led here are loaded
-(:meth:`TransactionCoordinator.follow_leadership`); the others are answered NOT_COORDINATOR.
+(:meth:`TransactionCoordinator.follow_leadership`), in the background
+(:meth:`TransactionCoordinator.begin_loading`: COORDINATOR_LOAD_IN_PROGRESS until loaded); the
+others are answered NOT_COORDINATOR.
 ``transaction.timeout.ms`` is enforced every
 ``transaction.abort.timed.out.transaction.cleanup.interval.ms``: a timed-out transaction is
 aborted with the producer's epoch bumped, which fences the producer that left it open.
@@ -29,7 +31,8 @@ written for it (:meth:`TransactionCoordinator.expire_transactional_ids`).
 The state of the transactional ids is held by a
 :class:`~sluice.broker.txn.state_manager.TransactionStateManager`, one shard per
 ``__transaction_state`` partition, loaded and unloaded as a unit
-(:meth:`TransactionCoordinator.load_partition`, :meth:`TransactionCoordinator.unload_partition`);
+(:meth:`TransactionCoordinator.load_partition`, :meth:`TransactionCoordinator.begin_loading`,
+:meth:`TransactionCoordinator.unload_partition`);
 this class holds the protocol. The offsets a transaction commits are the group coordinator's,
 told when the markers are written.
 Not thread-safe: the broker's event loop only.
@@ -43,6 +46,7 @@ from collections.abc import Callable, Iterable
 from kio.schema.errors import ErrorCode
 
 from sluice.broker.config import BrokerConfig
+from sluice.broker.coordinator_loads import CoordinatorLoads
 from sluice.broker.errors import KafkaError
 from sluice.broker.group.coordinator import OFFSETS_TOPIC, GroupCoordinator
 from sluice.broker.internal_topic import InternalTopic, partition_for, write_error
@@ -50,7 +54,7 @@ from sluice.broker.producer_ids import ProducerIdManager, ProducerIdsUnavailable
 from sluice.broker.topics import TopicManager
 from sluice.broker.txn.markers import MarkerChannel, MarkerRoutes, TxnMarker, write_marker
 from sluice.broker.txn.state import TxnMetadata, TxnState
-from sluice.broker.txn.state_manager import TransactionStateManager
+from sluice.broker.txn.state_manager import TransactionStateManager, TxnStatePartition
 from sluice.errors import StorageError
 
 log = logging.getLogger(__name__)
@@ -92,6 +96,7 @@ class TransactionCoordinator:
         )
         self.state = TransactionStateManager(self.store)
         self.markers = MarkerChannel(config.node_id)
+        self._loads = CoordinatorLoads(TXN_TOPIC)
         self._ending: set[str] = set()
         """Sends markers to partitions led by other brokers (in a cluster)."""
         self.timeout_ms = int(config["offsets.commit.timeout.ms"])
@@ -114,9 +119,14 @@ class TransactionCoordinator:
         self.markers.routes = routes
 
     def coordinator_error(self, txn_id: str) -> ErrorCode:
-        """NONE when this broker coordinates ``txn_id`` (always on one node), else
-        NOT_COORDINATOR. Loading is synchronous: COORDINATOR_LOAD_IN_PROGRESS is never due."""
-        return ErrorCode.none if self.state.loaded(txn_id) else ErrorCode.not_coordinator
+        """NONE when this broker coordinates ``txn_id`` (always on one node),
+        COORDINATOR_LOAD_IN_PROGRESS while its partition is being loaded here, else
+        NOT_COORDINATOR."""
+        if self.state.loaded(txn_id):
+            return ErrorCode.none
+        if self._loads.loading(partition_for(txn_id, self.store.partition_count())):
+            return ErrorCode.coordinator_load_in_progress
+        return ErrorCode.not_coordinator
 
     async def replicated(self, txn_id: str) -> ErrorCode:
         """Wait until what was written for ``txn_id`` is on its partition's in-sync replicas
@@ -135,11 +145,31 @@ class TransactionCoordinator:
         log.info("loaded %d transactional ids from %s", count, TXN_TOPIC)
 
     def load_partition(self, index: int, coordinator_epoch: int = 0) -> int:
-        """Become the coordinator of partition ``index`` (``coordinator_epoch``: the
-        partition's leader epoch, in a cluster): rebuild its transactional ids and finish the
-        transactions caught mid-way; returns how many ids it holds."""
-        self._cancel_markers(index)  # a new epoch here: the prepared ones are sent again
-        loaded = self.state.load_partition(index, coordinator_epoch)
+        """Become the coordinator of partition ``index`` at once (one node, before serving):
+        rebuild its transactional ids and finish the transactions caught mid-way; returns how
+        many ids it holds."""
+        self.unload_partition(index)
+        loaded = TxnStatePartition(index, coordinator_epoch)
+        loaded.replay(self.store.replay_partition(index))
+        return self._install(loaded)
+
+    def begin_loading(self, index: int, coordinator_epoch: int) -> None:
+        """Cluster mode: this broker now leads partition ``index`` in epoch
+        ``coordinator_epoch``; it coordinates the partition's ids once the partition is
+        replayed in the background (:class:`~sluice.broker.coordinator_loads.CoordinatorLoads`),
+        COORDINATOR_LOAD_IN_PROGRESS until then. Call in the event loop."""
+        self.unload_partition(index)
+        loaded = TxnStatePartition(index, coordinator_epoch)
+        self._loads.start(
+            index,
+            self.store.replay_partition(index),
+            loaded.replay_batch,
+            lambda: f"{self._install(loaded)} transactional ids",
+        )
+
+    def _install(self, loaded: TxnStatePartition) -> int:
+        self._cancel_markers(loaded.index)  # a new epoch here: the prepared ones are sent again
+        self.state.install(loaded)
         for meta in list(loaded.txns.values()):
             if meta.state in (T.PREPARE_COMMIT, T.PREPARE_ABORT):
                 log.info(
@@ -152,17 +182,25 @@ class TransactionCoordinator:
         return len(loaded.txns)
 
     def unload_partition(self, index: int) -> None:
-        """Stop coordinating partition ``index``: its transactional ids are forgotten here,
-        and the markers still being sent for them stop (the next coordinator sends them)."""
+        """Stop coordinating partition ``index`` (or loading it): its transactional ids are
+        forgotten here, and the markers still being sent for them stop (the next coordinator
+        sends them)."""
+        self._loads.cancel(index)
         self.state.unload_partition(index)
         self._cancel_markers(index)
+
+    def loading(self) -> bool:
+        """Whether a partition is being loaded (ListTransactions answers
+        COORDINATOR_LOAD_IN_PROGRESS then, as Kafka's)."""
+        return self._loads.any()
 
     def _cancel_markers(self, index: int) -> None:
         count = self.store.partition_count()
         self.markers.cancel(lambda txn_id: partition_for(txn_id, count) == index)
 
     def close(self) -> None:
-        """Stop sending markers and close the connections to other brokers."""
+        """Stop loading, stop sending markers and close the connections to other brokers."""
+        self._loads.cancel_all()
         self.markers.close()
 
     # -- InitProducerId -------------------------------------------------------------------
@@ -172,8 +210,9 @@ class TransactionCoordinator:
     ) -> tuple[ErrorCode, int, int]:
         if not txn_id:
             return ErrorCode.invalid_request, -1, -1
-        if not self.state.loaded(txn_id):
-            return ErrorCode.not_coordinator, -1, -1
+        refused = self.coordinator_error(txn_id)
+        if refused is not ErrorCode.none:
+            return refused, -1, -1
         if not 0 < timeout_ms <= self.max_timeout:
             return ErrorCode.invalid_transaction_timeout, -1, -1
         self.store.ensure()
@@ -306,8 +345,9 @@ class TransactionCoordinator:
         """EndTxn: answered once PrepareCommit/PrepareAbort is replicated and the markers of
         the partitions led here are written; markers for other brokers' partitions are sent
         after (Kafka's marker channel), the transaction completing when they are written."""
-        if not self.state.loaded(txn_id):
-            return ErrorCode.not_coordinator
+        refused = self.coordinator_error(txn_id)
+        if refused is not ErrorCode.none:
+            return refused
         try:
             meta = self._check(txn_id, producer_id, producer_epoch)
         except KafkaError as exc:

@@ -5,7 +5,7 @@
 A transactional id belongs to the partition its id hashes to (Java's ``String.hashCode`` modulo
 the partition count); that partition's records are its durable state, latest record per key
 winning, and a tombstone forgets it. A partition is loaded (replayed) and unloaded as a unit
-(:meth:`TransactionStateManager.load_partition`, :meth:`TransactionStateManager.unload_partition`),
+(:meth:`TransactionStateManager.install`, :meth:`TransactionStateManager.unload_partition`),
 so the coordinator of a partition can move with its leadership. Every change is written before
 it is applied in memory by the caller (:meth:`TransactionStateManager.persist`). On one node a
 partition not loaded yet starts empty when first used; in a cluster (:attr:`clustered`) only the
@@ -38,14 +38,18 @@ class TxnStatePartition:
     def replay(self, batches: Iterable[ReplayedBatch]) -> None:
         """Rebuild from the partition's batches, oldest first."""
         for batch in batches:
-            for record in batch.records:
-                if record.key is None:
-                    continue
-                txn_id = rec.decode_key(record.key)
-                if record.value is None:
-                    self.txns.pop(txn_id, None)
-                else:
-                    self.txns[txn_id] = rec.decode_value(txn_id, record.value)
+            self.replay_batch(batch)
+
+    def replay_batch(self, batch: ReplayedBatch) -> None:
+        """Apply the next batch of the partition: the latest record of an id wins."""
+        for record in batch.records:
+            if record.key is None:
+                continue
+            txn_id = rec.decode_key(record.key)
+            if record.value is None:
+                self.txns.pop(txn_id, None)
+            else:
+                self.txns[txn_id] = rec.decode_value(txn_id, record.value)
 
 
 class TransactionStateManager:
@@ -56,12 +60,9 @@ class TransactionStateManager:
         self._partitions: dict[int, TxnStatePartition] = {}
         self.clustered = False
 
-    def load_partition(self, index: int, coordinator_epoch: int = 0) -> TxnStatePartition:
-        """Replay partition ``index`` into a new :class:`TxnStatePartition`."""
-        loaded = TxnStatePartition(index, coordinator_epoch)
-        loaded.replay(self.store.replay_partition(index))
-        self._partitions[index] = loaded
-        return loaded
+    def install(self, loaded: TxnStatePartition) -> None:
+        """Coordinate the ids of ``loaded``, a partition replayed from its records."""
+        self._partitions[loaded.index] = loaded
 
     def unload_partition(self, index: int) -> None:
         """Forget partition ``index``'s transactional ids (another node coordinates them)."""

@@ -1,6 +1,7 @@
 """The group coordinator in a cluster (driven directly, no network): a shard exists only while
-its partition is led here; the others' groups are NOT_COORDINATOR, and unloading stops a
-shard's timers."""
+its partition is led here; the others' groups are NOT_COORDINATOR, a shard loads in the
+background (its groups COORDINATOR_LOAD_IN_PROGRESS meanwhile), and unloading stops a shard's
+timers."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from pathlib import Path
 from kio.schema.errors import ErrorCode
 
 from sluice.broker.config import BrokerConfig
+from sluice.broker.coordinator_loads import BATCHES_PER_SLICE
 from sluice.broker.group.coordinator import OFFSETS_TOPIC, GroupCoordinator
 from sluice.broker.internal_topic import partition_for, write_error
 from sluice.broker.topics import TopicManager
@@ -115,3 +117,59 @@ def test_write_failures_are_answered_as_kafka_s_coordinators_answer() -> None:
     }
     assert write_error(e.request_timed_out, transaction_log=True) is e.coordinator_not_available
     assert write_error(e.kafka_storage_error, transaction_log=True) is e.not_coordinator
+
+
+def test_a_shard_loads_in_the_background_and_its_groups_wait_meanwhile(tmp_path: Path) -> None:
+    """A partition led here is replayed in a task that hands the loop back every
+    ``BATCHES_PER_SLICE`` batches: its groups are COORDINATOR_LOAD_IN_PROGRESS until the shard
+    is installed, then coordinated with every commit replayed. Leadership lost mid-load
+    cancels it: no shard is installed."""
+    coordinator, topics = clustered(tmp_path)
+    group = "g"
+    index = partition_for(group, PARTITIONS)
+    coordinator.load_partition(index)
+    commits = BATCHES_PER_SLICE * 3  # one batch each
+    for offset in range(commits):
+        coordinator.offsets(group).commit(
+            group_id=group,
+            member_id="",
+            instance_id=None,
+            generation=-1,
+            offsets=[("t", 0, offset, -1, None)],
+        )
+    coordinator.unload_partition(index)
+
+    async def load() -> list[ErrorCode]:
+        coordinator.begin_loading(index)
+        seen = [coordinator.coordinator_error(group)]
+        for _ in range(10 * commits):  # bounded: a load of this size needs ~commits/64 turns
+            if not coordinator.loading():
+                break
+            await asyncio.sleep(0)
+            seen.append(coordinator.coordinator_error(group))
+        return seen
+
+    seen = asyncio.run(load())
+    assert seen[0] is ErrorCode.coordinator_load_in_progress
+    assert seen[-1] is ErrorCode.none and not coordinator.loading()
+    waited = seen.count(ErrorCode.coordinator_load_in_progress)
+    assert waited >= commits // BATCHES_PER_SLICE, (
+        f"the loop was handed back {waited - 1} times during a load of {commits} batches"
+    )
+    committed = coordinator.offsets(group).fetch(group, [("t", [0])])
+    assert [(t, p, c.offset if c else None) for t, p, c in committed] == [("t", 0, commits - 1)]
+
+    async def lose_it_mid_load() -> None:
+        coordinator.begin_loading(index)
+        await asyncio.sleep(0)  # the load has started, and is not done
+        assert coordinator.coordinator_error(group) is ErrorCode.coordinator_load_in_progress
+        coordinator.unload_partition(index)
+        assert not coordinator.loading()
+        for _ in range(commits):
+            await asyncio.sleep(0)
+
+    asyncio.run(lose_it_mid_load())
+    assert coordinator.coordinator_error(group) is ErrorCode.not_coordinator, (
+        "a load cancelled by a lost leadership installed its shard"
+    )
+    topics.close()

@@ -142,3 +142,62 @@ def test_a_block_source_that_fails_raises_and_a_new_block_is_claimed_when_one_is
             raise AssertionError("a failed claim handed out an id")
 
     asyncio.run(asyncio.wait_for(body(), 10))
+
+
+def test_a_partition_loads_in_the_background_and_finishes_its_prepared_transaction(
+    tmp_path: Path,
+) -> None:
+    """A ``__transaction_state`` partition led here is replayed in a task: its ids are
+    COORDINATOR_LOAD_IN_PROGRESS (InitProducerId, EndTxn, ListTransactions too) until it is
+    loaded; then a transaction found prepared is completed, with the new coordinator epoch."""
+    config = BrokerConfig.from_properties({"transaction.state.log.num.partitions": str(PARTITIONS)})
+    topics = TopicManager(tmp_path, config)
+    topics.load()
+    topics.create(TXN_TOPIC, PARTITIONS, {"cleanup.policy": "compact"})
+    topics.create("t", 1, {})
+    ids = ProducerIdManager(Blocks(size=1000))
+    groups = GroupCoordinator(topics, config, clock=lambda: 1_000)
+    c = TransactionCoordinator(topics, groups, lambda: ids, config, clock=lambda: 1_000)
+    c.follow_leadership(Routes(topics))
+    lead(topics, config, TXN_TOPIC, 7)
+    lead(topics, config, "t", 3)
+    txn = "a"
+    index = partition_for(txn, PARTITIONS)
+    others = [f"other-{i}" for i in range(200) if partition_for(f"other-{i}", PARTITIONS) == index]
+
+    async def body() -> None:
+        c.load_partition(index, coordinator_epoch=7)
+        for other in others:  # batches enough for several slices
+            assert (await c.init_producer_id(other, 60_000, -1, -1))[0] is ErrorCode.none
+        code, producer_id, epoch = await c.init_producer_id(txn, 60_000, -1, -1)
+        assert code is ErrorCode.none
+        assert c.add_partitions(txn, producer_id, epoch, [("t", 0)]) == {("t", 0): ErrorCode.none}
+        meta = c.describe(txn)
+        assert meta is not None
+        meta.state = TxnState.PREPARE_COMMIT  # written, and then the broker died
+        c.state.persist(meta)
+        c.unload_partition(index)
+
+        c.begin_loading(index, coordinator_epoch=9)
+        assert c.coordinator_error(txn) is ErrorCode.coordinator_load_in_progress
+        assert (await c.init_producer_id(txn, 60_000, -1, -1))[0] is (
+            ErrorCode.coordinator_load_in_progress
+        )
+        assert c.loading()
+        for _ in range(100 * len(others)):  # bounded
+            if not c.loading():
+                break
+            await asyncio.sleep(0)
+        assert c.coordinator_error(txn) is ErrorCode.none and not c.loading()
+        loaded = c.describe(txn)
+        assert loaded is not None and loaded.state is TxnState.COMPLETE_COMMIT, loaded
+
+    asyncio.run(asyncio.wait_for(body(), 10))
+    partition = topics.partition("t", 0)
+    assert partition is not None
+    data = partition.log.read(0, 1 << 20).data
+    markers = [h for h in iter_headers(data) if h.is_control]
+    assert [decode_marker(data, h).coordinator_epoch for h in markers] == [9], (
+        "the prepared transaction was not completed by the coordinator that loaded it"
+    )
+    topics.close()
