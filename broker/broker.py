@@ -21,6 +21,7 @@ from sluice.broker.cluster.metadata_cache import PartitionInfo, TopicInfo
 from sluice.broker.config import BrokerConfig
 from sluice.broker.dynamic_config import DynamicBrokerConfigs
 from sluice.broker.errors import KafkaError
+from sluice.broker.fetch_session import FetchSessionCache
 from sluice.broker.group.coordinator import OFFSETS_TOPIC, GroupCoordinator
 from sluice.broker.log.files import write_atomically
 from sluice.broker.producer_ids import (
@@ -73,6 +74,11 @@ class Broker:
         self.transactions = TransactionCoordinator(
             self.topics, self.groups, self._producer_ids, config, clock
         )
+        self.fetch_sessions = FetchSessionCache(
+            int(config["max.incremental.fetch.session.cache.slots"]),
+            int(config["min.incremental.fetch.session.eviction.ms"]),
+        )
+        """Fetch sessions (KIP-227) of consumers and followers (:mod:`.fetch_session`)."""
         self._tasks: list[asyncio.Task[None]] = []
         self.cluster: ClusterMember | None = None
         """The broker's membership of a cluster (``zookeeper.connect``); None on one node."""

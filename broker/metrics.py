@@ -22,6 +22,9 @@ Names (the full table with Kafka's JMX names is in ``docs/broker.md``, "Metrics"
 - ``kafka_server_replica_manager_{partition_count,leader_count,under_replicated_partitions}``
   (ReplicaManager; under-replicated is always 0 on a single node);
 - ``kafka_server_socket_server_metrics_connection_count``;
+- ``kafka_server_fetch_session_cache_{num_incremental_fetch_sessions,
+  num_incremental_fetch_partitions_cached}`` and ``…_incremental_fetch_session_evictions_total``
+  (FetchSessionCache);
 - ``kafka_consumergroup_{lag,current_offset}{consumergroup,topic,partition}`` and
   ``kafka_consumergroup_members{consumergroup}`` (kafka_exporter's names: Kafka's broker has no
   lag metric, its consumers do).
@@ -142,6 +145,27 @@ class BrokerCollector(Collector):
             yield connections
         yield from self._log_families()
         yield from self._group_families()
+        yield from self._fetch_session_families()
+
+    def _fetch_session_families(self) -> Iterator[Metric]:
+        cache = self.broker.fetch_sessions
+        prefix = "kafka_server_fetch_session_cache_"
+        sessions = GaugeMetricFamily(
+            f"{prefix}num_incremental_fetch_sessions",
+            "Fetch sessions in the cache (NumIncrementalFetchSessions).",
+        )
+        sessions.add_metric([], len(cache))
+        cached = GaugeMetricFamily(
+            f"{prefix}num_incremental_fetch_partitions_cached",
+            "Partitions of the cached fetch sessions (NumIncrementalFetchPartitionsCached).",
+        )
+        cached.add_metric([], cache.partitions_cached())
+        evictions = CounterMetricFamily(
+            f"{prefix}incremental_fetch_session_evictions",
+            "Fetch sessions evicted for new ones (IncrementalFetchSessionEvictionsPerSec).",
+        )
+        evictions.add_metric([], cache.evictions)
+        yield from (sessions, cached, evictions)
 
     def _topic_families(self) -> Iterator[Metric]:
         names = (

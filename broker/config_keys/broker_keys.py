@@ -240,6 +240,22 @@ BROKER_KEYS: dict[str, ConfigKey] = {
         ),
         *NO_EFFECT_BROKER_KEYS,
         ConfigKey(
+            "max.incremental.fetch.session.cache.slots",
+            ConfigType.INT,
+            1000,
+            "Fetch sessions (KIP-227) the broker keeps at most; 0: none (every fetch is full).",
+            check=at_least(0),
+        ),
+        ConfigKey(
+            "min.incremental.fetch.session.eviction.ms",
+            ConfigType.INT,
+            120_000,
+            "How long a fetch session is safe from eviction by a new one: unused that long, it "
+            "may be evicted; a consumer's new session may evict only sessions that lived that "
+            "long.",
+            check=at_least(0),
+        ),
+        ConfigKey(
             "offset.metadata.max.bytes",
             ConfigType.INT,
             4096,

@@ -15,8 +15,18 @@ If fewer than ``min_bytes`` are available the request waits, up to ``max_wait_ms
 append to any of its partitions. ``read_uncommitted`` reads up to the high watermark;
 ``read_committed`` up to the last stable offset (the first offset of the oldest open
 transaction), and the response lists the aborted transactions in the range read so that the
-client drops their records. Fetch sessions (KIP-227) are not kept: the response's session id
-is 0, which tells clients to send full fetch requests.
+client drops their records.
+
+Fetch sessions (KIP-227) are kept in the broker's
+:class:`~sluice.broker.fetch_session.FetchSessionCache`, which also decides what a request
+reads (:func:`~sluice.broker.fetch_session.new_context`): a full request reads the partitions
+it names and may open a session of them; an incremental one updates its session and reads every
+partition of it — so a waiting fetch wakes when any partition of the session gets data, not
+only those the request named — and its response lists only the partitions with records or news
+(high watermark, last stable offset, log start offset, an error, a diverging epoch). A session
+error (FETCH_SESSION_ID_NOT_FOUND, INVALID_FETCH_SESSION_EPOCH, FETCH_SESSION_TOPIC_ID_ERROR)
+is answered at once, at the top level, with no partitions. Records still go as regions of the
+segment files: the session only chooses which partitions are written.
 
 From v13 topics are named by their topic id (KIP-516), in the request and the response: the id is
 resolved once per topic with a dict lookup, and an unknown id (a deleted topic, or one deleted
@@ -46,6 +56,7 @@ from typing import TYPE_CHECKING, Any
 from kio.schema.errors import ErrorCode
 
 from sluice.broker.broker import Broker
+from sluice.broker.fetch_session import ToRead, new_context
 from sluice.broker.log import Log, OffsetOutOfRangeError
 from sluice.broker.log.epochs import check_current_leader_epoch
 from sluice.broker.log.segment import LogSegment
@@ -76,12 +87,15 @@ async def handle(broker: Broker, request: FetchRequest, _client: Connection) -> 
     committed = getattr(request, "isolation_level", 0) == READ_COMMITTED
     max_bytes = getattr(request, "max_bytes", 2**31 - 1)
     follower = replica_id(request) >= 0
+    context = new_context(broker.fetch_sessions, request, follower, broker.clock())
+    if context.error:
+        return FetchAnswer(request.__version__, [], error_code=context.error)
     loop = asyncio.get_running_loop()
     deadline = loop.time() + millis(request.max_wait) / 1000
 
     while True:
         topics, spans, total, waitable, urgent = _read_all(
-            broker, request, max_bytes, committed, follower
+            broker, request, context.to_read, max_bytes, committed, follower
         )
         remaining = deadline - loop.time()
         if total >= request.min_bytes or remaining <= 0 or not waitable or urgent:
@@ -103,6 +117,7 @@ async def handle(broker: Broker, request: FetchRequest, _client: Connection) -> 
         for entry, partition, segment, start, end in spans:
             entry.records = segment.region(start, end)
             partition.bytes_out += end - start  # metrics: bytes out, once per partition
+        answer.topics, answer.session_id = context.respond(topics, broker.clock())
     except BaseException:
         answer.close()
         raise
@@ -118,9 +133,15 @@ def replica_id(request: Any) -> int:
 
 
 def _read_all(
-    broker: Broker, request: Any, max_bytes: int, committed: bool, follower: bool
+    broker: Broker,
+    request: Any,
+    to_read: ToRead,
+    max_bytes: int,
+    committed: bool,
+    follower: bool,
 ) -> tuple[list[TopicAnswer], list[_Span], int, list[Partition], bool]:
-    """Every partition's answer but its records, where those records are, their total size,
+    """Every partition's answer but its records (one topic answer per topic of ``to_read``,
+    one partition answer per partition, in order), where those records are, their total size,
     the partitions that had nothing to give (to wait on), and whether an answer must go at
     once (an error or a diverging epoch)."""
     total = 0
@@ -129,19 +150,19 @@ def _read_all(
     waitable: list[Partition] = []
     urgent = False
     by_id = request.__version__ >= TOPIC_IDS_FROM
-    for topic in request.topics:
+    for name, topic_id, wanted_partitions in to_read:
         found: Topic | None
         if by_id:
-            found = broker.topics.by_id(topic.topic_id) if topic.topic_id is not None else None
+            found = broker.topics.by_id(topic_id) if topic_id is not None else None
             missing = ErrorCode.unknown_topic_id
-            answer = TopicAnswer(None, topic.topic_id)
+            answer = TopicAnswer(None, topic_id)
         else:
-            found = broker.topics.get(topic.topic)
+            found = broker.topics.get(name) if name is not None else None
             missing = ErrorCode.unknown_topic_or_partition
-            answer = TopicAnswer(topic.topic, None)
+            answer = TopicAnswer(name, None)
         topics.append(answer)
         partitions = found.partitions if found is not None else {}
-        for wanted in topic.partitions:
+        for wanted in wanted_partitions:
             entry = PartitionAnswer(
                 wanted.partition, aborted_transactions=[] if committed else None
             )

@@ -194,3 +194,53 @@ def test_admin_describe_log_dirs(bootstrap: str, create_topic: Callable[..., str
         assert only["partitions"][0]["partition_size"] == sizes[(topic, 1)]
     finally:
         client.close()
+
+
+def test_consumes_through_an_incremental_fetch_session_and_a_partition_added(
+    bootstrap: str, create_topic: Callable[..., str], topic_name: str
+) -> None:
+    """kafka-python keeps a fetch session when the broker gives one (KIP-227): its fetches
+    after the first name only the partitions whose position moved, and the broker answers only
+    the partitions with news. Every record comes once, in order, across rounds of new records
+    and across a partition added to the assignment (an incremental request adds it)."""
+    first = create_topic(partitions=2)
+    second = create_topic(name=f"{topic_name}-added")
+    tps = [TopicPartition(first, 0), TopicPartition(first, 1)]
+    producer = KafkaProducer(bootstrap_servers=bootstrap, max_block_ms=int(TIMEOUT * 1000))
+    consumer = new_consumer(bootstrap, auto_offset_reset="earliest", fetch_max_wait_ms=100)
+
+    def send(topic: str, n: int, partitions: int = 1) -> None:
+        futures = [producer.send(topic, b"v%d" % i, partition=i % partitions) for i in range(n)]
+        for future in futures:
+            future.get(timeout=TIMEOUT)
+
+    try:
+        consumer.assign(tps)
+        got: list[Any] = []
+        for _ in range(4):  # rounds: new records for the session's partitions
+            send(first, 10, partitions=2)
+            got += poll_n(consumer, 10)
+        for p in (0, 1):
+            offsets = [r.offset for r in got if r.partition == p]
+            assert offsets == list(range(20)), f"partition {p}: {offsets}"
+        sessions = {
+            node: handler.next_metadata
+            for node, handler in consumer._fetcher._session_handlers.items()
+        }
+        assert any(m.session_id != 0 and m.epoch > 1 for m in sessions.values()), (
+            f"no incremental fetch session was used: {sessions}"
+        )
+
+        send(second, 6)
+        consumer.assign([*tps, TopicPartition(second, 0)])
+        added = poll_n(consumer, 6)
+        assert [(r.topic, r.offset) for r in added] == [(second, i) for i in range(6)]
+        send(first, 4, partitions=2)
+        send(second, 2)
+        last = poll_n(consumer, 6)
+        expected = [(first, p, o) for p in (0, 1) for o in (20, 21)]
+        expected += [(second, 0, 6), (second, 0, 7)]
+        assert sorted((r.topic, r.partition, r.offset) for r in last) == sorted(expected)
+    finally:
+        consumer.close()
+        producer.close(timeout=TIMEOUT)
