@@ -9,7 +9,7 @@ import asyncio
 import contextlib
 import datetime
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
 from typing import TYPE_CHECKING, Any
@@ -25,6 +25,11 @@ from sluice.broker.log import Log
 from sluice.broker.log.errors import LogError
 from sluice.broker.records.batch import InvalidBatchError, read_header
 from sluice.broker.replication.client import BrokerClient, BrokerConnectionError
+from sluice.broker.replication.session_handler import (
+    FetchPosition,
+    FetchSessionHandler,
+    SessionRequest,
+)
 from sluice.broker.topics import Partition
 from sluice.errors import CorruptRecordError, StorageError
 
@@ -130,6 +135,8 @@ class LeaderFetcher:
         self._client: BrokerClient | None = None
         self._disconnected = ""
         """Why the last connection failed ("": connected, or not tried yet)."""
+        self.session = FetchSessionHandler()
+        """The fetch session with the leader (KIP-227)."""
         self._changed = asyncio.Event()
         self._task = asyncio.get_running_loop().create_task(
             self._run(), name=f"ReplicaFetcher-{fetcher_id}-{leader_id}"
@@ -170,6 +177,7 @@ class LeaderFetcher:
         """The leader is now at ``address``: the next round connects there."""
         log.info("%s moved to %s:%d", self._where, *address)
         self.address = address
+        self.session = FetchSessionHandler()  # another process: its sessions are not ours
         if self._client is not None:
             self._client.close()
             self._client = None
@@ -222,7 +230,8 @@ class LeaderFetcher:
         if client is None:
             return
         sent = {(f.partition.topic, f.partition.index): (f, f.log.log_end_offset) for f in ready}
-        request = self._fetch_request(ready, settings)
+        session = self.session.build({key: _position(f, settings) for key, (f, _) in sent.items()})
+        request = self._fetch_request(session, sent, settings)
         try:
             response = await client.call(
                 request, timeout_s=self.manager.request_timeout_s + settings.wait_max_ms / 1000
@@ -231,6 +240,27 @@ class LeaderFetcher:
             self._connection_failed(exc)
             await asyncio.sleep(settings.backoff_s)
             return
+        except BaseException:  # cancelled mid-request: the answer will not be taken in
+            self.session.reset()
+            raise
+        before = self.session.session_id
+        if not self.session.handle_response(
+            session, int(response.error_code), int(response.session_id)
+        ):
+            log.info(
+                "fetch session %d with %s: %s; starting over with a full fetch",
+                session.session_id,
+                self._where,
+                ErrorCode(response.error_code).name,
+            )
+            return
+        if self.session.session_id != before and self.session.session_id:
+            log.info(
+                "fetch session %d with %s: %d partitions",
+                self.session.session_id,
+                self._where,
+                len(session.send),
+            )
         out_of_range: list[Followed] = []
         for topic in response.responses:
             for answer in topic.partitions:
@@ -238,8 +268,6 @@ class LeaderFetcher:
                 if followed is None or not self._current(followed, offset):
                     continue
                 code = answer.error_code
-                if response.error_code != ErrorCode.none:
-                    code = response.error_code
                 if code == ErrorCode.offset_out_of_range:
                     out_of_range.append(followed)
                 else:
@@ -269,6 +297,7 @@ class LeaderFetcher:
         return self._client
 
     def _connection_failed(self, exc: BrokerConnectionError) -> None:
+        self.session.reset()
         if self._client is not None:
             self._client.close()
             self._client = None
@@ -290,34 +319,46 @@ class LeaderFetcher:
             and followed.log.log_end_offset == offset
         )
 
-    def _fetch_request(self, ready: Iterable[Followed], settings: FetcherSettings) -> Any:
+    def _fetch_request(
+        self,
+        session: SessionRequest,
+        sent: dict[PartitionKey, tuple[Followed, int]],
+        settings: FetcherSettings,
+    ) -> Any:
+        """The replica Fetch of ``session``: the partitions it names (all of them in a full
+        request, the added and changed ones in an incremental one) and those it forgets."""
         topics: dict[str, list[fetch_v12.FetchPartition]] = {}
-        for followed in ready:
-            plog = followed.log
-            latest = plog.leader_epochs.latest_epoch
-            topics.setdefault(followed.partition.topic, []).append(
+        for (topic, index), position in session.send.items():
+            leader_epoch, offset, last_fetched, log_start, max_bytes = position
+            topics.setdefault(topic, []).append(
                 fetch_v12.FetchPartition(
-                    partition=i32(followed.partition.index),
-                    current_leader_epoch=i32(followed.leader_epoch),
-                    fetch_offset=i64(plog.log_end_offset),
-                    last_fetched_epoch=i32(-1 if latest is None else latest),
-                    log_start_offset=i64(plog.log_start_offset),
-                    partition_max_bytes=i32(settings.partition_max_bytes),
+                    partition=i32(index),
+                    current_leader_epoch=i32(leader_epoch),
+                    fetch_offset=i64(offset),
+                    last_fetched_epoch=i32(last_fetched),
+                    log_start_offset=i64(log_start),
+                    partition_max_bytes=i32(max_bytes),
                 )
             )
+        forgotten: dict[str, list[i32]] = {}
+        for topic, index in session.forget:
+            forgotten.setdefault(topic, []).append(i32(index))
         return fetch_v12.FetchRequest(
             replica_id=BrokerId(self.manager.broker_id),
             max_wait=i32Timedelta.parse(datetime.timedelta(milliseconds=settings.wait_max_ms)),
             min_bytes=i32(settings.min_bytes),
             max_bytes=i32(settings.response_max_bytes),
             isolation_level=i8(0),
-            session_id=i32(0),
-            session_epoch=i32(-1),  # no fetch session: a full request every time
+            session_id=i32(session.session_id),
+            session_epoch=i32(session.epoch),
             topics=tuple(
                 fetch_v12.FetchTopic(topic=TopicName(name), partitions=tuple(partitions))
                 for name, partitions in topics.items()
             ),
-            forgotten_topics_data=(),
+            forgotten_topics_data=tuple(
+                fetch_v12.ForgottenTopic(topic=TopicName(name), partitions=tuple(indexes))
+                for name, indexes in forgotten.items()
+            ),
             rack_id="",
         )
 
@@ -512,3 +553,16 @@ class LeaderFetcher:
                 self._where,
             )
         followed.state, followed.reason = state, reason
+
+
+def _position(followed: Followed, settings: FetcherSettings) -> FetchPosition:
+    """What a replica Fetch asks of ``followed``: where its log ends, and so on."""
+    plog = followed.log
+    latest = plog.leader_epochs.latest_epoch
+    return (
+        followed.leader_epoch,
+        plog.log_end_offset,
+        -1 if latest is None else latest,
+        plog.log_start_offset,
+        settings.partition_max_bytes,
+    )

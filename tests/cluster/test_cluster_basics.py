@@ -203,3 +203,43 @@ def test_num_replica_fetchers_changes_on_a_running_broker(shared_cluster: Broker
         )
     assert producer.flush(60) == 0
     assert not failed, failed[:3]
+
+
+def test_followers_replicate_through_incremental_fetch_sessions(
+    shared_cluster: BrokerCluster,
+) -> None:
+    """Each follower keeps a fetch session with each leader it copies from (KIP-227; logged
+    when the leader gives one), and replication through the sessions' incremental fetches
+    leaves every replica's log byte-identical to its leader's."""
+    cluster = shared_cluster
+    create_topic(cluster, "sessioned", partitions=3, rf=3)
+    cluster.wait_until(
+        lambda: all(len(isr) == 3 for _, _, isr in leaders(cluster, "sessioned", 1).values()),
+        "a full ISR for every partition",
+    )
+    producer = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all", "linger.ms": 5})
+    for round_ in range(5):  # rounds: incremental fetches carry only the partitions that moved
+        for n in range(60):
+            producer.produce("sessioned", value=f"{round_}-{n}".encode(), partition=n % 3)
+        assert producer.flush(30) == 0
+    found = leaders(cluster, "sessioned", 1)
+
+    def segment(broker: int, partition: int) -> bytes:
+        path = cluster.broker(broker).data_dir / f"sessioned-{partition}"
+        return (path / "00000000000000000000.log").read_bytes()
+
+    for partition, (leader, replicas, _) in found.items():
+        cluster.wait_until(
+            lambda p=partition, ld=leader, rs=replicas: all(
+                segment(r, p) == segment(ld, p) for r in rs
+            ),
+            f"partition {partition}: every replica's log equal to the leader's",
+        )
+    for follower in cluster.ids:
+        followed = {leader for leader, _, _ in found.values() if leader != follower}
+        text = cluster.broker(follower).log_text()
+        sessions = set(map(int, re.findall(r"fetch session \d+ with leader (\d+) ", text)))
+        assert followed <= sessions, (
+            f"broker {follower} has no fetch session with {followed - sessions}\n"
+            + cluster.log_tail(follower)
+        )
