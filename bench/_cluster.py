@@ -40,15 +40,18 @@ def cluster_keys(session_timeout_ms: int) -> dict[str, str]:
 
 
 @contextlib.contextmanager
-def running_cluster(root: Path, session_timeout_ms: int) -> Iterator[BrokerCluster]:
-    """ZooKeeper and three brokers under ``root``, started; all stopped by PID at the end."""
+def running_cluster(
+    root: Path, session_timeout_ms: int, extra_keys: dict[str, str] | None = None
+) -> Iterator[BrokerCluster]:
+    """ZooKeeper and three brokers under ``root`` (``extra_keys`` added to their
+    ``server.properties``), started; all stopped by PID at the end."""
     with (
         ZooKeeperServer(root / "zookeeper", free_port()) as zookeeper,
         BrokerCluster(
             root / "cluster",
             f"{zookeeper.hosts}/sluice-bench",
             len(CLUSTER),
-            cluster_keys(session_timeout_ms),
+            {**cluster_keys(session_timeout_ms), **(extra_keys or {})},
         ) as cluster,
     ):
         for i in cluster.ids:  # one at a time: a start is mostly imports, 2 cores are shared

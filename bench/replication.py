@@ -2,6 +2,7 @@
 
     python bench/replication.py [--quick] [--only SECTION ...] [--session-timeout-ms 6000]
                                 [--catchup-mb MB] [--data-root DIR] [--json PATH]
+                                [--broker-key KEY=VALUE ...]
 
 One ZooKeeper (``tests/cluster/zookeeper.py``) and three ``sluice broker start --broker-id N
 --zookeeper ...`` processes (``tests/cluster/brokers.py``), every broker with
@@ -95,15 +96,20 @@ class Results:
 
 
 def measure(
-    sections: list[str], plan: Plan, session_timeout_ms: int, data_root: str | None
+    sections: list[str],
+    plan: Plan,
+    session_timeout_ms: int,
+    data_root: str | None,
+    broker_keys: dict[str, str] | None = None,
 ) -> Results:
-    """Start ZooKeeper, the cluster and the single node; run ``sections``; stop everything."""
+    """Start ZooKeeper, the cluster (with ``broker_keys`` added to each broker's
+    ``server.properties``) and the single node; run ``sections``; stop everything."""
     console = Console(stderr=True)
     results = Results()
     with contextlib.ExitStack() as stack:
         tmp = Path(stack.enter_context(tempfile.TemporaryDirectory("-replication", dir=data_root)))
         console.log("starting ZooKeeper and three brokers")
-        cluster = stack.enter_context(running_cluster(tmp, session_timeout_ms))
+        cluster = stack.enter_context(running_cluster(tmp, session_timeout_ms, broker_keys))
         single = None
         if {"throughput", "latency", "aggregate"} & set(sections):
             keys = {"log.retention.check.interval.ms": "86400000"}
@@ -317,7 +323,16 @@ def main() -> None:
         help="where the brokers' logs and ZooKeeper's data live (default: the system "
         "temporary directory, on disk)",
     )
+    parser.add_argument(
+        "--broker-key",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a server.properties key of every cluster broker (repeatable), e.g. "
+        "max.incremental.fetch.session.cache.slots=0 to measure without fetch sessions",
+    )
     args = parser.parse_args()
+    broker_keys = dict(kv.split("=", 1) for kv in args.broker_key)
     plan = QUICK if args.quick else FULL
     if args.catchup_mb:
         plan = Plan(plan.runs, plan.seconds, plan.records, plan.latency_seconds, args.catchup_mb)
@@ -327,12 +342,14 @@ def main() -> None:
     machine = _machine()  # the load average before the bench adds its own
     machine += f", logs under {args.data_root or tempfile.gettempdir()}"
     started = datetime.datetime.now(datetime.UTC)
-    results = measure(sections, plan, args.session_timeout_ms, args.data_root)
+    results = measure(sections, plan, args.session_timeout_ms, args.data_root, broker_keys)
 
     console.print(f"Replication, {started:%Y-%m-%d %H:%M} UTC; {machine}")
     console.print(
         "cluster: 3 brokers and ZooKeeper on this machine, min.insync.replicas=2, "
-        f"zookeeper.session.timeout.ms={args.session_timeout_ms}; single node: no ZooKeeper"
+        f"zookeeper.session.timeout.ms={args.session_timeout_ms}"
+        + "".join(f", {k}={v}" for k, v in broker_keys.items())
+        + "; single node: no ZooKeeper"
     )
     if results.throughput:
         _print_throughput(console, results, f"{plan.runs}")
