@@ -7,7 +7,8 @@ connectors, Streams apps and processes start in order, each child logging to
 the last error line of its log), starts it again as its ``restart:`` policy says (with backoff;
 a crash loop is shown as ``crash-loop``) and stops everything in order on Ctrl-C or SIGTERM.
 Run again with an edited file while it runs, and the running one reconciles (only what changed
-restarts).
+restarts; a cluster's brokers one at a time: a rolling restart, also asked for with
+``--rolling-restart``).
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ if TYPE_CHECKING:
 
 __all__ = ["up"]
 
-_RELOAD_TIMEOUT = 300.0
+_RELOAD_TIMEOUT = 1800.0  # a rolling restart waits for each broker to catch up
 
 
 def up(
@@ -42,6 +43,13 @@ def up(
         Path, typer.Option("--file", "-f", metavar="FILE", help="The deployment (YAML).")
     ] = Path("sluice.yaml"),
     *,
+    rolling_restart: Annotated[
+        bool,
+        typer.Option(
+            "--rolling-restart",
+            help="Ask the running `sluice up` to restart the cluster's brokers one at a time.",
+        ),
+    ] = False,
     home: Home = DEFAULT_HOME,
 ) -> None:
     """Start everything FILE declares and supervise it until Ctrl-C.
@@ -53,8 +61,13 @@ def up(
 
     deployment = _checked(file)
     running = _running_supervisor(home)
+    if rolling_restart and running is None:
+        raise CliError(
+            f"no sluice up is running with home {home}: --rolling-restart asks a running one",
+            exit_code=EXIT_USAGE,
+        )
     if running is not None:
-        _ask_reload(home, running, file)
+        _ask_reload(home, running, file, rolling_restart)
         return
     console = Console(stderr=False)
     if console.is_terminal:
@@ -103,14 +116,15 @@ def _running_supervisor(home: Path) -> int | None:
     return pid if b"up" in cmdline.split(b"\0") and pid != os.getpid() else None
 
 
-def _ask_reload(home: Path, pid: int, file: Path) -> None:
-    """Have the running supervisor re-read ``file``; print what it answered."""
+def _ask_reload(home: Path, pid: int, file: Path, rolling_restart: bool = False) -> None:
+    """Have the running supervisor re-read ``file`` (and restart the brokers one at a time,
+    with ``rolling_restart``); print what it answered."""
     import signal
 
     from sluice.up import RELOAD_FILE, state
 
     request = uuid.uuid4().hex
-    body = {"file": str(file.absolute()), "id": request}
+    body = {"file": str(file.absolute()), "id": request, "rolling_restart": rolling_restart}
     (home / RELOAD_FILE).write_text(json.dumps(body), encoding="utf-8")
     os.kill(pid, signal.SIGHUP)
     print(f"sluice up is running (pid {pid}): asked it to apply {file}", file=sys.stderr)

@@ -30,7 +30,7 @@ from sluice.up.exits import describe_exit, last_error_line, signal_name
 from sluice.up.spec import RestartPolicy
 from sluice.up.state import Component
 
-__all__ = ["CRASH_LOOP_AFTER", "Child", "ChildState", "Launch"]
+__all__ = ["CRASH_LOOP_AFTER", "Child", "ChildState", "Launch", "sluice_command"]
 
 ChildState = Literal[
     "starting", "running", "restarting", "crash-loop", "completed", "failed", "stopped"
@@ -43,6 +43,11 @@ _MAX_BACKOFF = 30.0
 _HEALTHY_AFTER = 60.0
 """A child that ran this long starts again from the first backoff when it dies."""
 _PR_SET_PDEATHSIG = 1
+
+
+def sluice_command() -> list[str]:
+    """The command line that runs the ``sluice`` CLI with this Python."""
+    return [sys.executable, "-m", "sluice.cli"]
 
 
 @dataclass(frozen=True)
@@ -60,7 +65,8 @@ class Launch:
 class Child:
     """One supervised process.
 
-    ``kind`` and ``app`` say what it is (``broker``, ``connect``, ``streams``, ``process``);
+    ``kind`` and ``app`` say what it is (``zookeeper``, ``broker``, ``connect``, ``streams``,
+    ``process``);
     :meth:`check` notices an exit and, by ``restart``, schedules the next start; :meth:`stop`
     ends it.
     """

@@ -20,6 +20,7 @@ from __future__ import annotations
 import difflib
 import re
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import TypeVar
 
@@ -29,7 +30,9 @@ from sluice.connect.deploy import ConnectorSpec, DeploymentError, from_nodes
 from sluice.connect.deploy import load as load_connectors
 from sluice.errors import ConfigError
 from sluice.up.spec import (
+    EMBEDDED_ZOOKEEPER,
     RESTART_POLICIES,
+    BrokerNode,
     BrokerSpec,
     ConnectSpec,
     Deployment,
@@ -43,8 +46,20 @@ from sluice.yaml_positions import Entry, compose, entries, is_null, line, text
 __all__ = ["load"]
 
 _SECTIONS = ("broker", "topics", "connect", "connectors", "streams", "processes")
-_BROKER = ("listen", "data_dir", "config", "metrics", "bootstrap_servers")
-_TOPIC = ("name", "partitions", "config")
+_BROKER = (
+    "listen",
+    "data_dir",
+    "config",
+    "metrics",
+    "bootstrap_servers",
+    "brokers",
+    "zookeeper",
+    "zookeeper_listen",
+)
+_NODE = ("id", "listen", "data_dir", "rack", "metrics")
+# set for each broker of a cluster by `sluice up` itself
+_PER_BROKER = ("broker.id", "node.id", "zookeeper.connect", "listeners", "log.dirs", "log.dir")
+_TOPIC = ("name", "partitions", "replication_factor", "config")
 _CONNECT = ("rest", "group", "config", "metrics")
 _PROGRAM = ("name", "app", "module", "args", "instances", "environment", "restart")
 _STREAMS = (*_PROGRAM, "application_id", "metrics", "config")
@@ -141,22 +156,107 @@ class _Reader:
             return BrokerSpec(bootstrap_servers=servers) if servers else None
         listen = self.address(keys.get("listen"), "broker.listen") or BrokerSpec.listen
         data_dir = self.scalar(keys.get("data_dir"), "broker.data_dir")
-        return BrokerSpec(
+        spec = BrokerSpec(
             listen=listen,
             data_dir=Path(data_dir) if data_dir else BrokerSpec.data_dir,
             config=self.settings(keys.get("config"), "broker.config"),
             metrics=self.address(keys.get("metrics"), "broker.metrics"),
         )
+        zookeeper = self.scalar(keys.get("zookeeper"), "broker.zookeeper")
+        if zookeeper is None:
+            for key in ("brokers", "zookeeper_listen"):
+                if key in keys:
+                    message = (
+                        "a cluster needs zookeeper: (embedded, or HOST:PORT[/CHROOT] of an "
+                        "existing ensemble)"
+                    )
+                    self.problem(f"broker.{key}", message, keys[key].line)
+            return spec
+        zookeeper_listen = self.address(keys.get("zookeeper_listen"), "broker.zookeeper_listen")
+        if zookeeper != EMBEDDED_ZOOKEEPER:
+            if zookeeper_listen is not None:
+                message = "only an embedded ZooKeeper (zookeeper: embedded) listens here"
+                self.problem("broker.zookeeper_listen", message, keys["zookeeper_listen"].line)
+            if _ADDRESS.match(zookeeper.split(",")[0]) is None:
+                message = f"must be embedded or HOST:PORT[,HOST:PORT…][/CHROOT], not {zookeeper!r}"
+                self.problem("broker.zookeeper", message, keys["zookeeper"].line)
+        for name, _ in spec.config:
+            if name in _PER_BROKER:
+                message = "set for each broker by sluice up (brokers:, listen:, data_dir:)"
+                self.problem(f"broker.config.{name}", message, keys["config"].line)
+        return replace(
+            spec,
+            zookeeper=zookeeper,
+            zookeeper_listen=zookeeper_listen or BrokerSpec.zookeeper_listen,
+            nodes=self.nodes(keys.get("brokers"), spec),
+        )
+
+    def nodes(self, entry: Entry | None, spec: BrokerSpec) -> tuple[BrokerNode, ...]:
+        """``brokers: N`` (ids 1…N, ports, data dirs and metrics ports counted up from the
+        broker's) or a list of brokers, each key missing derived the same way."""
+        given: list[dict[str, Entry]] = []
+        if entry is None:
+            given = [{}]
+        elif isinstance(entry.value, SequenceNode):
+            given = [
+                self.mapping(item, f"broker.brokers[{i}].", _NODE)
+                for i, item in enumerate(entry.value.value)
+            ]
+            if not given:
+                self.problem("broker.brokers", "must list at least one broker", entry.line)
+        else:
+            count = self.count(entry, "broker.brokers")
+            given = [{} for _ in range(count or 0)]
+        nodes = []
+        for index, keys in enumerate(given):
+            where = f"broker.brokers[{index}]"
+            ident = index + 1
+            if "id" in keys:
+                value = self.scalar(keys["id"], where + ".id")
+                if value is None or not value.isdigit():
+                    self.problem(
+                        where + ".id",
+                        f"must be a whole number >= 0, not {value!r}",
+                        keys["id"].line,
+                    )
+                else:
+                    ident = int(value)
+            data_dir = self.scalar(keys.get("data_dir"), where + ".data_dir")
+            nodes.append(
+                BrokerNode(
+                    id=ident,
+                    listen=self.address(keys.get("listen"), where + ".listen")
+                    or _port_plus(spec.listen, index),
+                    data_dir=Path(data_dir) if data_dir else spec.data_dir / f"broker-{ident}",
+                    rack=self.scalar(keys.get("rack"), where + ".rack"),
+                    metrics=self.address(keys.get("metrics"), where + ".metrics")
+                    or (None if spec.metrics is None else _port_plus(spec.metrics, index)),
+                )
+            )
+        at = line(entry.value) if entry is not None else None
+        for what, values in (
+            ("id", [str(n.id) for n in nodes]),
+            ("listen", [n.listen for n in nodes]),
+            ("data_dir", [str(n.data_dir) for n in nodes]),
+        ):
+            doubled = sorted({v for v in values if values.count(v) > 1})
+            if doubled:
+                self.problem(
+                    "broker.brokers", f"two brokers with the same {what}: {', '.join(doubled)}", at
+                )
+        return tuple(nodes)
 
     def topic(self, node: Node, where: str) -> TopicSpec | None:
         keys = self.mapping(node, where + ".", _TOPIC)
         name = self.name(keys.get("name"), where + ".name", line(node))
         partitions = keys.get("partitions")
         count = None if partitions is None else self.count(partitions, where + ".partitions")
+        factor = keys.get("replication_factor")
+        replicas = None if factor is None else self.count(factor, where + ".replication_factor")
         config = self.settings(keys.get("config"), where + ".config")
         if name is None:
             return None
-        return TopicSpec(name, count, config, line(node))
+        return TopicSpec(name, count, config, line(node), replicas)
 
     def connect(self, entry: Entry) -> ConnectSpec | None:
         keys = self.mapping(entry.value, "connect.", _CONNECT)
@@ -393,3 +493,9 @@ class _Reader:
                 message = f"the {what} name {name!r} is used twice (first at line {first[name]})"
                 self.problem(key, message, at)
             first.setdefault(name, at)
+
+
+def _port_plus(address: str, offset: int) -> str:
+    """``HOST:PORT`` with the port ``offset`` higher (the brokers of ``brokers: N``)."""
+    host, _, port = address.rpartition(":")
+    return f"{host}:{int(port) + offset}"

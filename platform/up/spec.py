@@ -16,7 +16,10 @@ from sluice.connect.deploy import ConnectorSpec
 
 __all__ = [
     "DEAD_LETTER_TOPIC",
+    "EMBEDDED_ZOOKEEPER",
     "RESTART_POLICIES",
+    "ZOOKEEPER_CHROOT",
+    "BrokerNode",
     "BrokerSpec",
     "ConnectSpec",
     "Deployment",
@@ -32,9 +35,33 @@ DEAD_LETTER_TOPIC = "errors.deadletterqueue.topic.name"
 """The Streams setting (KIP-1034) that names an app's dead-letter topic."""
 
 
+EMBEDDED_ZOOKEEPER = "embedded"
+"""``zookeeper: embedded``: ``sluice up`` runs a ZooKeeper of its own for the cluster."""
+ZOOKEEPER_CHROOT = "/sluice"
+"""Where an embedded ZooKeeper keeps the cluster (``zookeeper.connect``'s chroot)."""
+
+
+@dataclass(frozen=True)
+class BrokerNode:
+    """One broker of a cluster that ``sluice up`` runs (derived from ``brokers: N`` or given
+    per broker)."""
+
+    id: int
+    listen: str
+    data_dir: Path
+    rack: str | None = None
+    metrics: str | None = None
+
+    @property
+    def name(self) -> str:
+        """The child's name: ``broker-<id>``."""
+        return f"broker-{self.id}"
+
+
 @dataclass(frozen=True)
 class BrokerSpec:
-    """The broker: embedded (started here) unless ``bootstrap_servers`` names a cluster."""
+    """The broker: embedded (started here) unless ``bootstrap_servers`` names a cluster; a
+    cluster of ``nodes`` on ZooKeeper when ``zookeeper`` is set."""
 
     listen: str = "127.0.0.1:9092"
     data_dir: Path = Path(".sluice/data")
@@ -44,6 +71,13 @@ class BrokerSpec:
     """``HOST:PORT`` of the broker's Prometheus endpoint, or None."""
     bootstrap_servers: str | None = None
     """An existing Sluice or Kafka cluster: nothing is started."""
+    zookeeper: str | None = None
+    """None: one broker without ZooKeeper; :data:`EMBEDDED_ZOOKEEPER`; or the
+    ``HOST:PORT[,…][/CHROOT]`` of an existing ensemble."""
+    zookeeper_listen: str = "127.0.0.1:2181"
+    """Where an embedded ZooKeeper listens."""
+    nodes: tuple[BrokerNode, ...] = ()
+    """The brokers of the cluster (empty without ``zookeeper``)."""
 
     @property
     def embedded(self) -> bool:
@@ -51,9 +85,25 @@ class BrokerSpec:
         return self.bootstrap_servers is None
 
     @property
+    def clustered(self) -> bool:
+        """Whether ``sluice up`` runs a cluster (brokers on ZooKeeper)."""
+        return self.embedded and self.zookeeper is not None
+
+    @property
+    def zookeeper_connect(self) -> str | None:
+        """The brokers' ``zookeeper.connect``."""
+        if self.zookeeper == EMBEDDED_ZOOKEEPER:
+            return self.zookeeper_listen + ZOOKEEPER_CHROOT
+        return self.zookeeper
+
+    @property
     def bootstrap(self) -> str:
         """What clients connect to."""
-        return self.bootstrap_servers or self.listen
+        if self.bootstrap_servers:
+            return self.bootstrap_servers
+        if self.nodes:
+            return ",".join(node.listen for node in self.nodes)
+        return self.listen
 
 
 @dataclass(frozen=True)
@@ -65,6 +115,8 @@ class TopicSpec:
     """None: the broker's ``num.partitions`` when created; left alone when it exists."""
     config: tuple[tuple[str, str], ...] = ()
     line: int = 0
+    replication_factor: int | None = None
+    """None: the broker's ``default.replication.factor`` when created."""
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,9 @@ worker and its connectors, the Streams apps — waiting for each to be ready bef
 policy says (with backoff; a crash loop is shown as such), writes ``<home>/up.json`` every
 second (:mod:`sluice.up.state`; ``sluice status`` reads it) and, on SIGINT or SIGTERM, stops
 everything in the reverse order. SIGHUP re-reads the file named in ``<home>/up.reload`` (a
-second ``sluice up`` writes it) and reconciles: only the parts that changed are restarted.
+second ``sluice up`` writes it) and reconciles: only the parts that changed are restarted —
+a cluster's brokers one at a time, each once the last is back in every ISR (a rolling restart,
+also on demand: ``sluice up --rolling-restart``; :mod:`sluice.up.brokers`).
 """
 
 from __future__ import annotations
@@ -31,7 +33,9 @@ from sluice.errors import SluiceError
 from sluice.exit_codes import EXIT_FAILED, EXIT_INTERRUPTED, CliError
 from sluice.streams.config import ENV_CONFIG
 from sluice.up import state as state_file
-from sluice.up.children import Child, Launch
+from sluice.up import zookeeper
+from sluice.up.brokers import ZOOKEEPER, broker_launches, cluster_problem, zookeeper_launch
+from sluice.up.children import Child, Launch, sluice_command
 from sluice.up.loader import load
 from sluice.up.spec import BrokerSpec, ConnectSpec, Deployment, ProgramKind, ProgramSpec
 from sluice.up.state import RELOAD_FILE, UpState
@@ -42,7 +46,9 @@ __all__ = ["STREAMS_CONFIG", "Supervisor", "UpError"]
 STREAMS_CONFIG = ENV_CONFIG
 """The environment variable that carries a Streams app's ``config:`` (a JSON object)."""
 _READY_TIMEOUT = 90.0
-_TIERS = ("streams", "connect", "process", "broker")
+_REPLICATED_TIMEOUT = 300.0
+"""How long a cluster may take to be whole again (a restarted broker catching up)."""
+_TIERS = ("streams", "connect", "process", "broker", "zookeeper")
 """The order children are stopped in (they start in the reverse order)."""
 
 
@@ -120,20 +126,55 @@ class Supervisor:
                 raise UpError("interrupted")
 
     # -- reconciling ----------------------------------------------------------------------
-    def apply(self, deployment: Deployment) -> None:
-        """Make the children, topics and connectors match ``deployment``."""
+    def apply(self, deployment: Deployment, rolling: bool = False) -> None:
+        """Make the children, topics and connectors match ``deployment``; ``rolling``: restart
+        every broker of a cluster one at a time, changed or not."""
         self._applying = True
         try:
-            self._apply(deployment)
+            self._apply(deployment, rolling)
         finally:
             self._applying = False
 
-    def _apply(self, deployment: Deployment) -> None:
+    def _apply_brokers(self, broker: BrokerSpec, rolling: bool) -> None:
+        """Start the brokers (and an embedded ZooKeeper) that are missing, together; restart
+        the changed ones one at a time, a cluster's each after the last is back in every ISR
+        (a rolling restart: SIGTERM makes each move its leaderships away first)."""
+        try:
+            launch = zookeeper_launch(broker, self.home)
+        except zookeeper.ZooKeeperMissingError as error:
+            raise UpError(str(error)) from None
+        self._place(ZOOKEEPER, ZOOKEEPER, launch)
+        if ZOOKEEPER in self.children:
+            self._wait_zookeeper(broker)
+        wanted = broker_launches(broker, self.home)
+        for name, child in list(self.children.items()):
+            if child.kind == "broker" and name not in wanted:
+                self._retire(name)
+        fresh = [name for name in wanted if name not in self.children]
+        changed = [
+            name
+            for name, launch in wanted.items()
+            if name not in fresh and (self.children[name].launch != launch or rolling)
+        ]
+        for name in fresh:
+            self._place(name, "broker", wanted[name])
+        for name in fresh:
+            self._wait_listening(name)
+        if not broker.embedded:
+            self._wait_listening(None, broker.bootstrap)
+        if broker.clustered:
+            self._wait_cluster(broker, "the cluster")
+        for name in changed:
+            self.report(f"{name}: restarting (rolling)")
+            self._retire(name)
+            self._place(name, "broker", wanted[name])
+            self._wait_listening(name)
+            if broker.clustered:
+                self._wait_cluster(broker, name)
+
+    def _apply(self, deployment: Deployment, rolling: bool = False) -> None:
         broker = deployment.broker
-        self._place(
-            "broker", "broker", _broker_launch(broker, self.home) if broker.embedded else None
-        )
-        self._wait_broker(broker)
+        self._apply_brokers(broker, rolling)
         ensure_topics(broker.bootstrap, deployment.topics, self.report)
         self._place_programs(deployment, "process")
         connect = deployment.connect
@@ -193,20 +234,54 @@ class Supervisor:
         child = self.children.pop(name)
         child.stop()
         self._print_events(child)
+        self._seen_events.pop(name, None)  # a child of the same name starts over
 
-    def _wait_broker(self, broker: BrokerSpec) -> None:
-        child = self.children.get("broker")
-        host, _, port = broker.bootstrap.split(",")[0].rpartition(":")
+    def _wait_listening(self, name: str | None, address: str | None = None) -> None:
+        """Until child ``name``'s broker (or the broker at ``address``) accepts connections."""
+        child = None if name is None else self.children[name]
+        if child is not None:
+            address = _listen_of(child.launch)
+        assert address is not None
+        host, _, port = address.split(",")[0].rpartition(":")
         deadline = time.monotonic() + _READY_TIMEOUT
         while time.monotonic() < deadline:
             if child is not None and not child.alive() and child.state == "running":
-                raise UpError(f"the broker exited at start:\n{_tail(child.log)}")
+                raise UpError(f"{child.name} exited at start:\n{_tail(child.log)}")
             try:
                 with socket.create_connection((host.strip("[]") or "127.0.0.1", int(port)), 1):
                     return
             except OSError:
                 time.sleep(0.2)
-        raise UpError(f"the broker at {broker.bootstrap} did not answer in {_READY_TIMEOUT:.0f} s")
+        raise UpError(f"the broker at {address} did not answer in {_READY_TIMEOUT:.0f} s")
+
+    def _wait_zookeeper(self, broker: BrokerSpec) -> None:
+        child = self.children[ZOOKEEPER]
+        host, _, port = broker.zookeeper_listen.rpartition(":")
+        deadline = time.monotonic() + _READY_TIMEOUT
+        while not zookeeper.is_ready(host.strip("[]"), int(port)):
+            if not child.alive() and child.state == "running":
+                raise UpError(f"ZooKeeper exited at start:\n{_tail(child.log)}")
+            if time.monotonic() > deadline:
+                raise UpError(
+                    f"ZooKeeper at {broker.zookeeper_listen} did not answer in "
+                    f"{_READY_TIMEOUT:.0f} s"
+                )
+            time.sleep(0.2)
+
+    def _wait_cluster(self, broker: BrokerSpec, after: str) -> None:
+        """Until every broker is registered and nothing is under-replicated."""
+        deadline = time.monotonic() + _REPLICATED_TIMEOUT
+        said = None
+        while (problem := cluster_problem(broker)) is not None:
+            if time.monotonic() > deadline:
+                raise UpError(
+                    f"{after}: the cluster is not whole after {_REPLICATED_TIMEOUT:.0f} s: "
+                    f"{problem}"
+                )
+            if problem != said:
+                self.report(f"{after}: waiting: {problem}")
+                said = problem
+            time.sleep(0.5)
 
     def _apply_connectors(self, connect: ConnectSpec, deployment: Deployment) -> None:
         """Apply the connectors once the worker has joined its group (it answers 409 before)."""
@@ -231,8 +306,9 @@ class Supervisor:
         try:
             request = json.loads((self.home / RELOAD_FILE).read_text(encoding="utf-8"))
             path = Path(request.get("file") or self.deployment.source)
-            self.report(f"re-reading {path}")
-            self.apply(load(path))
+            rolling = bool(request.get("rolling_restart"))
+            self.report(f"re-reading {path}" + (" for a rolling restart" if rolling else ""))
+            self.apply(load(path), rolling=rolling)
             self.generation += 1
             outcome = {"ok": True, "message": "applied"}
         except (OSError, ValueError) as error:
@@ -246,7 +322,8 @@ class Supervisor:
 
     # -- stopping -------------------------------------------------------------------------
     def stop_all(self) -> None:
-        """Stop every child, the processes first and the broker last; each tier together."""
+        """Stop every child, the processes first, then the brokers, ZooKeeper last; each tier
+        together."""
         for tier in _TIERS:
             children = [child for child in self.children.values() if child.kind == tier]
             for child in children:
@@ -282,30 +359,14 @@ class Supervisor:
             self._seen_events[child.name] = len(child.events)
 
 
-def _broker_launch(broker: BrokerSpec, home: Path) -> Launch:
-    command = [
-        *_sluice(),
-        "broker",
-        "start",
-        "--listen",
-        broker.listen,
-        "--data-dir",
-        str(broker.data_dir.absolute()),
-    ]
-    if broker.config:
-        properties = home / "broker.properties"
-        properties.parent.mkdir(parents=True, exist_ok=True)
-        properties.write_text("".join(f"{k}={v}\n" for k, v in broker.config), encoding="utf-8")
-        command += ["--config", str(properties)]
-    if broker.metrics:
-        command += ["--metrics-listen", broker.metrics]
-    # the properties file is part of the launch: a changed config restarts the broker
-    return Launch(tuple(command), fingerprint=repr(broker.config))
+def _listen_of(launch: Launch) -> str:
+    """The ``--listen`` of a broker's command line."""
+    return launch.command[launch.command.index("--listen") + 1]
 
 
 def _connect_launch(connect: ConnectSpec, bootstrap: str) -> Launch:
     command = [
-        *_sluice(),
+        *sluice_command(),
         "connect",
         "start",
         "--group",
@@ -337,10 +398,6 @@ def _program_launch(program: ProgramSpec, index: int, deployment: Deployment) ->
         environment[STREAMS_CONFIG] = json.dumps(dict(program.config))
     environment.update(program.environment)
     return Launch(tuple(program.command(sys.executable)), tuple(sorted(environment.items())))
-
-
-def _sluice() -> list[str]:
-    return [sys.executable, "-m", "sluice.cli"]
 
 
 def _tail(log: Path, lines: int = 15) -> str:

@@ -2,7 +2,8 @@
 
 Only what the file declares is touched: a config key not written in the file keeps its value,
 a topic not in the file stays. Partitions can only grow (Kafka cannot shrink a topic): a
-smaller count is reported and left.
+smaller count is reported and left, as is a different replication factor (changing it moves
+replicas: a reassignment).
 """
 
 from __future__ import annotations
@@ -40,7 +41,12 @@ def ensure_topics(
     if missing:
         futures = admin.create_topics(
             [
-                NewTopic(topic.name, topic.partitions or -1, config=dict(topic.config))
+                NewTopic(
+                    topic.name,
+                    topic.partitions or -1,
+                    topic.replication_factor or -1,
+                    config=dict(topic.config),
+                )
                 for topic in missing
             ],
             operation_timeout=_TIMEOUT,
@@ -52,7 +58,15 @@ def ensure_topics(
     for topic in topics:
         if topic.name not in existing:
             continue
-        _alter(admin, topic, len(existing[topic.name].partitions), report)
+        partitions = existing[topic.name].partitions
+        factors = {len(p.replicas) for p in partitions.values()}
+        if topic.replication_factor is not None and factors != {topic.replication_factor}:
+            report(
+                f"topic {topic.name}: replication factor {'/'.join(map(str, sorted(factors)))},"
+                f" the file says {topic.replication_factor}: changing it is a reassignment"
+                " (sluice up does not do it), left as it is"
+            )
+        _alter(admin, topic, len(partitions), report)
 
 
 def _alter(admin: Any, topic: TopicSpec, partitions: int, report: Callable[[str], None]) -> None:

@@ -1,0 +1,125 @@
+"""The broker tier of a deployment: how each broker (and an embedded ZooKeeper) is launched,
+and when a cluster is ready.
+
+One broker without ZooKeeper is the child ``broker``. A cluster (``zookeeper:`` set) is the
+children ``broker-<id>``, each started with ``--broker-id`` and ``--zookeeper`` and its own
+listener and data directory, and with ``zookeeper: embedded`` a child ``zookeeper`` (Debian's
+package, :mod:`sluice.up.zookeeper`) whose data lives under ``<home>/zookeeper``. The shared
+``config:`` is each broker's ``server.properties``, plus its ``broker.rack``.
+
+A cluster is ready (:func:`cluster_problem`) when every broker of the file is registered and
+no partition is under-replicated: what a rolling restart waits for after each broker, so that
+one broker at a time is ever out of the in-sync replicas.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from confluent_kafka import KafkaException
+
+from sluice import clients
+from sluice.up import zookeeper
+from sluice.up.children import Launch, sluice_command
+from sluice.up.spec import EMBEDDED_ZOOKEEPER, BrokerSpec
+
+__all__ = [
+    "BROKER_STOP_TIMEOUT",
+    "ZOOKEEPER",
+    "broker_launches",
+    "cluster_problem",
+    "zookeeper_launch",
+]
+
+ZOOKEEPER = "zookeeper"
+"""The embedded ZooKeeper's child name."""
+BROKER_STOP_TIMEOUT = 120.0
+"""How long a broker may take to stop after SIGTERM (a controlled shutdown moves its
+leaderships first) before it is killed."""
+
+
+def zookeeper_launch(broker: BrokerSpec, home: Path) -> Launch | None:
+    """The embedded ZooKeeper's launch; None when the cluster has none of its own."""
+    if not broker.clustered or broker.zookeeper != EMBEDDED_ZOOKEEPER:
+        return None
+    host, _, port = broker.zookeeper_listen.rpartition(":")
+    command = zookeeper.command(home / ZOOKEEPER, host.strip("[]"), int(port))
+    return Launch(tuple(command), stop_timeout=30.0)
+
+
+def broker_launches(broker: BrokerSpec, home: Path) -> dict[str, Launch]:
+    """Each broker's launch by child name (none when the brokers are elsewhere)."""
+    if not broker.embedded:
+        return {}
+    if not broker.clustered:
+        return {
+            "broker": _launch(
+                broker.listen, broker.data_dir, broker.config, broker.metrics, home / "broker"
+            )
+        }
+    launches = {}
+    for node in broker.nodes:
+        rack = (("broker.rack", node.rack),) if node.rack else ()
+        cluster = ["--broker-id", str(node.id), "--zookeeper", str(broker.zookeeper_connect)]
+        launches[node.name] = _launch(
+            node.listen,
+            node.data_dir,
+            (*broker.config, *rack),
+            node.metrics,
+            home / node.name,
+            cluster,
+        )
+    return launches
+
+
+def _launch(
+    listen: str,
+    data_dir: Path,
+    config: tuple[tuple[str, str], ...],
+    metrics: str | None,
+    properties: Path,
+    extra: list[str] | None = None,
+) -> Launch:
+    command = [
+        *sluice_command(),
+        "broker",
+        "start",
+        "--listen",
+        listen,
+        "--data-dir",
+        str(data_dir.absolute()),
+        *(extra or []),
+    ]
+    if config:
+        path = properties.with_suffix(".properties")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("".join(f"{k}={v}\n" for k, v in config), encoding="utf-8")
+        command += ["--config", str(path)]
+    if metrics:
+        command += ["--metrics-listen", metrics]
+    # the properties file is part of the launch: a changed config restarts the broker
+    return Launch(tuple(command), stop_timeout=BROKER_STOP_TIMEOUT, fingerprint=repr(config))
+
+
+def cluster_problem(broker: BrokerSpec, timeout: float = 5.0) -> str | None:
+    """What keeps the cluster from being ready — brokers of the file not registered, or
+    partitions under-replicated (named, the first few) — or None when it is ready."""
+    try:
+        metadata = clients.admin(broker.bootstrap).list_topics(timeout=timeout)
+    except KafkaException as error:
+        return f"the cluster does not answer: {error.args[0].str()}"
+    missing = sorted({node.id for node in broker.nodes} - set(metadata.brokers))
+    if missing:
+        return f"broker(s) {', '.join(map(str, missing))} not registered yet"
+    lagging = sorted(
+        f"{name}-{index}"
+        for name, topic in metadata.topics.items()
+        for index, partition in topic.partitions.items()
+        if len(partition.isrs) < len(partition.replicas) or partition.leader < 0
+    )
+    if lagging:
+        shown = ", ".join(lagging[:5]) + (
+            f" and {len(lagging) - 5} more" if len(lagging) > 5 else ""
+        )
+        return f"{len(lagging)} partition(s) under-replicated or offline: {shown}"
+    return None
