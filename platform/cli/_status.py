@@ -30,6 +30,12 @@ class Node:
     id: int
     host: str
     port: int
+    rack: str | None = None
+    leaders: int = 0
+    """The partitions it leads."""
+    under_replicated: int = 0
+    """The partitions it leads whose ISR is smaller than their replicas (Kafka's
+    ``UnderReplicatedPartitions`` of that broker)."""
 
 
 @dataclass
@@ -42,6 +48,12 @@ class Broker:
     brokers: list[Node] = field(default_factory=list)
     topics: int | None = None
     partitions: int | None = None
+    down: list[int] = field(default_factory=list)
+    """Brokers that ``sluice up`` runs (``broker-<id>``) but the cluster does not list."""
+    under_replicated: list[str] = field(default_factory=list)
+    """``topic-partition`` of every partition whose ISR is smaller than its replicas."""
+    offline: list[str] = field(default_factory=list)
+    """``topic-partition`` of every partition without a leader."""
 
 
 @dataclass
@@ -154,19 +166,42 @@ def unreachable_broker(bootstrap: str, error: str) -> Broker:
     return Broker(bootstrap=bootstrap, reachable=False, error=error)
 
 
-def describe_broker(admin: GroupAdmin) -> tuple[Broker, dict[str, list[int]]]:
-    """The cluster as Metadata tells it, and the partition ids of every topic."""
+def describe_broker(
+    admin: GroupAdmin, expected: Iterable[int] = ()
+) -> tuple[Broker, dict[str, list[int]]]:
+    """The cluster as Metadata (and DescribeCluster, for racks) tells it, and the partition ids
+    of every topic; ``expected``: the ids of the brokers ``sluice up`` runs."""
     metadata = admin.connection.metadata(admin.client)
     ids = {name: sorted(topic.partitions) for name, topic in metadata.topics.items()}
-    nodes = [Node(int(b.id), str(b.host), int(b.port)) for b in metadata.brokers.values()]
+    nodes = {
+        int(b.id): Node(int(b.id), str(b.host), int(b.port)) for b in metadata.brokers.values()
+    }
+    with contextlib.suppress(CliError, KafkaException):  # racks are a detail: none if refused
+        for described in admin.wait(admin.client.describe_cluster(**admin.options)).nodes:
+            if described.id in nodes:
+                nodes[described.id].rack = described.rack or None
+    under_replicated, offline = [], []
+    for name, topic in sorted(metadata.topics.items()):
+        for index, partition in sorted(topic.partitions.items()):
+            lagging = len(partition.isrs) < len(partition.replicas)
+            if lagging:
+                under_replicated.append(f"{name}-{index}")
+            if partition.leader < 0:
+                offline.append(f"{name}-{index}")
+            elif partition.leader in nodes:
+                nodes[partition.leader].leaders += 1
+                nodes[partition.leader].under_replicated += lagging
     broker = Broker(
         bootstrap=admin.connection.bootstrap,
         reachable=True,
         cluster_id=metadata.cluster_id,
         controller_id=metadata.controller_id if metadata.controller_id >= 0 else None,
-        brokers=sorted(nodes, key=lambda n: n.id),
+        brokers=sorted(nodes.values(), key=lambda n: n.id),
         topics=len(ids),
         partitions=sum(len(p) for p in ids.values()),
+        down=sorted(set(expected) - set(nodes)),
+        under_replicated=under_replicated,
+        offline=offline,
     )
     return broker, ids
 

@@ -165,7 +165,9 @@ def _gather(
         report.broker.error = exc.message
         report.streams = streams_apps(supervisor, None, ())
         return report
-    report.broker, ids = describe_broker(admin)
+    components = supervisor.components if supervisor is not None else []
+    expected = [int(c.name[7:]) for c in components if c.kind == "broker" and c.name[7:].isdigit()]
+    report.broker, ids = describe_broker(admin, expected)
     partitions: list[Partition] = [(t, p) for t, ps in sorted(ids.items()) for p in ps]
     marks: Watermarks = sample_watermarks(admin, partitions, interval)
     report.sizes, sizes = log_dir_sizes(report.broker.brokers, timeout)
@@ -173,7 +175,6 @@ def _gather(
     report.groups = consumer_groups(admin, marks.latest)
     messages = {t.name: t.messages for t in report.topics}
     overrides = parse_pairs(client_config, "-X")
-    components = supervisor.components if supervisor is not None else []
     for topic in {c.dead_letter_topic for c in components if c.dead_letter_topic}:
         if topic in ids:  # what a read_committed consumer reads: no transaction markers
             partitions = [(topic, p) for p in ids[topic]]
@@ -251,16 +252,38 @@ def _render_broker(broker: Broker) -> None:
     if not broker.reachable:
         print_table(["BOOTSTRAP", broker.bootstrap], [["STATE", "unreachable"]])
         return
-    print_table(
-        ["BOOTSTRAP", broker.bootstrap],
-        [
-            ["STATE", "reachable"],
-            ["CLUSTER-ID", broker.cluster_id or "-"],
-            ["BROKERS", ", ".join(f"{n.id} ({n.host}:{n.port})" for n in broker.brokers) or "-"],
-            ["CONTROLLER", broker.controller_id if broker.controller_id is not None else "-"],
-            ["TOPICS", f"{broker.topics} ({broker.partitions} partitions)"],
-        ],
-    )
+    rows: list[list[object]] = [
+        ["STATE", "reachable"],
+        ["CLUSTER-ID", broker.cluster_id or "-"],
+        ["BROKERS", ", ".join(f"{n.id} ({n.host}:{n.port})" for n in broker.brokers) or "-"],
+        ["CONTROLLER", broker.controller_id if broker.controller_id is not None else "-"],
+        ["TOPICS", f"{broker.topics} ({broker.partitions} partitions)"],
+    ]
+    if broker.down:
+        rows.append(["DOWN", ", ".join(map(str, broker.down))])
+    for label, names in (
+        ("UNDER-REPLICATED", broker.under_replicated),
+        ("OFFLINE", broker.offline),
+    ):
+        shown = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+        rows.append([label, f"{len(names)}: {shown}" if names else "0"])
+    print_table(["BOOTSTRAP", broker.bootstrap], rows)
+    if len(broker.brokers) + len(broker.down) > 1:  # a cluster: each broker
+        typer.echo()
+        print_table(
+            ["ID", "RACK", "STATE", "LEADERS", "UNDER-REPLICATED"],
+            [
+                [
+                    f"{n.id}*" if n.id == broker.controller_id else n.id,
+                    n.rack or "-",
+                    "up",
+                    n.leaders,
+                    n.under_replicated,
+                ]
+                for n in broker.brokers
+            ]
+            + [[ident, "-", "down", "-", "-"] for ident in broker.down],
+        )
 
 
 def _render_topics(report: Status, show_all: bool) -> None:

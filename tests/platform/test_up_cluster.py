@@ -1,16 +1,21 @@
 """`sluice up` with a cluster: ``brokers:`` and ``zookeeper:`` read from the file (derived per
 broker or given), and a real cluster — an embedded ZooKeeper and three brokers — restarted one
 broker at a time under a running idempotent producer and a consumer group, with no producer
-error and every acknowledged record consumed exactly once."""
+error and every acknowledged record consumed exactly once; ``sluice status`` shows each broker,
+and one that stopped answering."""
 
 from __future__ import annotations
 
+import json
+import os
+import signal
 import subprocess
 import textwrap
 import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
@@ -304,3 +309,41 @@ def test_a_rolling_restart_under_load_loses_and_doubles_nothing(cluster: Running
     assert on_demand.returncode == 0, on_demand.stderr + cluster.output()
     again_pids = {name: cluster.pid(name) for name in names}
     assert all(again_pids[n] != after[n] for n in names - {"zookeeper"}), (after, again_pids)
+
+    # sluice status: each broker, its leaders, and a broker that stopped answering
+    status = cluster_status(cluster)
+    assert [n["id"] for n in status["brokers"]] == [1, 2, 3]
+    assert sum(n["leaders"] for n in status["brokers"]) == status["partitions"]
+    assert status["down"] == [] and status["under_replicated"] == [] and status["offline"] == []
+    paused = cluster.pid("broker-3")
+    assert paused is not None
+    os.kill(paused, signal.SIGSTOP)  # its ZooKeeper session ends after 6 s
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            status = cluster_status(cluster)
+            if status["down"] == [3] and status["under_replicated"]:
+                break
+            time.sleep(1)
+        assert status["down"] == [3], status
+        assert "orders-0" in status["under_replicated"], status
+        assert status["offline"] == [], status  # RF 3: every partition has a leader left
+        led = sum(n["under_replicated"] for n in status["brokers"])
+        assert led == len(status["under_replicated"]), status
+    finally:
+        os.kill(paused, signal.SIGCONT)
+
+
+def cluster_status(cluster: Running) -> dict[str, Any]:
+    """The ``broker`` part of ``sluice status --json``, run in the folder of ``sluice up``."""
+    done = subprocess.run(
+        [SLUICE, "status", "--json"],
+        cwd=cluster.folder,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode in (0, 1), done.stderr
+    broker: dict[str, Any] = json.loads(done.stdout)["broker"]
+    return broker
