@@ -20,7 +20,10 @@ Names (the full table with Kafka's JMX names is in ``docs/broker.md``, "Metrics"
 - ``kafka_log_log_size{topic,partition}``, ``…_log_start_offset``, ``…_log_end_offset``,
   ``…_num_log_segments`` (Log);
 - ``kafka_server_replica_manager_{partition_count,leader_count,under_replicated_partitions}``
-  (ReplicaManager; under-replicated is always 0 on a single node);
+  and ``…_{isr_shrinks,isr_expands}_total`` (ReplicaManager; on a single node every hosted
+  partition is led and none is under-replicated);
+- ``kafka_controller_kafka_controller_{active_controller_count,offline_partitions_count}``
+  (KafkaController; 1 and 0 on a single node);
 - ``kafka_server_socket_server_metrics_connection_count``;
 - ``kafka_server_fetch_session_cache_{num_incremental_fetch_sessions,
   num_incremental_fetch_partitions_cached}`` and ``…_incremental_fetch_session_evictions_total``
@@ -38,6 +41,8 @@ from typing import TYPE_CHECKING
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
 from prometheus_client.registry import Collector, CollectorRegistry
+
+from sluice.broker.cluster.metadata_cache import NO_LEADER
 
 if TYPE_CHECKING:
     from prometheus_client.metrics_core import Metric
@@ -214,15 +219,66 @@ class BrokerCollector(Collector):
             segments.add_metric(where, plog.segment_count)
             count += 1
         yield from (size, start, end, segments)
+        yield from self._replica_families(count)
+
+    def _replica_families(self, hosted: int) -> Iterator[Metric]:
+        """The replica manager's and the controller's counts. On one node this broker leads
+        every partition it hosts, is the controller, and nothing is ever under-replicated."""
+        cluster = self.broker.cluster
+        leaders, under_replicated, shrinks, expands, active, offline = hosted, 0, 0, 0, 1, 0
+        if cluster is not None:
+            partitions = self.broker.topics.all_partitions()
+            led = [p.leadership for p in partitions if p.is_leader and p.leadership is not None]
+            leaders = len(led)
+            under_replicated = sum(leadership.under_replicated for leadership in led)
+            shrinks, expands = cluster.replicas.isr_shrinks, cluster.replicas.isr_expands
+            active = int(cluster.controller.active)
+            offline = (
+                sum(s.value.leader == NO_LEADER for s in cluster.cache.states.values())
+                if active
+                else 0  # as Kafka: only the active controller counts them
+            )
         prefix = "kafka_server_replica_manager_"
         for name, value, doc in (
-            ("partition_count", count, "Partitions on this broker (PartitionCount)."),
-            ("leader_count", count, "Partitions this broker leads (LeaderCount)."),
+            ("partition_count", hosted, "Partitions on this broker (PartitionCount)."),
+            ("leader_count", leaders, "Partitions this broker leads (LeaderCount)."),
             (
                 "under_replicated_partitions",
-                0,
-                "Partitions whose ISR is smaller than their replicas (UnderReplicatedPartitions): "
-                "always 0 on a single node.",
+                under_replicated,
+                "Partitions led here whose ISR is smaller than their replicas "
+                "(UnderReplicatedPartitions).",
+            ),
+        ):
+            gauge = GaugeMetricFamily(prefix + name, doc)
+            gauge.add_metric([], value)
+            yield gauge
+        for name, value, doc in (
+            (
+                "isr_shrinks",
+                shrinks,
+                "ISR changes written here that dropped followers (IsrShrinksPerSec).",
+            ),
+            (
+                "isr_expands",
+                expands,
+                "ISR changes written here that added followers (IsrExpandsPerSec).",
+            ),
+        ):
+            counter = CounterMetricFamily(prefix + name, doc)
+            counter.add_metric([], value)
+            yield counter
+        prefix = "kafka_controller_kafka_controller_"
+        for name, value, doc in (
+            (
+                "active_controller_count",
+                active,
+                "1 on the active controller (ActiveControllerCount).",
+            ),
+            (
+                "offline_partitions_count",
+                offline,
+                "Partitions without a live leader, counted by the active controller "
+                "(OfflinePartitionsCount).",
             ),
         ):
             gauge = GaugeMetricFamily(prefix + name, doc)

@@ -56,6 +56,11 @@ class ReplicaManager:
         self.closed = False
         self._writing: asyncio.Future[None] | None = None
         """The last periodic checkpoint's write (:meth:`checkpoint_in_thread`)."""
+        self.isr_shrinks = 0
+        """ISR changes this broker wrote as a leader that dropped followers (Kafka's
+        ``IsrShrinksPerSec`` meter, as a count)."""
+        self.isr_expands = 0
+        """ISR changes this broker wrote as a leader that added followers (``IsrExpandsPerSec``)."""
         self._applied: dict[tuple[str, int], tuple[int, int, tuple[str, int] | None]] = {}
         """Per hosted partition, the leader, leader epoch and leader's address (None: this
         broker, or unknown) last put in force."""
@@ -247,6 +252,10 @@ class ReplicaManager:
         if isinstance(written, BadVersion):
             return None
         log.info("%s-%d: ISR is now %s", topic, partition, list(isr))
+        if len(isr) < len(state.value.isr):
+            self.isr_shrinks += 1
+        elif len(isr) > len(state.value.isr):
+            self.isr_expands += 1
         result = Versioned(new, written)
         self.cache.set_state(topic, partition, result)
         return result

@@ -157,6 +157,11 @@ class Leadership:
         return self._state.value.isr
 
     @property
+    def under_replicated(self) -> bool:
+        """Whether the ISR is smaller than the replicas (``Partition.isUnderReplicated``)."""
+        return len(self.isr) < 1 + len(self._replicas.followers)
+
+    @property
     def high_watermark(self) -> int:
         """The partition's high watermark (the log's)."""
         return self.partition.log.high_watermark

@@ -26,6 +26,7 @@ from sluice.up import load
 from sluice.up.spec import BrokerNode
 from tests.conftest import free_port
 from tests.platform.fixtures import SLUICE, Running
+from tests.platform.scrape import scrape
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -130,8 +131,10 @@ def test_rolling_restart_needs_a_running_sluice_up(tmp_path: Path) -> None:
 
 
 def write_cluster(folder: Path, ports: list[int], zookeeper: int, extra: str = "") -> None:
+    """Three brokers on ``ports``, each serving metrics on a free port of its own."""
     brokers = "\n".join(
-        f"    - {{id: {i}, listen: 127.0.0.1:{port}}}" for i, port in enumerate(ports, 1)
+        f"    - {{id: {i}, listen: 127.0.0.1:{port}, metrics: 127.0.0.1:{free_port()}}}"
+        for i, port in enumerate(ports, 1)
     )
     (folder / "sluice.yaml").write_text(
         "broker:\n"
@@ -327,6 +330,25 @@ def test_a_rolling_restart_under_load_loses_and_doubles_nothing(cluster: Running
             time.sleep(1)
         assert status["down"] == [3], status
         assert "orders-0" in status["under_replicated"], status
+        # the brokers' metrics say the same, with Kafka's names
+        scraped = [scrape(port) for port in metrics_ports(cluster, (1, 2))]
+        assert (
+            sum(m.get("kafka_controller_kafka_controller_active_controller_count") for m in scraped)
+            == 1
+        )
+        assert sum(
+            m.get("kafka_server_replica_manager_under_replicated_partitions") for m in scraped
+        ) == sum(n["under_replicated"] for n in status["brokers"])
+        # broker 3 restarted last, and came back as a follower of 1's and 2's partitions
+        assert sum(m.get("kafka_server_replica_manager_isr_expands_total") for m in scraped) >= 1
+        assert (
+            sum(m.get("kafka_server_replica_manager_leader_count") for m in scraped)
+            == status["partitions"]
+        )
+        assert all(
+            m.get("kafka_controller_kafka_controller_offline_partitions_count") == 0
+            for m in scraped
+        )
         assert status["offline"] == [], status  # RF 3: every partition has a leader left
         led = sum(n["under_replicated"] for n in status["brokers"])
         assert led == len(status["under_replicated"]), status
@@ -347,3 +369,13 @@ def cluster_status(cluster: Running) -> dict[str, Any]:
     assert done.returncode in (0, 1), done.stderr
     broker: dict[str, Any] = json.loads(done.stdout)["broker"]
     return broker
+
+
+def metrics_ports(cluster: Running, ids: tuple[int, ...]) -> list[int]:
+    """The metrics ports of brokers ``ids``, from their command lines in ``up.json``."""
+    ports = []
+    for ident in ids:
+        [component] = [c for c in cluster.state()["components"] if c["name"] == f"broker-{ident}"]
+        command = component["command"]
+        ports.append(int(command[command.index("--metrics-listen") + 1].rpartition(":")[2]))
+    return ports
