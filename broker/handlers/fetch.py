@@ -45,7 +45,10 @@ its log is first checked against the leader's: if the leader's log ends that epo
 follower truncates (KIP-279, truncation on fetch). A ``last_fetched_epoch`` newer than every
 epoch the leader knows, or a ``fetch_offset`` below the log start, is OFFSET_OUT_OF_RANGE (as
 Kafka answers). As in Kafka, a response with a diverging epoch or a partition error is sent at
-once instead of waiting for ``min_bytes``.
+once instead of waiting for ``min_bytes``. A follower caught up with the leader (its
+``fetch_offset`` is the log end and its ``last_fetched_epoch`` the leader's latest epoch, which
+cannot diverge) is acknowledged and waited on without looking its log up: most partitions of a
+follower's session, at every wake-up.
 """
 
 from __future__ import annotations
@@ -191,18 +194,26 @@ def _read_all(
             entry.log_start_offset = plog.log_start_offset
             upper_bound = lso if committed else hwm
             if follower:
-                diverging = _divergence(plog, wanted)
-                if diverging is not None:
-                    if diverging == OUT_OF_RANGE:
-                        entry.error_code = ErrorCode.offset_out_of_range
-                    else:
-                        entry.diverging_epoch = diverging
-                    urgent = True
-                    continue
                 upper_bound = plog.log_end_offset
+                caught_up = (
+                    wanted.fetch_offset == upper_bound
+                    and getattr(wanted, "last_fetched_epoch", -1) == plog.leader_epochs.latest_epoch
+                )
+                if not caught_up:  # (caught up: no divergence, nothing to read)
+                    diverging = _divergence(plog, wanted)
+                    if diverging is not None:
+                        if diverging == OUT_OF_RANGE:
+                            entry.error_code = ErrorCode.offset_out_of_range
+                        else:
+                            entry.diverging_epoch = diverging
+                        urgent = True
+                        continue
                 if partition.leadership is not None:  # a follower acknowledges by fetching
                     fetched = (replica_id(request), wanted.fetch_offset, broker.clock())
                     partition.leadership.follower_fetched(*fetched)
+                if caught_up:
+                    waitable.append(partition)
+                    continue
             budget = min(wanted.partition_max_bytes, max_bytes - total)
             try:
                 span = plog.locate(
