@@ -1,6 +1,7 @@
 """The cluster's admin operations, taken by any broker and written to the metadata store as in
 Kafka's ZooKeeper era: topics created (Kafka's placement over the live brokers, or the request's
-own assignment), grown, configured and deleted, and leader elections requested.
+own assignment), grown, configured and deleted, partitions reassigned, and leader elections
+requested.
 
 A :class:`ClusterAdmin` reads what it checks from the broker's metadata cache and writes
 through the store (blocking calls, in the loop's executor); the controller and the brokers'
@@ -118,6 +119,79 @@ class ClusterAdmin:
             raise KafkaError(
                 ErrorCode.reassignment_in_progress, f"topic {name!r} changed meanwhile: retry"
             )
+
+    async def alter_reassignments(
+        self, topic: str, targets: Mapping[int, list[int] | None]
+    ) -> dict[int, tuple[ErrorCode, str | None]]:
+        """AlterPartitionReassignments for ``topic``'s partitions (KIP-455): each target (None:
+        cancel) is written into the topic's assignment — the replicas being the target first,
+        then the original ones not in it, with ``adding``/``removing`` — and the controller
+        completes it once the target is in sync. Kafka's answers per partition:
+        UNKNOWN_TOPIC_OR_PARTITION, INVALID_REPLICA_ASSIGNMENT (empty, doubled or unknown
+        brokers), NO_REASSIGNMENT_IN_PROGRESS (a cancel with none); a target equal to the
+        replicas of a partition not being reassigned changes nothing."""
+        answers: dict[int, tuple[ErrorCode, str | None]] = {}
+        current = self.cache.assignments.get(topic)
+        for _ in range(10):  # versioned write, retried when a concurrent change raced it
+            if current is None:
+                message = f"Topic '{topic}' does not exist."
+                return {i: (ErrorCode.unknown_topic_or_partition, message) for i in targets}
+            partitions = dict(current.value.partitions)
+            for index, target in targets.items():
+                answers[index] = self._reassign_one(partitions, index, target)
+            if partitions == current.value.partitions:
+                return answers
+            written = await run_blocking(
+                self.store.set_topic_assignment,
+                topic,
+                TopicAssignment(partitions, current.value.topic_id),
+                current.version,
+            )
+            if not isinstance(written, BadVersion):
+                return answers
+            current = await run_blocking(self.store.topic_assignment, topic)
+        raise KafkaError(ErrorCode.reassignment_in_progress, f"topic {topic!r} kept changing")
+
+    def _reassign_one(
+        self, partitions: dict[int, ReplicaAssignment], index: int, target: list[int] | None
+    ) -> tuple[ErrorCode, str | None]:
+        """Put partition ``index``'s reassignment to ``target`` (None: cancelled) in
+        ``partitions``; the answer for it."""
+        current = partitions.get(index)
+        if current is None:
+            return ErrorCode.unknown_topic_or_partition, f"Partition {index} does not exist."
+        original = tuple(r for r in current.replicas if r not in current.adding)
+        if target is None:
+            if not current.adding and not current.removing:
+                return ErrorCode.no_reassignment_in_progress, None
+            partitions[index] = ReplicaAssignment(original)
+            return ErrorCode.none, None
+        unknown = [r for r in target if r not in self.cache.brokers]
+        if not target or len(set(target)) != len(target) or unknown:
+            return (
+                ErrorCode.invalid_replica_assignment,
+                f"replicas {target} must be distinct registered brokers"
+                + (f" ({unknown} are not)" if unknown else ""),
+            )
+        wanted = tuple(target)
+        if wanted == original:
+            partitions[index] = ReplicaAssignment(original)
+        else:
+            partitions[index] = ReplicaAssignment(
+                wanted + tuple(r for r in original if r not in wanted),
+                adding=tuple(r for r in wanted if r not in original),
+                removing=tuple(r for r in original if r not in wanted),
+            )
+        return ErrorCode.none, None
+
+    def reassignments(self) -> dict[TopicPartition, ReplicaAssignment]:
+        """The partitions being reassigned (ListPartitionReassignments), from the cache."""
+        return {
+            TopicPartition(topic, index): replicas
+            for topic, assignment in sorted(self.cache.assignments.items())
+            for index, replicas in sorted(assignment.value.partitions.items())
+            if replicas.adding or replicas.removing
+        }
 
     def _check_assignments(self, assignments: Mapping[int, list[int]]) -> None:
         live = self.cache.brokers

@@ -28,6 +28,10 @@ deletion and preferred-election requests) and every few seconds as a safety net:
   partitions it prefers (Kafka's rule); a pending unclean election (the ElectLeaders API's
   UNCLEAN, ``/admin/unclean_leader_election``) elects a leader for each listed partition that
   has none, from outside the ISR if need be;
+- a partition being reassigned (``adding``/``removing`` replicas in its assignment, written by
+  AlterPartitionReassignments) is completed once every target replica is in the ISR: a leader
+  from the target if need be, the removed replicas out of the ISR, then the target as the
+  assignment (Kafka's KIP-455 steps);
 - a broker that asked for a controlled shutdown (``/admin/controlled_shutdown/<id>``) hands
   each of its leaderships to another in-sync replica and leaves the ISR of the others, and is
   given no new leadership.
@@ -51,6 +55,7 @@ from sluice.broker.cluster.election import (
     elect_controlled_shutdown,
     elect_offline,
     elect_preferred,
+    elect_reassigned,
     remove_from_isr,
 )
 from sluice.broker.cluster.metadata_store import (
@@ -63,6 +68,8 @@ from sluice.broker.cluster.model import (
     BadVersion,
     ControllerFence,
     PartitionState,
+    ReplicaAssignment,
+    TopicAssignment,
     TopicPartition,
     Versioned,
 )
@@ -225,6 +232,9 @@ class Controller:
                     self._elect(tp, replicas.replicas, state, live, fence, unclean=allowed)
                 elif tp in preferred:
                     self._elect_preferred(tp, replicas.replicas, state, live, fence)
+                elif replicas.adding or replicas.removing:
+                    self._drop_dead_followers(tp, state, live, fence)
+                    self._reassign(tp, replicas, state, live, fence)
                 else:
                     self._drop_dead_followers(tp, state, live, fence)
                     led.append((tp, replicas.replicas, state))
@@ -371,6 +381,63 @@ class Controller:
                 elected.leader,
             )
             self._write(tp, state, elected, fence)
+
+    def _reassign(
+        self,
+        tp: TopicPartition,
+        replicas: ReplicaAssignment,
+        state: Versioned[PartitionState],
+        live: frozenset[int],
+        fence: ControllerFence,
+    ) -> None:
+        """A reassignment in progress (KIP-455): once every target replica is in the ISR, a
+        leader from the target if the current one is not in it, the removed replicas out of
+        the ISR (the epoch moves on), then the assignment is the target alone — the removed
+        replicas' brokers then drop their copies. Until then the new replicas catch up as
+        followers and join the ISR through the leader."""
+        target = tuple(r for r in replicas.replicas if r not in replicas.removing)
+        current = _leader_and_isr(state.value)
+        if not set(target) <= set(current.isr):
+            return
+        after = current
+        if current.leader not in target:
+            elected = elect_reassigned(target, current, live)
+            if elected is None:
+                return
+            after = elected
+        isr = tuple(r for r in after.isr if r in target)
+        if (after.leader, isr) != (current.leader, current.isr):
+            after = LeaderAndIsr(after.leader, current.leader_epoch + 1, isr)
+            written = self.store.set_partition_state(
+                tp.topic,
+                tp.partition,
+                PartitionState(after.leader, after.leader_epoch, after.isr, fence.epoch, 0),
+                state.version,
+                fence,
+            )
+            if isinstance(written, BadVersion):  # an ISR change raced: the next pass
+                self._wake.set()
+                return
+        assignment = self.store.topic_assignment(tp.topic)
+        if assignment is None:
+            return
+        partitions = dict(assignment.value.partitions)
+        if partitions.get(tp.partition) != replicas:
+            return  # altered meanwhile: the next pass sees the new one
+        partitions[tp.partition] = ReplicaAssignment(target)
+        new = TopicAssignment(partitions, assignment.value.topic_id)
+        if isinstance(
+            self.store.set_topic_assignment(tp.topic, new, assignment.version), BadVersion
+        ):
+            self._wake.set()
+            return
+        log.info(
+            "controller: reassignment of %s-%d done: replicas %s, leader %d",
+            tp.topic,
+            tp.partition,
+            list(target),
+            after.leader,
+        )
 
     def _drop_dead_followers(
         self,

@@ -282,6 +282,8 @@ class ClusterMember:
             if (topic, index) not in self._state_watches:
                 self._state_watches[(topic, index)] = _PENDING
                 self._spawn(self._watch_state(topic, index))
+            else:  # its replicas may have changed (a reassignment): host, lead or drop it
+                self._spawn(self.replicas.apply(topic, index))
 
     async def _watch_state(self, topic: str, index: int) -> None:
         callback = self._threadsafe(functools.partial(self._state_changed, topic, index))

@@ -133,10 +133,12 @@ class ReplicaManager:
         wanted = (state.leader, state.leader_epoch, leader_at)
         if self._applied.get((topic, index)) == wanted:
             if partition.leadership is not None:
+                partition.leadership.update_replicas(replicas.replicas)
                 partition.leadership.update_state(versioned)
             return
         self._applied[(topic, index)] = wanted
         if state.leader == self.broker_id and partition.leadership is not None:
+            partition.leadership.update_replicas(replicas.replicas)
             self._lead_on(partition, versioned)
         elif state.leader == self.broker_id:
             self._become_leader(partition, replicas.replicas, versioned)

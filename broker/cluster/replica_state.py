@@ -77,6 +77,25 @@ class ReplicaState:
         }
         self.hw = 0
 
+    def set_replicas(self, replicas: Sequence[int]) -> None:
+        """The partition's replicas changed (a reassignment): a new follower starts unknown and
+        not caught up (so that it holds nothing back until it is), a removed one is forgotten.
+
+        >>> state = ReplicaState(leader=1, replicas=(1, 2), isr={1, 2}, now_ms=0)
+        >>> state.set_replicas((1, 2, 3))
+        >>> state.followers[3]
+        FollowerState(leo=-1, last_fetch_ms=-1, leader_leo_at_last_fetch=-1, last_caught_up_ms=0)
+        >>> state.set_replicas((1, 3))
+        >>> sorted(state.followers)
+        [3]
+        """
+        self.replicas = tuple(replicas)
+        for replica in self.replicas:
+            if replica != self.leader and replica not in self.followers:
+                self.followers[replica] = FollowerState()
+        for gone in [r for r in self.followers if r not in self.replicas]:
+            del self.followers[gone]
+
     def fetched(self, replica: int, fetch_offset: int, *, now_ms: int, leader_leo: int) -> None:
         """A fetch from ``replica`` at ``fetch_offset`` while the leader's LEO was
         ``leader_leo``: its LEO, and when it was last caught up (Kafka's rule)."""

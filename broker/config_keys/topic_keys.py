@@ -20,7 +20,7 @@ __all__ = ["TOPIC_KEYS"]
 _COMPRESSION = ("producer", "uncompressed", "gzip", "snappy", "lz4", "zstd")
 
 _NO_TIERING = "Sluice has no tiered (remote) storage"
-_NO_THROTTLE = "Sluice does not replicate between brokers on one node"
+_NO_THROTTLE = "Sluice does not throttle replication yet (issue 21)"
 
 TOPIC_KEYS: dict[str, ConfigKey] = {
     k.name: k

@@ -36,6 +36,7 @@ from sluice.broker.handlers import (
     offset_for_leader_epoch,
     offsets,
     produce,
+    reassignments,
     topics_admin,
     transactions,
     write_txn_markers,
@@ -98,6 +99,16 @@ APIS: Final[tuple[ApiSpec[Any, Any], ...]] = (
         0,
         1,
         configs.incremental_alter_configs,
+    ),
+    ApiSpec(
+        k.ALTER_PARTITION_REASSIGNMENTS,
+        "AlterPartitionReassignments",
+        0,
+        1,
+        reassignments.alter,
+    ),
+    ApiSpec(
+        k.LIST_PARTITION_REASSIGNMENTS, "ListPartitionReassignments", 0, 0, reassignments.list_
     ),
     ApiSpec(k.OFFSET_DELETE, "OffsetDelete", 0, 0, offsets.offset_delete),
     ApiSpec(k.DESCRIBE_CLUSTER, "DescribeCluster", 0, 1, describe_cluster.handle),

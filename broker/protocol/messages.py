@@ -24,6 +24,8 @@ from kio.schema.add_partitions_to_txn import v3 as add_partitions_to_txn_v3
 from kio.schema.alter_configs import v0 as alter_configs_v0
 from kio.schema.alter_configs import v1 as alter_configs_v1
 from kio.schema.alter_configs import v2 as alter_configs_v2
+from kio.schema.alter_partition_reassignments import v0 as alter_partition_reassignments_v0
+from kio.schema.alter_partition_reassignments import v1 as alter_partition_reassignments_v1
 from kio.schema.api_versions import v0 as api_versions_v0
 from kio.schema.api_versions import v1 as api_versions_v1
 from kio.schema.api_versions import v2 as api_versions_v2
@@ -129,6 +131,7 @@ from kio.schema.list_offsets import v4 as list_offsets_v4
 from kio.schema.list_offsets import v5 as list_offsets_v5
 from kio.schema.list_offsets import v6 as list_offsets_v6
 from kio.schema.list_offsets import v7 as list_offsets_v7
+from kio.schema.list_partition_reassignments import v0 as list_partition_reassignments_v0
 from kio.schema.list_transactions import v0 as list_transactions_v0
 from kio.schema.metadata import v1 as metadata_v1
 from kio.schema.metadata import v2 as metadata_v2
@@ -187,6 +190,8 @@ __all__ = [
     "AddPartitionsToTxnResponse",
     "AlterConfigsRequest",
     "AlterConfigsResponse",
+    "AlterPartitionReassignmentsRequest",
+    "AlterPartitionReassignmentsResponse",
     "ApiVersionsRequest",
     "ApiVersionsResponse",
     "CreatePartitionsRequest",
@@ -231,6 +236,8 @@ __all__ = [
     "ListGroupsResponse",
     "ListOffsetsRequest",
     "ListOffsetsResponse",
+    "ListPartitionReassignmentsRequest",
+    "ListPartitionReassignmentsResponse",
     "ListTransactionsRequest",
     "ListTransactionsResponse",
     "MetadataRequest",
@@ -589,6 +596,22 @@ ElectLeadersResponse: TypeAlias = (
     elect_leaders_v0.ElectLeadersResponse
     | elect_leaders_v1.ElectLeadersResponse
     | elect_leaders_v2.ElectLeadersResponse
+)
+# AlterPartitionReassignments (key 45), versions 0-1
+AlterPartitionReassignmentsRequest: TypeAlias = (
+    alter_partition_reassignments_v0.AlterPartitionReassignmentsRequest
+    | alter_partition_reassignments_v1.AlterPartitionReassignmentsRequest
+)
+AlterPartitionReassignmentsResponse: TypeAlias = (
+    alter_partition_reassignments_v0.AlterPartitionReassignmentsResponse
+    | alter_partition_reassignments_v1.AlterPartitionReassignmentsResponse
+)
+# ListPartitionReassignments (key 46), versions 0
+ListPartitionReassignmentsRequest: TypeAlias = (
+    list_partition_reassignments_v0.ListPartitionReassignmentsRequest
+)
+ListPartitionReassignmentsResponse: TypeAlias = (
+    list_partition_reassignments_v0.ListPartitionReassignmentsResponse
 )
 # DescribeTransactions (key 65), versions 0
 DescribeTransactionsRequest: TypeAlias = describe_transactions_v0.DescribeTransactionsRequest

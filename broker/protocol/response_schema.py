@@ -13,6 +13,7 @@ if TYPE_CHECKING:  # the unions import every version's classes: types only (star
         AddOffsetsToTxnResponse,
         AddPartitionsToTxnResponse,
         AlterConfigsResponse,
+        AlterPartitionReassignmentsResponse,
         ApiVersionsResponse,
         CreatePartitionsResponse,
         CreateTopicsResponse,
@@ -35,6 +36,7 @@ if TYPE_CHECKING:  # the unions import every version's classes: types only (star
         LeaveGroupResponse,
         ListGroupsResponse,
         ListOffsetsResponse,
+        ListPartitionReassignmentsResponse,
         ListTransactionsResponse,
         MetadataResponse,
         OffsetCommitResponse,
@@ -118,6 +120,14 @@ def response_schema(api_key: Literal[43], version: int) -> type[ElectLeadersResp
 def response_schema(
     api_key: Literal[44], version: int
 ) -> type[IncrementalAlterConfigsResponse]: ...
+@overload
+def response_schema(
+    api_key: Literal[45], version: int
+) -> type[AlterPartitionReassignmentsResponse]: ...
+@overload
+def response_schema(
+    api_key: Literal[46], version: int
+) -> type[ListPartitionReassignmentsResponse]: ...
 @overload
 def response_schema(api_key: Literal[47], version: int) -> type[OffsetDeleteResponse]: ...
 @overload

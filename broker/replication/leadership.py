@@ -235,6 +235,29 @@ class Leadership:
         task = self._propose(tuple(r for r in self.isr if r not in dropped))
         await asyncio.wait([task])  # not cancelled with the caller, nor raising when resigned
 
+    def update_replicas(self, replicas: tuple[int, ...]) -> None:
+        """The partition's assignment changed (a reassignment adds or removes followers): new
+        followers may fetch and join the ISR once caught up; removed ones are forgotten."""
+        if self._resigned or replicas == self._replicas.replicas:
+            return
+        log.info("%s: replicas are now %s", self.name, list(replicas))
+        self._replicas.set_replicas(replicas)
+        self._advance(self._clock())
+        self._drop_strays()
+
+    def _drop_strays(self) -> None:
+        """Propose an ISR without the members that are no longer replicas (an expansion
+        written while a reassignment removed its follower), unless a proposal is in flight:
+        its answer calls this again."""
+        kept = tuple(r for r in self.isr if r == self.broker_id or r in self._replicas.followers)
+        if kept != self.isr and self._may_propose(self._clock()):
+            log.info(
+                "%s: %s no longer replicas; shrinking the ISR",
+                self.name,
+                sorted(set(self.isr) - set(kept)),
+            )
+            self._propose(kept)
+
     def update_state(self, state: Versioned[PartitionState]) -> None:
         """A newer partition state naming this broker leader (the member's watch): take its
         ISR. A new leader epoch goes on in the same leadership — the controller bumps the epoch
@@ -379,3 +402,6 @@ class Leadership:
             return
         if written.version > self._state.version:
             self._take(written)
+            if self._proposal is asyncio.current_task():
+                self._proposal = None  # answered: a follow-up proposal may start
+            self._drop_strays()

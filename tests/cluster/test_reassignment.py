@@ -1,0 +1,194 @@
+"""Partition reassignment on a real three-broker cluster (AlterPartitionReassignments and
+ListPartitionReassignments, KIP-455): replicas moved to other brokers while an idempotent
+producer writes (nothing acknowledged lost or doubled, the old replica's copy deleted), a
+replication factor grown from 1 to 3, a reassignment that cannot finish (its new replica
+paused) listed and then cancelled, and Kafka's errors."""
+
+from __future__ import annotations
+
+import datetime
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+from kio.schema.alter_partition_reassignments.v0 import request as alter_v0
+from kio.schema.errors import ErrorCode
+from kio.schema.list_partition_reassignments.v0 import request as list_v0
+from kio.schema.types import BrokerId, TopicName
+from kio.static.primitive import i32, i32Timedelta
+
+from tests.broker.conftest import Wire
+from tests.cluster.brokers import BrokerCluster
+
+pytestmark = pytest.mark.timeout(300)
+
+
+def create(cluster: BrokerCluster, topic: str, replicas: list[int]) -> None:
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+    [future] = admin.create_topics(
+        [NewTopic(topic, num_partitions=1, replica_assignment=[replicas])]
+    ).values()
+    future.result(30)
+    cluster.wait_until(lambda: state(cluster, topic)[1] >= 0, f"{topic} has a leader")
+
+
+def state(cluster: BrokerCluster, topic: str) -> tuple[list[int], int, list[int]]:
+    """Replicas, leader and ISR of partition 0 of ``topic``, as Metadata says."""
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+    partition = admin.list_topics(topic, timeout=10).topics[topic].partitions[0]
+    return list(partition.replicas), partition.leader, sorted(partition.isrs)
+
+
+def alter(cluster: BrokerCluster, topic: str, replicas: list[int] | None) -> tuple[int, Any]:
+    request = alter_v0.AlterPartitionReassignmentsRequest(
+        timeout=i32Timedelta.parse(datetime.timedelta(seconds=30)),
+        topics=(
+            alter_v0.ReassignableTopic(
+                name=TopicName(topic),
+                partitions=(
+                    alter_v0.ReassignablePartition(
+                        partition_index=i32(0),
+                        replicas=None if replicas is None else tuple(BrokerId(r) for r in replicas),
+                    ),
+                ),
+            ),
+        ),
+    )
+    with Wire(cluster.broker(2).bootstrap) as wire:  # any broker takes it
+        answer = wire.request(request)
+    [result] = answer.responses[0].partitions
+    return result.error_code, result.error_message
+
+
+def ongoing(cluster: BrokerCluster) -> dict[str, tuple[list[int], list[int], list[int]]]:
+    """ListPartitionReassignments (all topics), asked of broker 1."""
+    request = list_v0.ListPartitionReassignmentsRequest(
+        timeout=i32Timedelta.parse(datetime.timedelta(seconds=30)), topics=None
+    )
+    with Wire(cluster.broker(1).bootstrap) as wire:
+        answer = wire.request(request)
+    return {
+        f"{t.name}-{p.partition_index}": (
+            list(p.replicas),
+            list(p.adding_replicas),
+            list(p.removing_replicas),
+        )
+        for t in answer.topics
+        for p in t.partitions
+    }
+
+
+def partition_dir(cluster: BrokerCluster, broker: int, topic: str) -> Path:
+    return cluster.broker(broker).data_dir / f"{topic}-0"
+
+
+def test_replicas_move_under_load_and_the_old_copy_goes(broker_cluster: BrokerCluster) -> None:
+    cluster = broker_cluster
+    topic = "moving"
+    create(cluster, topic, [1, 2])
+    acked: list[int] = []
+    errors: list[str] = []
+    stop = threading.Event()
+
+    def produce() -> None:
+        producer = Producer({"bootstrap.servers": cluster.bootstrap, "enable.idempotence": True})
+
+        def report(err: Any, msg: Any) -> None:
+            if err is not None:
+                errors.append(str(err))
+            else:
+                acked.append(int(msg.value()))
+
+        for n in range(100_000):  # bounded
+            if stop.is_set():
+                break
+            producer.produce(topic, str(n).encode(), on_delivery=report)
+            producer.poll(0.002)
+        assert producer.flush(60) == 0
+
+    writer = threading.Thread(target=produce)
+    writer.start()
+    try:
+        cluster.wait_until(lambda: len(acked) > 500, "records acknowledged before the move")
+        assert alter(cluster, topic, [2, 3]) == (ErrorCode.none, None)
+        cluster.wait_until(
+            lambda: (
+                state(cluster, topic) == ([2, 3], state(cluster, topic)[1], [2, 3])
+                and not ongoing(cluster)
+            ),
+            "the partition on brokers 2 and 3 only, both in sync, nothing in progress",
+            timeout=120,
+        )
+        time.sleep(1)  # more records through the new replicas
+    finally:
+        stop.set()
+        writer.join(90)
+    assert state(cluster, topic)[1] in (2, 3)
+    cluster.wait_until(
+        lambda: not partition_dir(cluster, 1, topic).exists(), "broker 1 deleted its copy"
+    )
+    assert partition_dir(cluster, 3, topic).exists()
+    assert errors == []
+    consumer = Consumer(
+        {
+            "bootstrap.servers": cluster.bootstrap,
+            "group.id": "reassigned",
+            "enable.auto.commit": False,
+        }
+    )
+    consumer.assign([TopicPartition(topic, 0, 0)])
+    seen: list[int] = []
+    deadline = time.monotonic() + 60
+    while len(seen) < len(acked) and time.monotonic() < deadline:
+        for msg in consumer.consume(1000, timeout=1):
+            if msg.error() is None:
+                seen.append(int(msg.value()))
+    consumer.close()
+    assert sorted(seen) == sorted(acked) == list(range(len(acked)))
+
+
+def test_a_replication_factor_grows_and_a_stuck_move_is_cancelled(
+    broker_cluster: BrokerCluster,
+) -> None:
+    cluster = broker_cluster
+    create(cluster, "grow", [1])
+    assert alter(cluster, "grow", [1, 2, 3]) == (ErrorCode.none, None)
+    cluster.wait_until(
+        lambda: state(cluster, "grow") == ([1, 2, 3], 1, [1, 2, 3]), "grow on three replicas"
+    )
+
+    create(cluster, "stuck", [1, 2])
+    cluster.pause(3)  # the new replica cannot catch up: the move stays in progress
+    try:
+        assert alter(cluster, "stuck", [1, 3]) == (ErrorCode.none, None)
+        cluster.wait_until(  # broker 1's cache learns it through its watch
+            lambda: ongoing(cluster).get("stuck-0") == ([1, 3, 2], [3], [2]),
+            "the move listed in progress: replicas 1, 3, 2, adding 3, removing 2",
+        )
+        time.sleep(2)  # the controller's passes leave it so: broker 3 is not in sync
+        assert ongoing(cluster).get("stuck-0") == ([1, 3, 2], [3], [2])
+        assert alter(cluster, "stuck", None) == (ErrorCode.none, None)
+        cluster.wait_until(lambda: not ongoing(cluster), "the move cancelled")
+        assert state(cluster, "stuck")[0] == [1, 2]
+    finally:
+        cluster.resume(3)
+    cluster.wait_until(
+        lambda: not partition_dir(cluster, 3, "stuck").exists(),
+        "broker 3 dropped what it had copied",
+    )
+
+
+def test_kafkas_errors(broker_cluster: BrokerCluster) -> None:
+    cluster = broker_cluster
+    create(cluster, "errors", [1, 2])
+    assert alter(cluster, "nope", [1])[0] == ErrorCode.unknown_topic_or_partition
+    assert alter(cluster, "errors", [1, 1])[0] == ErrorCode.invalid_replica_assignment
+    assert alter(cluster, "errors", [1, 9])[0] == ErrorCode.invalid_replica_assignment
+    assert alter(cluster, "errors", [])[0] == ErrorCode.invalid_replica_assignment
+    assert alter(cluster, "errors", None)[0] == ErrorCode.no_reassignment_in_progress
+    assert alter(cluster, "errors", [1, 2]) == (ErrorCode.none, None)  # nothing to move
+    assert ongoing(cluster) == {}
