@@ -31,7 +31,16 @@ import typer
 from confluent_kafka import KafkaException
 
 from sluice import clients
-from sluice.cli import broker, cluster, connect, groups, status, topics, transactions
+from sluice.cli import (
+    broker,
+    cluster,
+    connect,
+    groups,
+    partitions,
+    status,
+    topics,
+    transactions,
+)
 from sluice.cli._common import describe_error, error_of
 from sluice.cli.consume import consume
 from sluice.cli.leader_election import leader_election
@@ -53,6 +62,7 @@ app = typer.Typer(
 app.add_typer(broker.app, name="broker")
 app.add_typer(cluster.app, name="cluster")
 app.add_typer(topics.app, name="topics")
+app.add_typer(partitions.app, name="partitions")
 app.add_typer(groups.app, name="groups")
 app.add_typer(transactions.app, name="transactions")
 app.add_typer(connect.app, name="connect")

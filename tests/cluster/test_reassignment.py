@@ -2,11 +2,13 @@
 ListPartitionReassignments, KIP-455): replicas moved to other brokers while an idempotent
 producer writes (nothing acknowledged lost or doubled, the old replica's copy deleted), a
 replication factor grown from 1 to 3, a reassignment that cannot finish (its new replica
-paused) listed and then cancelled, and Kafka's errors."""
+paused) listed and then cancelled, Kafka's errors, and ``sluice partitions reassign`` with
+Kafka's JSON plans."""
 
 from __future__ import annotations
 
 import datetime
+import json
 import threading
 import time
 from pathlib import Path
@@ -22,6 +24,7 @@ from kio.schema.types import BrokerId, TopicName
 from kio.static.primitive import i32, i32Timedelta
 
 from tests.broker.conftest import Wire
+from tests.cli.conftest import run_sluice
 from tests.cluster.brokers import BrokerCluster
 
 pytestmark = pytest.mark.timeout(300)
@@ -192,3 +195,51 @@ def test_kafkas_errors(broker_cluster: BrokerCluster) -> None:
     assert alter(cluster, "errors", None)[0] == ErrorCode.no_reassignment_in_progress
     assert alter(cluster, "errors", [1, 2]) == (ErrorCode.none, None)  # nothing to move
     assert ongoing(cluster) == {}
+
+
+def test_the_cli_generates_executes_verifies_and_cancels_kafkas_plans(
+    broker_cluster: BrokerCluster, tmp_path: Path
+) -> None:
+    """``sluice partitions reassign`` with Kafka's JSON plans: a plan generated onto brokers 2
+    and 3, executed (the rollback plan printed), verified until completed; a malformed plan is
+    named with its problem; a cancel of a plan no longer in progress cancels nothing."""
+    cluster = broker_cluster
+    create(cluster, "planned", [1, 2])
+    bs = ("-b", cluster.bootstrap)
+    generated = run_sluice("partitions", "reassign", "--generate", "--topics", "planned",
+                           "--brokers", "2,3", *bs)  # fmt: skip
+    assert generated.code == 0, generated
+    lines = generated.out.splitlines()
+    assert lines[0] == "Current partition replica assignment"
+    assert json.loads(lines[1]) == {
+        "version": 1,
+        "partitions": [
+            {"topic": "planned", "partition": 0, "replicas": [1, 2], "log_dirs": ["any", "any"]}
+        ],
+    }
+    assert lines[3] == "Proposed partition reassignment configuration"
+    proposed = json.loads(lines[4])
+    assert sorted(proposed["partitions"][0]["replicas"]) == [2, 3]
+    plan = tmp_path / "plan.json"
+    plan.write_text(lines[4])
+
+    executed = run_sluice("partitions", "reassign", "--execute", str(plan), *bs)
+    assert executed.code == 0, executed
+    assert json.loads(executed.out.splitlines()[2])["partitions"][0]["replicas"] == [1, 2]
+    assert "Successfully started partition reassignments for planned-0" in executed.out
+    cluster.wait_until(
+        lambda: run_sluice("partitions", "reassign", "--verify", str(plan), *bs).code == 0,
+        "--verify says completed",
+    )
+    verified = run_sluice("partitions", "reassign", "--verify", str(plan), *bs)
+    assert "Reassignment of partition planned-0 is completed." in verified.out
+    assert sorted(state(cluster, "planned")[0]) == [2, 3]
+
+    cancelled = run_sluice("partitions", "reassign", "--cancel", str(plan), *bs)
+    assert cancelled.code == 0, cancelled
+    assert "for: none (nothing of the plan in progress)" in cancelled.out
+
+    plan.write_text('{"version": 1, "partitions": [{"topic": "planned", "partition": "0"}]}')
+    bad = run_sluice("partitions", "reassign", "--execute", str(plan), *bs)
+    assert bad.code == 2
+    assert f"{plan}: partitions[0].partition must be a partition number" in bad.err
