@@ -33,6 +33,7 @@ from confluent_kafka import KafkaException
 from sluice import clients
 from sluice.cli import (
     broker,
+    brokers,
     cluster,
     connect,
     groups,
@@ -61,6 +62,7 @@ app = typer.Typer(
 )
 app.add_typer(broker.app, name="broker")
 app.add_typer(cluster.app, name="cluster")
+app.add_typer(brokers.app, name="brokers")
 app.add_typer(topics.app, name="topics")
 app.add_typer(partitions.app, name="partitions")
 app.add_typer(groups.app, name="groups")

@@ -38,7 +38,14 @@ from sluice import clients
 from sluice.cli._common import DEFAULT_TIMEOUT, Bootstrap, RequestTimeout
 from sluice.exit_codes import EXIT_FAILED, EXIT_USAGE, CliError
 
-__all__ = ["app"]
+__all__ = [
+    "Plan",
+    "alter_reassignments",
+    "app",
+    "current_assignment",
+    "dump_plan",
+    "ongoing_reassignments",
+]
 
 app = typer.Typer(
     name="partitions", help="Move partitions' replicas between brokers.", no_args_is_help=True
@@ -160,7 +167,7 @@ def _read_plan(path: Path) -> Plan:
     return plan
 
 
-def _dump(plan: Plan) -> str:
+def dump_plan(plan: Plan) -> str:
     """A plan in Kafka's format, one line."""
     partitions = [
         {"topic": t, "partition": p, "replicas": r, "log_dirs": ["any"] * len(r)}
@@ -169,8 +176,9 @@ def _dump(plan: Plan) -> str:
     return json.dumps({"version": 1, "partitions": partitions}, separators=(",", ":"))
 
 
-def _current(conn: Any, topics: set[str]) -> tuple[Plan, dict[int, str | None]]:
-    """The replicas of every partition of ``topics`` (Metadata), and every broker's rack."""
+def current_assignment(conn: Any, topics: set[str] | None) -> tuple[Plan, dict[int, str | None]]:
+    """The replicas of every partition of ``topics`` (None: every topic) from Metadata, and
+    every broker's rack."""
     from sluice import wire
 
     answer = conn.call(
@@ -183,10 +191,10 @@ def _current(conn: Any, topics: set[str]) -> tuple[Plan, dict[int, str | None]]:
     racks = {int(b.node_id): getattr(b, "rack", None) for b in answer.brokers}
     current: Plan = {}
     for topic in answer.topics:
-        if topic.name in topics and int(topic.error_code) == 0:
+        if (topics is None or topic.name in topics) and int(topic.error_code) == 0:
             for p in topic.partitions:
                 current[(topic.name, int(p.partition_index))] = [int(r) for r in p.replica_nodes]
-    missing = sorted(topics - {t for t, _ in current})
+    missing = sorted((topics or set()) - {t for t, _ in current})
     if missing:
         raise CliError(f"unknown topic(s): {', '.join(missing)}")
     return current, racks
@@ -195,7 +203,7 @@ def _current(conn: Any, topics: set[str]) -> tuple[Plan, dict[int, str | None]]:
 def _generate(conn: Any, topics: list[str], brokers: list[int]) -> None:
     from sluice.broker.cluster.placement import Broker, assign_replicas
 
-    current, racks = _current(conn, set(topics))
+    current, racks = current_assignment(conn, set(topics))
     unknown = [b for b in brokers if b not in racks]
     if unknown:
         raise CliError(f"broker(s) {', '.join(map(str, unknown))} are not in the cluster")
@@ -212,13 +220,15 @@ def _generate(conn: Any, topics: list[str], brokers: list[int]) -> None:
         for index in indexes:
             proposed[(topic, index)] = list(assigned[index])
     typer.echo("Current partition replica assignment")
-    typer.echo(_dump(current))
+    typer.echo(dump_plan(current))
     typer.echo()
     typer.echo("Proposed partition reassignment configuration")
-    typer.echo(_dump(proposed))
+    typer.echo(dump_plan(proposed))
 
 
-def _alter(conn: Any, plan: dict[tuple[str, int], list[int] | None], timeout: float) -> list[str]:
+def alter_reassignments(
+    conn: Any, plan: dict[tuple[str, int], list[int] | None], timeout: float
+) -> list[str]:
     """AlterPartitionReassignments of ``plan`` (None: cancel); the refusals, one line each."""
     from kio.schema.alter_partition_reassignments.v0 import request as alter_v0
     from kio.schema.types import BrokerId, TopicName
@@ -255,23 +265,24 @@ def _alter(conn: Any, plan: dict[tuple[str, int], list[int] | None], timeout: fl
 
 
 def _execute(conn: Any, plan: Plan, timeout: float) -> None:
-    current, _ = _current(conn, {t for t, _ in plan})
+    current, _ = current_assignment(conn, {t for t, _ in plan})
     missing = sorted(f"{t}-{p}" for t, p in plan if (t, p) not in current)
     if missing:
         raise CliError(f"unknown partition(s): {', '.join(missing)}")
     typer.echo("Current partition replica assignment")
     typer.echo()
-    typer.echo(_dump({tp: current[tp] for tp in plan}))
+    typer.echo(dump_plan({tp: current[tp] for tp in plan}))
     typer.echo()
     typer.echo("Save this to use as the --execute plan during rollback")
-    refused = _alter(conn, dict(plan), timeout)
+    refused = alter_reassignments(conn, dict(plan), timeout)
     if refused:
         raise CliError("not started:\n" + "\n".join(refused), exit_code=EXIT_FAILED)
     names = ",".join(f"{t}-{p}" for t, p in sorted(plan))
     typer.echo(f"Successfully started partition reassignments for {names}")
 
 
-def _ongoing(conn: Any) -> set[tuple[str, int]]:
+def ongoing_reassignments(conn: Any) -> set[tuple[str, int]]:
+    """The partitions being reassigned (ListPartitionReassignments)."""
     from kio.static.primitive import i32Timedelta
 
     from sluice import wire
@@ -285,8 +296,8 @@ def _ongoing(conn: Any) -> set[tuple[str, int]]:
 
 
 def _verify(conn: Any, plan: Plan) -> None:
-    ongoing = _ongoing(conn)
-    current, _ = _current(conn, {t for t, _ in plan})
+    ongoing = ongoing_reassignments(conn)
+    current, _ = current_assignment(conn, {t for t, _ in plan})
     typer.echo("Status of partition reassignment:")
     unfinished = 0
     for (topic, index), replicas in sorted(plan.items()):
@@ -303,10 +314,10 @@ def _verify(conn: Any, plan: Plan) -> None:
 
 
 def _cancel(conn: Any, plan: Plan, timeout: float) -> None:
-    ongoing = _ongoing(conn)
+    ongoing = ongoing_reassignments(conn)
     pending = [tp for tp in sorted(plan) if tp in ongoing]
     if pending:
-        refused = _alter(conn, dict.fromkeys(pending), timeout)
+        refused = alter_reassignments(conn, dict.fromkeys(pending), timeout)
         if refused:
             raise CliError("not cancelled:\n" + "\n".join(refused), exit_code=EXIT_FAILED)
     names = ",".join(f"{t}-{p}" for t, p in pending) or "none (nothing of the plan in progress)"

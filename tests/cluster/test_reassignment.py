@@ -202,7 +202,8 @@ def test_the_cli_generates_executes_verifies_and_cancels_kafkas_plans(
 ) -> None:
     """``sluice partitions reassign`` with Kafka's JSON plans: a plan generated onto brokers 2
     and 3, executed (the rollback plan printed), verified until completed; a malformed plan is
-    named with its problem; a cancel of a plan no longer in progress cancels nothing."""
+    named with its problem; a cancel of a plan no longer in progress cancels nothing; and
+    ``sluice brokers decommission`` empties a broker."""
     cluster = broker_cluster
     create(cluster, "planned", [1, 2])
     bs = ("-b", cluster.bootstrap)
@@ -243,3 +244,18 @@ def test_the_cli_generates_executes_verifies_and_cancels_kafkas_plans(
     bad = run_sluice("partitions", "reassign", "--execute", str(plan), *bs)
     assert bad.code == 2
     assert f"{plan}: partitions[0].partition must be a partition number" in bad.err
+
+    # decommission: every replica of broker 1 (planned-0 left it already) moves elsewhere
+    create(cluster, "leaving", [1, 3])
+    emptied = run_sluice("brokers", "decommission", "1", "--wait", *bs, timeout=180)
+    assert emptied.code == 0, f"{emptied}\n{cluster.logs()}"
+    assert "broker 1 holds no replica" in emptied.out
+    assert state(cluster, "leaving")[0] == [2, 3]
+    assert not any(1 in replicas for replicas in all_replicas(cluster))
+
+
+def all_replicas(cluster: BrokerCluster) -> list[list[int]]:
+    """The replicas of every partition of every topic, internal ones included."""
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+    topics = admin.list_topics(timeout=10).topics.values()
+    return [list(p.replicas) for t in topics for p in t.partitions.values()]
