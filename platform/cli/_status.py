@@ -54,6 +54,9 @@ class Broker:
     """``topic-partition`` of every partition whose ISR is smaller than its replicas."""
     offline: list[str] = field(default_factory=list)
     """``topic-partition`` of every partition without a leader."""
+    reassigning: list[str] | None = None
+    """``topic-partition`` of every partition being reassigned (ListPartitionReassignments);
+    None when the broker could not say (it does not serve the API)."""
 
 
 @dataclass
@@ -251,6 +254,19 @@ def topic_rows(
         size = sizes.get(name) if sizes is not None else None
         rows.append(Topic(name, is_internal(name), len(ids), messages, size, rate))
     return rows
+
+
+def reassigning(bootstrap: str, timeout: float) -> list[str] | None:
+    """The partitions being reassigned, ``topic-partition``; None when the broker does not
+    serve ListPartitionReassignments or cannot be asked (over :mod:`sluice.wire`)."""
+    from sluice import wire
+    from sluice.cli.partitions import ongoing_reassignments
+
+    try:
+        with wire.connect(bootstrap, timeout=timeout, client_id="sluice-cli") as conn:
+            return [f"{t}-{p}" for t, p in sorted(ongoing_reassignments(conn))]
+    except wire.WireError:
+        return None
 
 
 def log_dir_sizes(nodes: Iterable[Node], timeout: float) -> tuple[Sizes, dict[str, int] | None]:

@@ -47,6 +47,7 @@ from sluice.cli._status import (
     consumer_groups,
     describe_broker,
     log_dir_sizes,
+    reassigning,
     sample_watermarks,
     streams_apps,
     topic_rows,
@@ -168,6 +169,7 @@ def _gather(
     components = supervisor.components if supervisor is not None else []
     expected = [int(c.name[7:]) for c in components if c.kind == "broker" and c.name[7:].isdigit()]
     report.broker, ids = describe_broker(admin, expected)
+    report.broker.reassigning = reassigning(bootstrap, timeout)
     partitions: list[Partition] = [(t, p) for t, ps in sorted(ids.items()) for p in ps]
     marks: Watermarks = sample_watermarks(admin, partitions, interval)
     report.sizes, sizes = log_dir_sizes(report.broker.brokers, timeout)
@@ -261,10 +263,10 @@ def _render_broker(broker: Broker) -> None:
     ]
     if broker.down:
         rows.append(["DOWN", ", ".join(map(str, broker.down))])
-    for label, names in (
-        ("UNDER-REPLICATED", broker.under_replicated),
-        ("OFFLINE", broker.offline),
-    ):
+    lists = [("UNDER-REPLICATED", broker.under_replicated), ("OFFLINE", broker.offline)]
+    if broker.reassigning is not None:  # a broker without ListPartitionReassignments: no row
+        lists.append(("REASSIGNING", broker.reassigning))
+    for label, names in lists:
         shown = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
         rows.append([label, f"{len(names)}: {shown}" if names else "0"])
     print_table(["BOOTSTRAP", broker.bootstrap], rows)

@@ -174,6 +174,9 @@ def test_a_replication_factor_grows_and_a_stuck_move_is_cancelled(
         )
         time.sleep(2)  # the controller's passes leave it so: broker 3 is not in sync
         assert ongoing(cluster).get("stuck-0") == ([1, 3, 2], [3], [2])
+        status = run_sluice("status", "--json", "--interval", "0", "--timeout", "3",
+                            "-b", cluster.broker(1).bootstrap)  # fmt: skip
+        assert json.loads(status.out)["broker"]["reassigning"] == ["stuck-0"], status
         assert alter(cluster, "stuck", None) == (ErrorCode.none, None)
         cluster.wait_until(lambda: not ongoing(cluster), "the move cancelled")
         assert state(cluster, "stuck")[0] == [1, 2]
