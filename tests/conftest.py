@@ -260,6 +260,8 @@ _LONG_FIRST = (
     "tests/connectors/spark/",
     "tests/faults/",
     "tests/examples/",
+    "tests/platform/test_up_cluster.py",
+    "tests/cluster/test_reassignment.py",
 )
 
 
