@@ -7,9 +7,9 @@ listener and data directory, and with ``zookeeper: embedded`` a child ``zookeepe
 package, :mod:`sluice.up.zookeeper`) whose data lives under ``<home>/zookeeper``. The shared
 ``config:`` is each broker's ``server.properties``, plus its ``broker.rack``.
 
-A cluster is ready (:func:`cluster_problem`) when every broker of the file is registered and
-no partition is under-replicated: what a rolling restart waits for after each broker, so that
-one broker at a time is ever out of the in-sync replicas.
+A cluster is ready (:func:`cluster_problem`) when every broker of the file is registered, a
+controller is elected and no partition is under-replicated: what a rolling restart waits for
+after each broker, so that one broker at a time is ever out of the in-sync replicas.
 """
 
 from __future__ import annotations
@@ -111,6 +111,8 @@ def cluster_problem(broker: BrokerSpec, timeout: float = 5.0) -> str | None:
     missing = sorted({node.id for node in broker.nodes} - set(metadata.brokers))
     if missing:
         return f"broker(s) {', '.join(map(str, missing))} not registered yet"
+    if metadata.controller_id < 0:  # admin calls would wait for one without asking again
+        return "no controller elected yet"
     lagging = sorted(
         f"{name}-{index}"
         for name, topic in metadata.topics.items()

@@ -129,7 +129,27 @@ class BrokerCluster:
         marks = {i: future.result() for i, future in launched.items()}  # the first failure
         for i, mark in marks.items():
             self._wait_ready(i, mark, deadline)
+        # A client's first Metadata may come before the controller's election; librdkafka's
+        # admin calls then wait for a controller without asking again (a CreateTopics right
+        # after start once waited out its 45 s): every broker knows the controller first.
+        self.wait_until(
+            lambda: all(self.controller_of(i) >= 0 for i in marks),
+            "every started broker names a controller",
+            timeout=max(1.0, deadline - time.monotonic()),
+        )
         return self
+
+    def controller_of(self, i: int, timeout: float = 10.0) -> int:
+        """The controller id that Metadata from broker ``i`` names (-1: none yet)."""
+        with wire.connect(self.broker(i).bootstrap, timeout=timeout) as conn:
+            answer = conn.call(
+                wire.METADATA,
+                topics=(),
+                allow_auto_topic_creation=False,
+                include_cluster_authorized_operations=False,
+                include_topic_authorized_operations=False,
+            )
+        return int(answer.controller_id)
 
     def start(self, i: int, timeout: float = START_TIMEOUT) -> BrokerProcess:
         """(Re)start broker ``i`` on its data dir and port, once its previous registration is
