@@ -115,14 +115,7 @@ def test_a_cluster_s_mistakes_are_named_at_their_lines(tmp_path: Path) -> None:
 
 def test_rolling_restart_needs_a_running_sluice_up(tmp_path: Path) -> None:
     (tmp_path / "sluice.yaml").write_text("broker: {brokers: 3, zookeeper: embedded}\n")
-    refused = subprocess.run(
-        [SLUICE, "up", "--rolling-restart"],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    refused = sluice_in(tmp_path, "up", "--rolling-restart", timeout=60)
     assert refused.returncode == 2, refused.stderr
     assert "no sluice up is running" in refused.stderr
 
@@ -272,14 +265,7 @@ def test_a_rolling_restart_under_load_loses_and_doubles_nothing(cluster: Running
         (cluster.folder / "sluice.yaml").write_text(
             text.replace("  config:\n", "  config:\n    log.retention.check.interval.ms: 60000\n")
         )
-        again = subprocess.run(
-            [SLUICE, "up", "-f", "sluice.yaml"],
-            cwd=cluster.folder,
-            capture_output=True,
-            text=True,
-            timeout=500,
-            check=False,
-        )
+        again = sluice_in(cluster.folder, "up", "-f", "sluice.yaml", timeout=500)
         assert again.returncode == 0, again.stderr + cluster.output()
         acked_during = len(load.acked)
     after = {name: cluster.pid(name) for name in names}
@@ -301,14 +287,7 @@ def test_a_rolling_restart_under_load_loses_and_doubles_nothing(cluster: Running
     assert doubled == 0, f"{doubled} records consumed twice"
 
     # on demand, with nothing changed
-    on_demand = subprocess.run(
-        [SLUICE, "up", "--rolling-restart"],
-        cwd=cluster.folder,
-        capture_output=True,
-        text=True,
-        timeout=500,
-        check=False,
-    )
+    on_demand = sluice_in(cluster.folder, "up", "--rolling-restart", timeout=500)
     assert on_demand.returncode == 0, on_demand.stderr + cluster.output()
     again_pids = {name: cluster.pid(name) for name in names}
     assert all(again_pids[n] != after[n] for n in names - {"zookeeper"}), (after, again_pids)
@@ -358,14 +337,7 @@ def test_a_rolling_restart_under_load_loses_and_doubles_nothing(cluster: Running
 
 def cluster_status(cluster: Running) -> dict[str, Any]:
     """The ``broker`` part of ``sluice status --json``, run in the folder of ``sluice up``."""
-    done = subprocess.run(
-        [SLUICE, "status", "--json"],
-        cwd=cluster.folder,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    done = sluice_in(cluster.folder, "status", "--json", timeout=120)
     assert done.returncode in (0, 1), done.stderr
     broker: dict[str, Any] = json.loads(done.stdout)["broker"]
     return broker
@@ -379,3 +351,10 @@ def metrics_ports(cluster: Running, ids: tuple[int, ...]) -> list[int]:
         command = component["command"]
         ports.append(int(command[command.index("--metrics-listen") + 1].rpartition(":")[2]))
     return ports
+
+
+def sluice_in(folder: Path, *args: str, timeout: float) -> subprocess.CompletedProcess[str]:
+    """``sluice ARGS`` run to completion in ``folder`` (where ``sluice up`` keeps its home)."""
+    return subprocess.run(
+        [SLUICE, *args], cwd=folder, capture_output=True, text=True, timeout=timeout, check=False
+    )
