@@ -10,10 +10,15 @@ package, :mod:`sluice.up.zookeeper`) whose data lives under ``<home>/zookeeper``
 A cluster is ready (:func:`cluster_problem`) when every broker of the file is registered, a
 controller is elected and no partition is under-replicated: what a rolling restart waits for
 after each broker, so that one broker at a time is ever out of the in-sync replicas.
+
+Brokers added to a running cluster get a share of the replicas when the file says
+``rebalance_on_add: true`` (:func:`rebalance`: ``sluice brokers rebalance``, whose moves then
+proceed in the background as any reassignment).
 """
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 from confluent_kafka import KafkaException
@@ -28,6 +33,7 @@ __all__ = [
     "ZOOKEEPER",
     "broker_launches",
     "cluster_problem",
+    "rebalance",
     "zookeeper_launch",
 ]
 
@@ -125,3 +131,16 @@ def cluster_problem(broker: BrokerSpec, timeout: float = 5.0) -> str | None:
         )
         return f"{len(lagging)} partition(s) under-replicated or offline: {shown}"
     return None
+
+
+def rebalance(broker: BrokerSpec, timeout: float = 60.0) -> str:
+    """Start moving replicas onto the brokers that hold fewer than their share (``sluice brokers
+    rebalance``); what it says, or RuntimeError with why it could not."""
+    command = [*sluice_command(), "brokers", "rebalance", "--bootstrap-server", broker.bootstrap]
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, check=False)
+    except subprocess.TimeoutExpired:
+        raise RuntimeError(f"no answer in {timeout:g} s") from None
+    if done.returncode != 0:
+        raise RuntimeError(done.stderr.strip() or f"exit {done.returncode}")
+    return done.stdout.splitlines()[0] if done.stdout else "balanced"

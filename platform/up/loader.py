@@ -55,6 +55,7 @@ _BROKER = (
     "brokers",
     "zookeeper",
     "zookeeper_listen",
+    "rebalance_on_add",
 )
 _NODE = ("id", "listen", "data_dir", "rack", "metrics")
 # set for each broker of a cluster by `sluice up` itself
@@ -164,7 +165,7 @@ class _Reader:
         )
         zookeeper = self.scalar(keys.get("zookeeper"), "broker.zookeeper")
         if zookeeper is None:
-            for key in ("brokers", "zookeeper_listen"):
+            for key in ("brokers", "zookeeper_listen", "rebalance_on_add"):
                 if key in keys:
                     message = (
                         "a cluster needs zookeeper: (embedded, or HOST:PORT[/CHROOT] of an "
@@ -189,6 +190,7 @@ class _Reader:
             zookeeper=zookeeper,
             zookeeper_listen=zookeeper_listen or BrokerSpec.zookeeper_listen,
             nodes=self.nodes(keys.get("brokers"), spec),
+            rebalance_on_add=self.flag(keys.get("rebalance_on_add"), "broker.rebalance_on_add"),
         )
 
     def nodes(self, entry: Entry | None, spec: BrokerSpec) -> tuple[BrokerNode, ...]:
@@ -435,6 +437,14 @@ class _Reader:
             self.problem(key, message, entry.line)
             return None
         return value
+
+    def flag(self, entry: Entry | None, key: str) -> bool:
+        value = self.scalar(entry, key)
+        if value is None or entry is None:
+            return False
+        if value.lower() not in ("true", "false"):
+            self.problem(key, f"must be true or false, not {value!r}", entry.line)
+        return value.lower() == "true"
 
     def count(self, entry: Entry, key: str) -> int | None:
         value = self.scalar(entry, key)

@@ -78,6 +78,9 @@ class BrokerSpec:
     """Where an embedded ZooKeeper listens."""
     nodes: tuple[BrokerNode, ...] = ()
     """The brokers of the cluster (empty without ``zookeeper``)."""
+    rebalance_on_add: bool = False
+    """Whether brokers added to a running cluster get a share of the replicas
+    (``sluice brokers rebalance``); Kafka moves nothing onto a new broker by itself."""
 
     @property
     def embedded(self) -> bool:

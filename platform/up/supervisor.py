@@ -34,7 +34,13 @@ from sluice.exit_codes import EXIT_FAILED, EXIT_INTERRUPTED, CliError
 from sluice.streams.config import ENV_CONFIG
 from sluice.up import state as state_file
 from sluice.up import zookeeper
-from sluice.up.brokers import ZOOKEEPER, broker_launches, cluster_problem, zookeeper_launch
+from sluice.up.brokers import (
+    ZOOKEEPER,
+    broker_launches,
+    cluster_problem,
+    rebalance,
+    zookeeper_launch,
+)
 from sluice.up.children import Child, Launch, sluice_command
 from sluice.up.loader import load
 from sluice.up.spec import BrokerSpec, ConnectSpec, Deployment, ProgramKind, ProgramSpec
@@ -138,7 +144,8 @@ class Supervisor:
     def _apply_brokers(self, broker: BrokerSpec, rolling: bool) -> None:
         """Start the brokers (and an embedded ZooKeeper) that are missing, together; restart
         the changed ones one at a time, a cluster's each after the last is back in every ISR
-        (a rolling restart: SIGTERM makes each move its leaderships away first)."""
+        (a rolling restart: SIGTERM makes each move its leaderships away first); brokers added
+        to a running cluster get their share of the replicas when the file asks."""
         try:
             launch = zookeeper_launch(broker, self.home)
         except zookeeper.ZooKeeperMissingError as error:
@@ -171,6 +178,12 @@ class Supervisor:
             self._wait_listening(name)
             if broker.clustered:
                 self._wait_cluster(broker, name)
+        if broker.clustered and broker.rebalance_on_add and fresh and len(fresh) < len(wanted):
+            self.report(f"{', '.join(fresh)}: added to the cluster: rebalancing")
+            try:
+                self.report(rebalance(broker))
+            except RuntimeError as error:
+                raise UpError(f"sluice brokers rebalance: {error}") from None
 
     def _apply(self, deployment: Deployment, rolling: bool = False) -> None:
         broker = deployment.broker

@@ -13,6 +13,7 @@ import subprocess
 import textwrap
 import threading
 import time
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -111,6 +112,20 @@ def test_a_cluster_s_mistakes_are_named_at_their_lines(tmp_path: Path) -> None:
         "4: broker.config.listeners: set for each broker by sluice up (brokers:, listen:, "
         "data_dir:)",
     ]
+
+
+def test_rebalance_on_add_is_a_cluster_s_and_a_boolean(tmp_path: Path) -> None:
+    assert problems(tmp_path, "broker: {rebalance_on_add: true}\n") == [
+        "1: broker.rebalance_on_add: a cluster needs zookeeper: (embedded, or "
+        "HOST:PORT[/CHROOT] of an existing ensemble)"
+    ]
+    assert problems(
+        tmp_path, "broker: {brokers: 3, zookeeper: embedded, rebalance_on_add: sometimes}\n"
+    ) == ["1: broker.rebalance_on_add: must be true or false, not 'sometimes'"]
+    (tmp_path / "sluice.yaml").write_text(
+        "broker: {brokers: 3, zookeeper: embedded, rebalance_on_add: true}\n"
+    )
+    assert load(tmp_path / "sluice.yaml").broker.rebalance_on_add
 
 
 def test_rolling_restart_needs_a_running_sluice_up(tmp_path: Path) -> None:
@@ -333,6 +348,37 @@ def test_a_rolling_restart_under_load_loses_and_doubles_nothing(cluster: Running
         assert led == len(status["under_replicated"]), status
     finally:
         os.kill(paused, signal.SIGCONT)
+
+    # a broker added to the file starts and, with rebalance_on_add, gets its share of replicas
+    text = (cluster.folder / "sluice.yaml").read_text()
+    fourth = f"    - {{id: 4, listen: 127.0.0.1:{free_port()}, metrics: 127.0.0.1:{free_port()}}}\n"
+    (cluster.folder / "sluice.yaml").write_text(
+        text.replace("  config:\n", fourth + "  rebalance_on_add: true\n  config:\n", 1)
+    )
+    added = sluice_in(cluster.folder, "up", "-f", "sluice.yaml", timeout=500)
+    assert added.returncode == 0, added.stderr + cluster.output()
+    assert "broker-4: added to the cluster: rebalancing" in cluster.output()
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        status = cluster_status(cluster)
+        placed = replicas_of(bootstrap)
+        if not status["reassigning"] and placed[4] and not status["under_replicated"]:
+            break
+        time.sleep(1)
+    total = sum(placed.values())
+    assert placed[4] >= total // 4, placed  # its share, within one of the others
+    assert max(placed.values()) - min(placed.values()) <= 1, placed
+    assert status["reassigning"] == [] and status["under_replicated"] == [], status
+
+
+def replicas_of(bootstrap: str) -> Counter[int]:
+    """How many replicas each broker holds, internal topics included."""
+    metadata = AdminClient({"bootstrap.servers": bootstrap}).list_topics(timeout=10)
+    held: Counter[int] = Counter(dict.fromkeys(metadata.brokers, 0))
+    for topic in metadata.topics.values():
+        for partition in topic.partitions.values():
+            held.update(partition.replicas)
+    return held
 
 
 def cluster_status(cluster: Running) -> dict[str, Any]:
