@@ -1,9 +1,9 @@
 """Partition reassignment on a real three-broker cluster (AlterPartitionReassignments and
-ListPartitionReassignments, KIP-455): replicas moved to other brokers while an idempotent
-producer writes (nothing acknowledged lost or doubled, the old replica's copy deleted), a
-replication factor grown from 1 to 3, a reassignment that cannot finish (its new replica
-paused) listed and then cancelled, Kafka's errors, and ``sluice partitions reassign`` with
-Kafka's JSON plans."""
+ListPartitionReassignments, KIP-455): every partition of a topic moved to other brokers, a
+replication factor grown from 1 to 3 and a broker decommissioned, each while an idempotent
+producer writes (nothing acknowledged lost or doubled, the old replicas' copies deleted); a
+reassignment that cannot finish (its new replica paused) listed and then cancelled, Kafka's
+errors, and ``sluice partitions reassign`` with Kafka's JSON plans."""
 
 from __future__ import annotations
 
@@ -30,23 +30,29 @@ from tests.cluster.brokers import BrokerCluster
 pytestmark = pytest.mark.timeout(300)
 
 
-def create(cluster: BrokerCluster, topic: str, replicas: list[int]) -> None:
+def create(cluster: BrokerCluster, topic: str, replicas: list[int], partitions: int = 1) -> None:
     admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
     [future] = admin.create_topics(
-        [NewTopic(topic, num_partitions=1, replica_assignment=[replicas])]
+        [NewTopic(topic, num_partitions=partitions, replica_assignment=[replicas] * partitions)]
     ).values()
     future.result(30)
-    cluster.wait_until(lambda: state(cluster, topic)[1] >= 0, f"{topic} has a leader")
+    for index in range(partitions):
+        cluster.wait_until(
+            lambda index=index: state(cluster, topic, index)[1] >= 0,  # type: ignore[misc]
+            f"{topic}-{index} has a leader",
+        )
 
 
-def state(cluster: BrokerCluster, topic: str) -> tuple[list[int], int, list[int]]:
-    """Replicas, leader and ISR of partition 0 of ``topic``, as Metadata says."""
+def state(cluster: BrokerCluster, topic: str, index: int = 0) -> tuple[list[int], int, list[int]]:
+    """Replicas, leader and ISR of partition ``index`` of ``topic``, as Metadata says."""
     admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
-    partition = admin.list_topics(topic, timeout=10).topics[topic].partitions[0]
+    partition = admin.list_topics(topic, timeout=10).topics[topic].partitions[index]
     return list(partition.replicas), partition.leader, sorted(partition.isrs)
 
 
-def alter(cluster: BrokerCluster, topic: str, replicas: list[int] | None) -> tuple[int, Any]:
+def alter(
+    cluster: BrokerCluster, topic: str, replicas: list[int] | None, index: int = 0
+) -> tuple[int, Any]:
     request = alter_v0.AlterPartitionReassignmentsRequest(
         timeout=i32Timedelta.parse(datetime.timedelta(seconds=30)),
         topics=(
@@ -54,7 +60,7 @@ def alter(cluster: BrokerCluster, topic: str, replicas: list[int] | None) -> tup
                 name=TopicName(topic),
                 partitions=(
                     alter_v0.ReassignablePartition(
-                        partition_index=i32(0),
+                        partition_index=i32(index),
                         replicas=None if replicas is None else tuple(BrokerId(r) for r in replicas),
                     ),
                 ),
@@ -85,73 +91,102 @@ def ongoing(cluster: BrokerCluster) -> dict[str, tuple[list[int], list[int], lis
     }
 
 
-def partition_dir(cluster: BrokerCluster, broker: int, topic: str) -> Path:
-    return cluster.broker(broker).data_dir / f"{topic}-0"
+def partition_dir(cluster: BrokerCluster, broker: int, topic: str, index: int = 0) -> Path:
+    return cluster.broker(broker).data_dir / f"{topic}-{index}"
 
 
-def test_replicas_move_under_load_and_the_old_copy_goes(broker_cluster: BrokerCluster) -> None:
-    cluster = broker_cluster
-    topic = "moving"
-    create(cluster, topic, [1, 2])
-    acked: list[int] = []
-    errors: list[str] = []
-    stop = threading.Event()
+class Writing:
+    """An idempotent producer writing 0, 1, 2… to ``topic`` (keyless: spread over its
+    partitions) in a thread, from the start of the block — once 500 are acknowledged — to its
+    end; :meth:`check` then reads every partition back."""
 
-    def produce() -> None:
-        producer = Producer({"bootstrap.servers": cluster.bootstrap, "enable.idempotence": True})
+    def __init__(self, cluster: BrokerCluster, topic: str) -> None:
+        self.cluster = cluster
+        self.topic = topic
+        self.acked: list[int] = []
+        self.errors: list[str] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._produce, name=f"writing-{topic}")
+
+    def __enter__(self) -> Writing:
+        self._thread.start()
+        self.cluster.wait_until(lambda: len(self.acked) > 500, "records acknowledged first")
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        time.sleep(1)  # more records through the replicas as they are now
+        self._stop.set()
+        self._thread.join(90)
+
+    def _produce(self) -> None:
+        producer = Producer(
+            {"bootstrap.servers": self.cluster.bootstrap, "enable.idempotence": True}
+        )
 
         def report(err: Any, msg: Any) -> None:
             if err is not None:
-                errors.append(str(err))
+                self.errors.append(str(err))
             else:
-                acked.append(int(msg.value()))
+                self.acked.append(int(msg.value()))
 
         for n in range(100_000):  # bounded
-            if stop.is_set():
+            if self._stop.is_set():
                 break
-            producer.produce(topic, str(n).encode(), on_delivery=report)
+            producer.produce(self.topic, str(n).encode(), on_delivery=report)
             producer.poll(0.002)
         assert producer.flush(60) == 0
 
-    writer = threading.Thread(target=produce)
-    writer.start()
-    try:
-        cluster.wait_until(lambda: len(acked) > 500, "records acknowledged before the move")
-        assert alter(cluster, topic, [2, 3]) == (ErrorCode.none, None)
-        cluster.wait_until(
-            lambda: (
-                state(cluster, topic) == ([2, 3], state(cluster, topic)[1], [2, 3])
-                and not ongoing(cluster)
-            ),
-            "the partition on brokers 2 and 3 only, both in sync, nothing in progress",
-            timeout=120,
+    def check(self, partitions: int = 1) -> None:
+        """No producer error, and every acknowledged record read back once."""
+        assert self.errors == []
+        consumer = Consumer(
+            {
+                "bootstrap.servers": self.cluster.bootstrap,
+                "group.id": f"check-{self.topic}",
+                "enable.auto.commit": False,
+            }
         )
-        time.sleep(1)  # more records through the new replicas
-    finally:
-        stop.set()
-        writer.join(90)
-    assert state(cluster, topic)[1] in (2, 3)
-    cluster.wait_until(
-        lambda: not partition_dir(cluster, 1, topic).exists(), "broker 1 deleted its copy"
-    )
+        consumer.assign([TopicPartition(self.topic, p, 0) for p in range(partitions)])
+        seen: list[int] = []
+        deadline = time.monotonic() + 60
+        while len(seen) < len(self.acked) and time.monotonic() < deadline:
+            for msg in consumer.consume(1000, timeout=1):
+                if msg.error() is None:
+                    seen.append(int(msg.value()))
+        consumer.close()
+        assert sorted(seen) == sorted(self.acked) == list(range(len(self.acked)))
+
+
+def test_every_partition_moves_under_load_and_the_old_copies_go(
+    broker_cluster: BrokerCluster,
+) -> None:
+    cluster = broker_cluster
+    topic = "moving"
+    create(cluster, topic, [1, 2], partitions=3)
+    targets = {0: [2, 3], 1: [3, 2], 2: [3, 1]}
+    with Writing(cluster, topic) as writing:
+        for index, target in targets.items():
+            assert alter(cluster, topic, target, index) == (ErrorCode.none, None)
+        for index, target in targets.items():
+            cluster.wait_until(
+                lambda index=index, target=target: (  # type: ignore[misc]
+                    (now := state(cluster, topic, index))[0] == target and now[2] == sorted(target)
+                ),
+                f"{topic}-{index} on brokers {target} only, both in sync",
+                timeout=120,
+            )
+        cluster.wait_until(lambda: not ongoing(cluster), "nothing in progress")
+    for index, target in targets.items():
+        assert state(cluster, topic, index)[1] in target
+        for gone in {1, 2, 3} - set(target):
+            cluster.wait_until(
+                lambda gone=gone, index=index: (  # type: ignore[misc]
+                    not partition_dir(cluster, gone, topic, index).exists()
+                ),
+                f"broker {gone} deleted its copy of {topic}-{index}",
+            )
     assert partition_dir(cluster, 3, topic).exists()
-    assert errors == []
-    consumer = Consumer(
-        {
-            "bootstrap.servers": cluster.bootstrap,
-            "group.id": "reassigned",
-            "enable.auto.commit": False,
-        }
-    )
-    consumer.assign([TopicPartition(topic, 0, 0)])
-    seen: list[int] = []
-    deadline = time.monotonic() + 60
-    while len(seen) < len(acked) and time.monotonic() < deadline:
-        for msg in consumer.consume(1000, timeout=1):
-            if msg.error() is None:
-                seen.append(int(msg.value()))
-    consumer.close()
-    assert sorted(seen) == sorted(acked) == list(range(len(acked)))
+    writing.check(partitions=3)
 
 
 def test_a_replication_factor_grows_and_a_stuck_move_is_cancelled(
@@ -159,10 +194,12 @@ def test_a_replication_factor_grows_and_a_stuck_move_is_cancelled(
 ) -> None:
     cluster = broker_cluster
     create(cluster, "grow", [1])
-    assert alter(cluster, "grow", [1, 2, 3]) == (ErrorCode.none, None)
-    cluster.wait_until(
-        lambda: state(cluster, "grow") == ([1, 2, 3], 1, [1, 2, 3]), "grow on three replicas"
-    )
+    with Writing(cluster, "grow") as writing:
+        assert alter(cluster, "grow", [1, 2, 3]) == (ErrorCode.none, None)
+        cluster.wait_until(
+            lambda: state(cluster, "grow") == ([1, 2, 3], 1, [1, 2, 3]), "grow on three replicas"
+        )
+    writing.check()
 
     create(cluster, "stuck", [1, 2])
     cluster.pause(3)  # the new replica cannot catch up: the move stays in progress
@@ -248,13 +285,15 @@ def test_the_cli_generates_executes_verifies_and_cancels_kafkas_plans(
     assert bad.code == 2
     assert f"{plan}: partitions[0].partition must be a partition number" in bad.err
 
-    # decommission: every replica of broker 1 (planned-0 left it already) moves elsewhere
+    # decommission, under load: every replica of broker 1 (planned-0 left it) moves elsewhere
     create(cluster, "leaving", [1, 3])
-    emptied = run_sluice("brokers", "decommission", "1", "--wait", *bs, timeout=180)
+    with Writing(cluster, "leaving") as writing:
+        emptied = run_sluice("brokers", "decommission", "1", "--wait", *bs, timeout=180)
     assert emptied.code == 0, f"{emptied}\n{cluster.logs()}"
     assert "broker 1 holds no replica" in emptied.out
     assert state(cluster, "leaving")[0] == [2, 3]
     assert not any(1 in replicas for replicas in all_replicas(cluster))
+    writing.check()  # last: its consumer's group creates __consumer_offsets (on broker 1 too)
 
 
 def all_replicas(cluster: BrokerCluster) -> list[list[int]]:
