@@ -8,5 +8,7 @@ storage):
 - :mod:`.acls`: Kafka's ACL model — bindings, filters, the ZooKeeper form;
 - :mod:`.authorizer`: the authorizer's decisions over indexed bindings;
 - :mod:`.credentials`: SCRAM credentials (KIP-554) and PLAIN users from JAAS text;
-- :mod:`.sasl`: the server side of PLAIN, SCRAM-SHA-256/512 and OAUTHBEARER.
+- :mod:`.sasl`: the server side of PLAIN, SCRAM-SHA-256/512 and OAUTHBEARER;
+- :mod:`.tls`: a listener's TLS context from Kafka's ``ssl.*`` keys, and a client
+  certificate's principal through ``ssl.principal.mapping.rules``.
 """

@@ -1,0 +1,180 @@
+"""TLS for a listener (:mod:`sluice.broker.security.tls`): contexts made from Kafka's ``ssl.*``
+keys serve real TLS handshakes over loopback (certificates made here with ``trustme``), a
+client certificate becomes the principal through ``ssl.principal.mapping.rules`` as Kafka maps
+it, and every bad key is refused with a message naming it."""
+
+from __future__ import annotations
+
+import asyncio
+import ssl
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import trustme
+
+from sluice.broker.security.tls import (
+    ANONYMOUS,
+    PrincipalMapper,
+    TlsConfigError,
+    peer_principal,
+    server_context,
+)
+
+
+@pytest.fixture(scope="module")
+def ca() -> trustme.CA:
+    return trustme.CA()
+
+
+@pytest.fixture(scope="module")
+def server_pem(ca: trustme.CA, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    path = tmp_path_factory.mktemp("tls") / "server.pem"
+    ca.issue_cert("127.0.0.1", "localhost").private_key_and_cert_chain_pem.write_to_path(path)
+    yield path
+
+
+def handshake(
+    context: ssl.SSLContext, client: ssl.SSLContext, mapper: PrincipalMapper | None = None
+) -> str:
+    """One TLS connection over loopback: the principal the server sees (or the handshake's
+    error, raised)."""
+
+    async def run() -> str:
+        seen: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+
+        async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            ssl_object = writer.get_extra_info("ssl_object")
+            if not seen.done():
+                seen.set_result(peer_principal(ssl_object, mapper or PrincipalMapper()))
+            writer.write(b"ok")
+            await writer.drain()
+            writer.close()
+
+        server = await asyncio.start_server(serve, "127.0.0.1", 0, ssl=context)
+        port = server.sockets[0].getsockname()[1]
+        try:
+            reader, writer = await asyncio.open_connection(
+                "127.0.0.1", port, ssl=client, server_hostname="127.0.0.1"
+            )
+            answered = await reader.read(2)
+            writer.close()
+            if answered != b"ok":  # TLS 1.3 refuses a client certificate after the handshake
+                raise ConnectionResetError("the server closed the connection")
+            return await asyncio.wait_for(seen, 5)
+        finally:
+            server.close()
+            await server.wait_closed()
+
+    return asyncio.run(run())
+
+
+def client_context(ca: trustme.CA, cert: trustme.LeafCert | None = None) -> ssl.SSLContext:
+    context = ssl.create_default_context()
+    ca.configure_trust(context)
+    if cert is not None:
+        cert.configure_cert(context)
+    return context
+
+
+def test_a_pem_keystore_file_serves_tls(ca: trustme.CA, server_pem: Path) -> None:
+    context = server_context({"ssl.keystore.location": str(server_pem)})
+    assert handshake(context, client_context(ca)) == ANONYMOUS  # no client certificate
+
+
+def test_inline_pem_and_tls13_only(ca: trustme.CA) -> None:
+    leaf = ca.issue_cert("127.0.0.1")
+    context = server_context(
+        {
+            "ssl.keystore.type": "PEM",
+            "ssl.keystore.key": leaf.private_key_pem.bytes().decode(),
+            "ssl.keystore.certificate.chain": "".join(
+                blob.bytes().decode() for blob in leaf.cert_chain_pems
+            ),
+            "ssl.enabled.protocols": "TLSv1.3",
+        }
+    )
+    assert context.minimum_version == ssl.TLSVersion.TLSv1_3
+    tls12_client = client_context(ca)
+    tls12_client.maximum_version = ssl.TLSVersion.TLSv1_2
+    with pytest.raises((ssl.SSLError, ConnectionError)):
+        handshake(context, tls12_client)
+    assert handshake(context, client_context(ca)) == ANONYMOUS
+
+
+def test_mtls_principal_through_the_mapping_rules(ca: trustme.CA, server_pem: Path) -> None:
+    context = server_context(
+        {
+            "ssl.keystore.location": str(server_pem),
+            "ssl.truststore.certificates": ca.cert_pem.bytes().decode(),
+            "ssl.client.auth": "required",
+        }
+    )
+    writer = ca.issue_cert("writer@example.com", common_name="Writer", organization_name="Acme")
+    mapper = PrincipalMapper("RULE:^CN=([^,]*),.*O=Acme$/$1/L,DEFAULT")
+    assert handshake(context, client_context(ca, writer), mapper) == "User:writer"
+    default = handshake(context, client_context(ca, writer))
+    assert default.startswith("User:CN=Writer,OU=") and default.endswith(",O=Acme")
+    with pytest.raises((ssl.SSLError, ConnectionError)):  # required: no certificate, no entry
+        handshake(context, client_context(ca))
+    stranger = trustme.CA().issue_cert("x@example.com", common_name="Stranger")
+    with pytest.raises((ssl.SSLError, ConnectionError)):
+        handshake(context, client_context(ca, stranger))
+
+
+def test_requested_client_auth_takes_a_certificate_when_shown(
+    ca: trustme.CA, server_pem: Path
+) -> None:
+    context = server_context(
+        {
+            "ssl.keystore.location": str(server_pem),
+            "ssl.truststore.certificates": ca.cert_pem.bytes().decode(),
+            "ssl.client.auth": "requested",
+        }
+    )
+    assert handshake(context, client_context(ca)) == ANONYMOUS
+    reader = ca.issue_cert("r@example.com", common_name="reader")
+    assert handshake(context, client_context(ca, reader)).startswith("User:CN=reader,")
+
+
+@pytest.mark.parametrize(
+    "rules, dn, name",
+    [
+        ("DEFAULT", "CN=a,O=b", "CN=a,O=b"),
+        ("RULE:^CN=(.*?),OU=(.*?),O=(.*?)$/$1@$2/U", "CN=Duke,OU=Sales,O=Acme", "DUKE@SALES"),
+        ("RULE:^CN=(.*?),.*$/$1/, DEFAULT", "OU=x,CN=y", "OU=x,CN=y"),  # first rule fails
+        ("RULE:^CN=(.*)$/$12/", "CN=ab", "ab2"),  # $12 with one group: $1 then "2"
+        ("RULE:^CN=(.*)$/$4-$1/", "CN=ab", "$4-ab"),  # no group 4: literal, as Kafka keeps it
+        ("RULE:^CN=(.*)$/\\$1/", "CN=ab", "$1"),  # an escaped $
+        ("RULE:^(.*)$/x,y/,DEFAULT", "CN=ab", "x,y"),  # a comma in a replacement
+    ],
+)
+def test_principal_mapping_rules_as_kafka_applies_them(rules: str, dn: str, name: str) -> None:
+    assert PrincipalMapper(rules).name(dn) == name
+
+
+def test_principal_mapping_mistakes() -> None:
+    with pytest.raises(ValueError, match="No rules apply to CN=a"):
+        PrincipalMapper("RULE:^OU=.*$/x/").name("CN=a")
+    with pytest.raises(ValueError, match="invalid rule"):
+        PrincipalMapper("RULE:^CN=(.*)$/$1/X")
+    with pytest.raises(ValueError, match="invalid rule"):
+        PrincipalMapper("NONSENSE")
+
+
+@pytest.mark.parametrize(
+    "keys, message",
+    [
+        ({"ssl.keystore.type": "JKS", "ssl.keystore.location": "k.jks"}, "ssl.keystore.type"),
+        ({}, "ssl.keystore.location"),
+        ({"ssl.keystore.location": "/nonexistent.pem"}, "cannot load /nonexistent.pem"),
+        ({"ssl.keystore.location": "PEM", "ssl.client.auth": "sometimes"}, "ssl.client.auth"),
+        ({"ssl.keystore.location": "PEM", "ssl.client.auth": "required"}, "ssl.truststore"),
+        ({"ssl.keystore.location": "PEM", "ssl.enabled.protocols": "TLSv1.1"}, "protocols"),
+    ],
+)
+def test_bad_keys_are_named(server_pem: Path, keys: dict[str, str], message: str) -> None:
+    """``PEM`` stands for a good keystore file, so that only the key under test is wrong."""
+    keys = {k: str(server_pem) if v == "PEM" else v for k, v in keys.items()}
+    with pytest.raises(TlsConfigError, match=message):
+        server_context(keys)
