@@ -43,6 +43,10 @@ __all__ = ["app"]
 
 app = typer.Typer(name="brokers", help="Operate on the cluster's brokers.", no_args_is_help=True)
 
+WaitTimeout = Annotated[
+    float, typer.Option("--wait-timeout", metavar="S", help="How long --wait waits.")
+]
+
 
 @app.command()
 def decommission(
@@ -51,9 +55,7 @@ def decommission(
     wait: Annotated[
         bool, typer.Option("--wait", help="Return once the broker holds no replica.")
     ] = False,
-    wait_timeout: Annotated[
-        float, typer.Option("--wait-timeout", metavar="S", help="How long --wait waits.")
-    ] = 600.0,
+    wait_timeout: WaitTimeout = 600.0,
     bootstrap: Bootstrap = clients.DEFAULT_BOOTSTRAP,
     timeout: RequestTimeout = DEFAULT_TIMEOUT,
 ) -> None:
@@ -73,10 +75,7 @@ def decommission(
                 typer.echo(f"broker {broker_id} holds no replica")
                 return
             typer.echo(f"moving {len(plan)} replica(s) off broker {broker_id}")
-            typer.echo("rollback plan:")
-            typer.echo(dump_plan({tp: current[tp] for tp in plan}))
-            typer.echo("plan:")
-            typer.echo(dump_plan(plan))
+            _show(current, plan)
             _start(conn, plan, timeout, wait, wait_timeout)
             if not wait:
                 return
@@ -100,9 +99,7 @@ def rebalance(
         bool, typer.Option("--dry-run", help="Print the plan, start nothing.")
     ] = False,
     wait: Annotated[bool, typer.Option("--wait", help="Return once the moves are done.")] = False,
-    wait_timeout: Annotated[
-        float, typer.Option("--wait-timeout", metavar="S", help="How long --wait waits.")
-    ] = 600.0,
+    wait_timeout: WaitTimeout = 600.0,
     bootstrap: Bootstrap = clients.DEFAULT_BOOTSTRAP,
     timeout: RequestTimeout = DEFAULT_TIMEOUT,
 ) -> None:
@@ -127,10 +124,7 @@ def rebalance(
                 typer.echo("balanced: nothing to move")
                 return
             typer.echo(f"moving or reordering the replicas of {len(plan)} partition(s)")
-            typer.echo("rollback plan:")
-            typer.echo(dump_plan({tp: current[tp] for tp in plan}))
-            typer.echo("plan:")
-            typer.echo(dump_plan(plan))
+            _show(current, plan)
             if dry_run:
                 return
             _start(conn, plan, timeout, wait, wait_timeout)
@@ -138,6 +132,14 @@ def rebalance(
                 typer.echo("balanced")
     except wire.WireError as exc:
         raise CliError(str(exc)) from None
+
+
+def _show(current: Plan, plan: Plan) -> None:
+    """The plan that rolls ``plan`` back, then ``plan``, in Kafka's format."""
+    typer.echo("rollback plan:")
+    typer.echo(dump_plan({tp: current[tp] for tp in plan}))
+    typer.echo("plan:")
+    typer.echo(dump_plan(plan))
 
 
 def _start(conn: Any, plan: Plan, timeout: float, wait: bool, wait_timeout: float) -> None:
