@@ -94,6 +94,7 @@ async def _open(broker: Broker) -> None:
     from sluice.broker.cluster.member import ClusterMember
     from sluice.broker.cluster.metadata_store import MetadataStoreError
     from sluice.broker.cluster.zookeeper import ZooKeeperMetadataStore
+    from sluice.broker.security.credential_store import ZooKeeperScramStore
 
     try:
         store = await asyncio.to_thread(
@@ -112,6 +113,7 @@ async def _open(broker: Broker) -> None:
         await asyncio.to_thread(store.close)
         raise
     broker.cluster = ClusterMember(broker, store)
+    broker.scram_credentials = ZooKeeperScramStore(store)
     broker.cluster.prepare()
 
 

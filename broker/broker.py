@@ -30,6 +30,7 @@ from sluice.broker.producer_ids import (
     ProducerIdManager,
     ProducerIdsUnavailableError,
 )
+from sluice.broker.security.credential_store import FileScramStore, ScramStore
 from sluice.broker.topics import Topic, TopicManager, validate_topic_name
 from sluice.broker.txn.coordinator import TXN_TOPIC, TransactionCoordinator
 from sluice.broker.txn.markers import ClusterRoutes
@@ -79,6 +80,8 @@ class Broker:
             int(config["min.incremental.fetch.session.eviction.ms"]),
         )
         """Fetch sessions (KIP-227) of consumers and followers (:mod:`.fetch_session`)."""
+        self.scram_credentials: ScramStore = FileScramStore(self.data_dir)
+        """Users' SCRAM credentials: the data directory's, or ZooKeeper's once in a cluster."""
         self._tasks: list[asyncio.Task[None]] = []
         self.cluster: ClusterMember | None = None
         """The broker's membership of a cluster (``zookeeper.connect``); None on one node."""

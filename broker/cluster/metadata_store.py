@@ -208,6 +208,9 @@ class MetadataStore(Protocol):
     def set_entity_config(self, entity_type: str, name: str, config: Mapping[str, str]) -> None:
         """Replace the entity's dynamic config and publish a change notification."""
 
+    def entities(self, entity_type: str) -> frozenset[str]:
+        """The names of the entities of ``entity_type`` that have a config znode."""
+
     def config_changes(self, after: int) -> list[ConfigChange]:
         """The change notifications with a sequence number above ``after``, in order."""
 

@@ -37,6 +37,7 @@ from sluice.broker.handlers import (
     offsets,
     produce,
     reassignments,
+    scram_credentials,
     topics_admin,
     transactions,
     write_txn_markers,
@@ -111,6 +112,16 @@ APIS: Final[tuple[ApiSpec[Any, Any], ...]] = (
         k.LIST_PARTITION_REASSIGNMENTS, "ListPartitionReassignments", 0, 0, reassignments.list_
     ),
     ApiSpec(k.OFFSET_DELETE, "OffsetDelete", 0, 0, offsets.offset_delete),
+    ApiSpec(
+        k.DESCRIBE_USER_SCRAM_CREDENTIALS,
+        "DescribeUserScramCredentials",
+        0,
+        0,
+        scram_credentials.describe,
+    ),
+    ApiSpec(
+        k.ALTER_USER_SCRAM_CREDENTIALS, "AlterUserScramCredentials", 0, 0, scram_credentials.alter
+    ),
     ApiSpec(k.DESCRIBE_CLUSTER, "DescribeCluster", 0, 1, describe_cluster.handle),
     ApiSpec(
         k.DESCRIBE_TRANSACTIONS, "DescribeTransactions", 0, 0, transactions.describe_transactions

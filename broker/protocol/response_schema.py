@@ -14,6 +14,7 @@ if TYPE_CHECKING:  # the unions import every version's classes: types only (star
         AddPartitionsToTxnResponse,
         AlterConfigsResponse,
         AlterPartitionReassignmentsResponse,
+        AlterUserScramCredentialsResponse,
         ApiVersionsResponse,
         CreatePartitionsResponse,
         CreateTopicsResponse,
@@ -25,6 +26,7 @@ if TYPE_CHECKING:  # the unions import every version's classes: types only (star
         DescribeGroupsResponse,
         DescribeLogDirsResponse,
         DescribeTransactionsResponse,
+        DescribeUserScramCredentialsResponse,
         ElectLeadersResponse,
         EndTxnResponse,
         FetchResponse,
@@ -130,6 +132,14 @@ def response_schema(
 ) -> type[ListPartitionReassignmentsResponse]: ...
 @overload
 def response_schema(api_key: Literal[47], version: int) -> type[OffsetDeleteResponse]: ...
+@overload
+def response_schema(
+    api_key: Literal[50], version: int
+) -> type[DescribeUserScramCredentialsResponse]: ...
+@overload
+def response_schema(
+    api_key: Literal[51], version: int
+) -> type[AlterUserScramCredentialsResponse]: ...
 @overload
 def response_schema(api_key: Literal[60], version: int) -> type[DescribeClusterResponse]: ...
 @overload

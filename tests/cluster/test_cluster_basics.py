@@ -243,3 +243,31 @@ def test_followers_replicate_through_incremental_fetch_sessions(
             f"broker {follower} has no fetch session with {followed - sessions}\n"
             + cluster.log_tail(follower)
         )
+
+
+def test_scram_credentials_live_in_zookeeper_for_every_broker(
+    shared_cluster: BrokerCluster,
+) -> None:
+    """AlterUserScramCredentials through one broker, described through another: the
+    credential is Kafka's ``/config/users/<user>`` (salted, never the password)."""
+    from confluent_kafka.admin import (
+        ScramCredentialInfo,
+        ScramMechanism,
+        UserScramCredentialUpsertion,
+    )
+
+    cluster = shared_cluster
+    via_1 = AdminClient({"bootstrap.servers": cluster.broker(1).bootstrap})
+    info = ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 8192)
+    [future] = via_1.alter_user_scram_credentials(
+        [UserScramCredentialUpsertion("carol", info, b"carol-secret")]
+    ).values()
+    future.result(30)
+    via_3 = AdminClient({"bootstrap.servers": cluster.broker(3).bootstrap})
+    [(_, described)] = via_3.describe_user_scram_credentials(["carol"]).items()
+    [credential] = described.result(30).scram_credential_infos
+    assert (credential.mechanism, credential.iterations) == (ScramMechanism.SCRAM_SHA_512, 8192)
+    stored = cluster.store().entity_config("users", "carol")
+    assert list(stored) == ["SCRAM-SHA-512"]
+    assert stored["SCRAM-SHA-512"].startswith("salt=") and "secret" not in stored["SCRAM-SHA-512"]
+    assert stored["SCRAM-SHA-512"].endswith(",iterations=8192")

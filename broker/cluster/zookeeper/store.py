@@ -471,6 +471,16 @@ class ZooKeeperMetadataStore:
         )
         self._purge_config_changes()
 
+    @translate_errors
+    def entities(self, entity_type: str) -> frozenset[str]:
+        """The children of ``/config/<type>`` (empty when it is missing)."""
+        try:
+            return frozenset(
+                self._client.get_children(f"{znodes.CONFIG}/{_entity_type(entity_type)}")
+            )
+        except NoNodeError:
+            return frozenset()
+
     def _purge_config_changes(self) -> None:
         horizon = self._clock_ms() - CONFIG_CHANGE_EXPIRATION_MS
         for child in self._client.get_children(znodes.CONFIG_CHANGES):

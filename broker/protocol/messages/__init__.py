@@ -9,7 +9,7 @@ so mypy checks each field a handler reads against every version it may receive.
 serves.
 
 One module per concept — :mod:`.records`, :mod:`.groups`, :mod:`.transactions`,
-:mod:`.admin` — all re-exported here.
+:mod:`.admin`, :mod:`.security` — all re-exported here.
 """
 
 from __future__ import annotations
@@ -78,6 +78,12 @@ from sluice.broker.protocol.messages.records import (
     ProduceRequest,
     ProduceResponse,
 )
+from sluice.broker.protocol.messages.security import (
+    AlterUserScramCredentialsRequest,
+    AlterUserScramCredentialsResponse,
+    DescribeUserScramCredentialsRequest,
+    DescribeUserScramCredentialsResponse,
+)
 from sluice.broker.protocol.messages.transactions import (
     AddOffsetsToTxnRequest,
     AddOffsetsToTxnResponse,
@@ -106,6 +112,8 @@ __all__ = [
     "AlterConfigsResponse",
     "AlterPartitionReassignmentsRequest",
     "AlterPartitionReassignmentsResponse",
+    "AlterUserScramCredentialsRequest",
+    "AlterUserScramCredentialsResponse",
     "ApiVersionsRequest",
     "ApiVersionsResponse",
     "CreatePartitionsRequest",
@@ -128,6 +136,8 @@ __all__ = [
     "DescribeLogDirsResponse",
     "DescribeTransactionsRequest",
     "DescribeTransactionsResponse",
+    "DescribeUserScramCredentialsRequest",
+    "DescribeUserScramCredentialsResponse",
     "ElectLeadersRequest",
     "ElectLeadersResponse",
     "EndTxnRequest",
