@@ -41,6 +41,7 @@ from sluice.cli import (
     status,
     topics,
     transactions,
+    users,
 )
 from sluice.cli._common import describe_error, error_of
 from sluice.cli.consume import consume
@@ -67,6 +68,7 @@ app.add_typer(topics.app, name="topics")
 app.add_typer(partitions.app, name="partitions")
 app.add_typer(groups.app, name="groups")
 app.add_typer(transactions.app, name="transactions")
+app.add_typer(users.app, name="users")
 app.add_typer(connect.app, name="connect")
 app.command()(produce)
 app.command()(consume)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -22,6 +23,7 @@ from confluent_kafka.admin import (
 
 from sluice.broker.security.credential_store import FILE_NAME
 from sluice.broker.security.sasl import SaslAuthenticationError, ScramServer
+from tests.cli.conftest import run_sluice
 from tests.conftest import BrokerProcess
 
 pytestmark = pytest.mark.timeout(120)
@@ -133,3 +135,27 @@ def test_kafkas_errors(shared_broker: BrokerProcess) -> None:
     [(_, missing)] = admin.describe_user_scram_credentials(["twice"]).items()
     with pytest.raises(KafkaException, match="does not exist"):
         missing.result(TIMEOUT)
+
+
+def test_the_cli_sets_describes_and_deletes_without_showing_a_secret(
+    shared_broker: BrokerProcess, tmp_path: Path
+) -> None:
+    bs = ("-b", shared_broker.bootstrap)
+    secret = tmp_path / "dave.txt"
+    secret.write_text("dave-secret\n")
+    done = run_sluice("users", "scram", "set", "dave", "-m", "SCRAM-SHA-512",
+                      "--iterations", "4096", "--password-file", str(secret), *bs)  # fmt: skip
+    assert done.code == 0, done
+    assert done.out == "dave: SCRAM-SHA-512 set (4096 iterations)\n"
+    described = run_sluice("users", "scram", "describe", "dave", *bs)
+    assert described.out.split() == ["USER", "MECHANISM", "ITERATIONS",
+                                     "dave", "SCRAM-SHA-512", "4096"]  # fmt: skip
+    assert "secret" not in done.out + described.out + done.err + described.err
+    refused = run_sluice("users", "scram", "set", "dave", "--iterations", "10",
+                         "--password-file", str(secret), *bs)  # fmt: skip
+    assert refused.code == 1 and "dave: UNACCEPTABLE_CREDENTIAL" in refused.err, refused
+    no_file = run_sluice("users", "scram", "set", "dave", *bs)  # no terminal to ask on
+    assert no_file.code == 2 and "--password-file" in no_file.err
+    assert run_sluice("users", "scram", "delete", "dave", "-m", "SCRAM-SHA-512", *bs).code == 0
+    gone = run_sluice("users", "scram", "delete", "dave", "-m", "SCRAM-SHA-512", *bs)
+    assert gone.code == 1 and "RESOURCE_NOT_FOUND" in gone.err
