@@ -61,7 +61,7 @@ def test_every_problem_is_named_at_its_line_and_key(tmp_path: Path) -> None:
         "2: broker.listen: must be HOST:PORT, not 'localhost'",
         "3: broker.datadir: unknown key (did you mean data_dir?); known: "
         "listen, data_dir, config, metrics, bootstrap_servers, brokers, zookeeper, "
-        "zookeeper_listen",
+        "zookeeper_listen, rebalance_on_add",
         "6: topics[0].partitions: must be a whole number >= 1, not '-1'",
         "7: topics: the topic name 'orders' is used twice (first at line 5)",
         f"10: streams[0].app: no such file: {tmp_path / 'missing.py'}",
