@@ -20,6 +20,7 @@ import uvloop
 from sluice.broker import metrics
 from sluice.broker.broker import Broker, new_cluster_id
 from sluice.broker.config import BrokerConfig
+from sluice.broker.security.listeners import parse_listeners
 from sluice.broker.server import Server
 from sluice.errors import ConfigError
 from sluice.metrics import AsyncMetricsServer, serve_metrics_async
@@ -34,6 +35,7 @@ async def run(
     metrics_listen: str | None = None,
 ) -> None:
     """Run the broker until SIGTERM/SIGINT (or cancellation); see the module docstring."""
+    listeners = parse_listeners(config, cluster=bool(config["zookeeper.connect"]))
     broker = Broker(config)
     server = Server(broker)
     exporter: AsyncMetricsServer | None = None
@@ -41,8 +43,8 @@ async def run(
         exporter = await serve_metrics_async(metrics_listen, metrics.registry(broker, server))
     try:
         await _open(broker)
-        host, port = config.listener
-        await server.start(host, port)
+        for listener in listeners:
+            await server.start(listener.host, listener.port, listener)
         if broker.cluster is not None:
             await _join(broker)
     except BaseException:
@@ -54,11 +56,13 @@ async def run(
         raise
     broker.start_housekeeping()
     stop = asyncio.Event()
+    broker.request_stop = stop.set  # every log directory (or the first) offline: stop
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
+    addresses = ", ".join(f"{lst.host}:{lst.port} ({lst.name})" for lst in listeners)
     print(
-        f"sluice broker {broker.node_id} accepting connections on {host}:{port} "
+        f"sluice broker {broker.node_id} accepting connections on {addresses} "
         f"(cluster {broker.cluster_id}, data in {broker.data_dir})",
         flush=True,
     )
@@ -80,6 +84,8 @@ async def run(
         await server.close()
         await broker.close()
         log.info("stopped cleanly")
+    if broker.log_dirs.must_stop():
+        raise SystemExit(f"stopped: log directories offline ({broker.log_dirs.describe()})")
 
 
 async def _open(broker: Broker) -> None:

@@ -1,7 +1,10 @@
 """The broker's state and its housekeeping: topics, producer ids, retention, compaction, flush.
 
-``meta.properties`` in the data directory holds the cluster id and node id, as Kafka's does;
-a data directory written by another node id is refused.
+``meta.properties`` in every log directory holds the cluster id and node id, as Kafka's does;
+a log directory written by another node id or cluster is refused. The broker-level files live
+in the first log directory (:mod:`sluice.broker.log_dirs`). A log directory that fails while
+the broker runs goes offline (:meth:`Broker.storage_failed`); when the first or the last online
+one goes, the broker stops (:attr:`Broker.request_stop`).
 """
 
 from __future__ import annotations
@@ -24,12 +27,14 @@ from sluice.broker.errors import KafkaError
 from sluice.broker.fetch_session import FetchSessionCache
 from sluice.broker.group.coordinator import OFFSETS_TOPIC, GroupCoordinator
 from sluice.broker.log.files import write_atomically
+from sluice.broker.log_dirs import LogDir, LogDirs
 from sluice.broker.producer_ids import (
     ClusterBlocks,
     LocalBlocks,
     ProducerIdManager,
     ProducerIdsUnavailableError,
 )
+from sluice.broker.replication.quota import ReplicationThrottles
 from sluice.broker.security.credential_store import FileScramStore, ScramStore
 from sluice.broker.topics import Topic, TopicManager, validate_topic_name
 from sluice.broker.txn.coordinator import TXN_TOPIC, TransactionCoordinator
@@ -64,12 +69,19 @@ class Broker:
     def __init__(self, config: BrokerConfig, clock: Clock = wall_clock_ms) -> None:
         self.config = config
         self.clock = clock
-        self.data_dir: Path = config.data_dir
+        self.log_dirs = LogDirs(config.log_dirs)
+        """The log directories (``log.dirs``): which are online, where partitions go."""
+        self.data_dir: Path = self.log_dirs.metadata_dir
+        """The first log directory: the broker-level files live there."""
         self.node_id = config.node_id
         self.host, self.port = config.advertised_listener
         self.cluster_id = ""
         self.dynamic_configs = DynamicBrokerConfigs(self.data_dir, config)
-        self.topics = TopicManager(self.data_dir, config)
+        self.topics = TopicManager(self.log_dirs, config, clock)
+        self.request_stop: Callable[[], None] = lambda: None
+        """Called when the broker cannot go on (every log directory, or the first, offline):
+        the process that runs the broker stops it."""
+        self.topics.futures.storage_failed = self.storage_failed
         self.producer_ids: ProducerIdManager | None = None
         self.groups = GroupCoordinator(self.topics, config, clock)
         self.transactions = TransactionCoordinator(
@@ -80,6 +92,8 @@ class Broker:
             int(config["min.incremental.fetch.session.eviction.ms"]),
         )
         """Fetch sessions (KIP-227) of consumers and followers (:mod:`.fetch_session`)."""
+        self.replication_throttles = ReplicationThrottles(self.node_id, config)
+        """The leader and follower replication quotas (:mod:`.replication.quota`)."""
         self.scram_credentials: ScramStore = FileScramStore(self.data_dir)
         """Users' SCRAM credentials: the data directory's, or ZooKeeper's once in a cluster."""
         self._tasks: list[asyncio.Task[None]] = []
@@ -90,9 +104,14 @@ class Broker:
         """Create or recover the data directory (recovers every log). ``cluster_id``: the
         cluster's (from its metadata store), which a data directory of another cluster must
         not join; None on one node (the data directory's own, or a new one)."""
-        self.data_dir.mkdir(parents=True, exist_ok=True)
-        self.cluster_id = self._load_meta(cluster_id)
+        try:
+            for directory in self.log_dirs:
+                directory.path.mkdir(parents=True, exist_ok=True)
+            self.cluster_id = self._load_meta(cluster_id)
+        except OSError as exc:  # a disk already failed: the broker cannot start on it
+            raise StorageError(f"log directory unusable: {exc}") from exc
         self.config = self.dynamic_configs.load()
+        self.replication_throttles.configure(self.config)
         self.topics.broker_config = self.config
         self.topics.load()
         if cluster_id is None:
@@ -151,9 +170,10 @@ class Broker:
     def apply_config(self, config: BrokerConfig) -> None:
         """Put a new effective configuration (dynamic broker configs) in force: topic defaults
         are recomputed for every topic, the cleaner's backoff is read at its next sleep, the
-        replica fetchers (in a cluster) are resized."""
+        replica fetchers (in a cluster) are resized, the replication throttles take their rates."""
         self.config = config
         self.topics.set_broker_config(config)
+        self.replication_throttles.configure(config)
         if self.cluster is not None:
             self.cluster.replicas.fetchers.reconfigure(config)
 
@@ -170,10 +190,13 @@ class Broker:
 
     # -- the cluster as clients see it ----------------------------------------------------
 
-    def live_brokers(self) -> list[NodeEndpoint]:
-        """The brokers clients may connect to, by node id: this one alone on one node."""
+    def live_brokers(self, endpoint: tuple[str, int] | None = None) -> list[NodeEndpoint]:
+        """The brokers clients may connect to, by node id: this one alone on one node, at
+        ``endpoint`` (the advertised endpoint of the listener the request came in on) or its
+        first listener's."""
         if self.cluster is None:
-            return [NodeEndpoint(self.node_id, self.host, self.port, self.config["broker.rack"])]
+            host, port = endpoint or (self.host, self.port)
+            return [NodeEndpoint(self.node_id, host, port, self.config["broker.rack"])]
         endpoints = []
         for node_id, live in sorted(self.cluster.cache.brokers.items()):
             found = live.registration.endpoint("PLAINTEXT")
@@ -365,15 +388,53 @@ class Broker:
     def _flush_due(self) -> None:
         now = self.clock()
         for partition in self.topics.all_partitions():
-            partition.log.flush_if_due(now)
+            try:
+                partition.log.flush_if_due(now)
+            except StorageError as exc:  # the disk failed: its directory goes offline
+                self.storage_failed(partition.log.directory, exc)
+
+    def storage_failed(self, partition_dir: Path, error: object) -> None:
+        """A write under ``partition_dir`` failed (an ``OSError``: EIO, ENOSPC, EROFS...): its
+        log directory goes offline (Kafka's ``LogDirFailureChannel``), its partitions' logs are
+        closed and answer KAFKA_STORAGE_ERROR; in a cluster the member stops following them and
+        tells the controller (listeners of :meth:`LogDirs.on_failure`). With the first or every
+        directory offline the broker stops (:attr:`request_stop`)."""
+        try:
+            directory = self.log_dirs.of(partition_dir)
+        except KeyError:
+            return
+        self.log_dir_failed(directory, str(error))
+
+    def log_dir_failed(self, directory: LogDir, error: str) -> None:
+        """Take ``directory`` offline (see :meth:`storage_failed`)."""
+        if not self.log_dirs.fail(directory, error):
+            return
+        failed = self.topics.dir_failed(directory)
+        log.error(
+            "%d partitions of %s offline: %s",
+            len(failed),
+            directory.path,
+            ", ".join(f"{p.topic}-{p.index}" for p in failed) or "none",
+        )
+        if self.log_dirs.must_stop():
+            log.critical(
+                "shutting down: %s",
+                "every log directory is offline"
+                if not self.log_dirs.online()
+                else f"the metadata directory {self.data_dir} is offline",
+            )
+            self.request_stop()
 
     def stored_cluster_id(self) -> str | None:
-        """The cluster id in the data directory's ``meta.properties``, if any."""
-        values = self._read_meta()
-        return values.get("cluster.id")
+        """The cluster id in the log directories' ``meta.properties``, if any."""
+        for directory in self.log_dirs:
+            values = self._read_meta(directory.path)
+            if "cluster.id" in values:
+                return values["cluster.id"]
+        return None
 
-    def _read_meta(self) -> dict[str, str]:
-        path = self.data_dir / "meta.properties"
+    def _read_meta(self, log_dir: Path) -> dict[str, str]:
+        path = log_dir / "meta.properties"
         values: dict[str, str] = {}
         if path.exists():
             for line in path.read_text().splitlines():
@@ -383,8 +444,17 @@ class Broker:
         return values
 
     def _load_meta(self, cluster_id: str | None) -> str:
-        path = self.data_dir / "meta.properties"
-        values = self._read_meta()
+        """Check every log directory's ``meta.properties`` (one node id, one cluster id);
+        write it where missing. Return the cluster id."""
+        if cluster_id is None:
+            cluster_id = self.stored_cluster_id() or new_cluster_id()
+        for directory in self.log_dirs:
+            self._check_meta(directory.path, cluster_id)
+        return cluster_id
+
+    def _check_meta(self, log_dir: Path, cluster_id: str) -> None:
+        path = log_dir / "meta.properties"
+        values = self._read_meta(log_dir)
         if values:
             stored = int(values.get("node.id", self.node_id))
             if stored != self.node_id:
@@ -393,7 +463,7 @@ class Broker:
                     key="node.id",
                     source=str(path),
                 )
-            if cluster_id is not None and values["cluster.id"] != cluster_id:
+            if values["cluster.id"] != cluster_id:
                 raise ConfigError(  # Kafka's InconsistentClusterIdException
                     f"The Cluster ID {cluster_id} doesn't match stored clusterId "
                     f"{values['cluster.id']} in meta.properties. The broker is trying to join "
@@ -401,12 +471,9 @@ class Broker:
                     key="zookeeper.connect",
                     source=str(path),
                 )
-            return values["cluster.id"]
-        if cluster_id is None:
-            cluster_id = new_cluster_id()
+            return
         meta = f"version=1\ncluster.id={cluster_id}\nnode.id={self.node_id}\n"
         write_atomically(path, meta.encode())
-        return cluster_id
 
 
 def new_cluster_id() -> str:

@@ -29,6 +29,7 @@ from sluice.broker.config_keys import (
     ConfigKey,
     ConfigSource,
     ConfigType,
+    listener_key,
     render,
 )
 from sluice.config import read_properties
@@ -84,6 +85,9 @@ class BrokerConfig:
             line = (lines or {}).get(name)
             if name in BROKER_KEYS:
                 values[name] = BROKER_KEYS[name].parse(raw, source=source, line=line)
+                explicit.add(name)
+            elif (patterned := listener_key(name)) is not None:  # listener.name.<l>.<key>
+                values[name] = patterned.parse(raw, source=source, line=line)
                 explicit.add(name)
             elif name in TOPIC_KEYS:
                 raise ConfigError(
@@ -178,24 +182,34 @@ class BrokerConfig:
         return int(self.values["num.partitions"])
 
     @property
-    def data_dir(self) -> Path:
+    def log_dirs(self) -> list[Path]:
+        """The log directories: ``log.dirs`` (comma-separated, JBOD), else ``log.dir``."""
         dirs = self.values["log.dirs"]
         if dirs:
-            if len(dirs) > 1:
-                log.warning(
-                    "log.dirs has %d entries; Sluice uses the first, %s", len(dirs), dirs[0]
-                )
-            return Path(dirs[0])
-        return Path(self.values["log.dir"])
+            return [Path(d) for d in dirs]
+        return [Path(self.values["log.dir"])]
+
+    @property
+    def data_dir(self) -> Path:
+        """The first log directory, which also holds the broker-level files
+        (:mod:`sluice.broker.log_dirs`)."""
+        return self.log_dirs[0]
 
     @property
     def listener(self) -> tuple[str, int]:
-        """The first PLAINTEXT listener as ``(host, port)``."""
+        """The first listener as ``(host, port)`` (every listener, named, with its security
+        protocol: :func:`sluice.broker.security.listeners.parse_listeners`)."""
         return parse_listener(self.values["listeners"][0])
 
     @property
     def advertised_listener(self) -> tuple[str, int]:
-        advertised = self.values["advertised.listeners"]
+        """What the first listener advertises (its ``advertised.listeners`` entry, by name)."""
+        name = _listener_name(self.values["listeners"][0])
+        advertised = [
+            text
+            for text in self.values["advertised.listeners"] or ()
+            if _listener_name(text) == name
+        ]
         host, port = parse_listener(advertised[0]) if advertised else self.listener
         return ("127.0.0.1" if host in ("", "0.0.0.0") else host), port
 
@@ -249,6 +263,11 @@ def parse_topic_value(name: str, raw: str | None) -> Any:
     if name not in TOPIC_KEYS:
         raise ConfigError("unknown topic config", key=name)
     return TOPIC_KEYS[name].parse(raw)
+
+
+def _listener_name(text: str) -> str:
+    name, sep, _ = text.partition("://")
+    return name.strip().upper() if sep else "PLAINTEXT"
 
 
 def parse_listener(text: str) -> tuple[str, int]:

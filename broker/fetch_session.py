@@ -14,10 +14,11 @@ A Fetch request (v7+) carries ``session_id`` and ``session_epoch``:
   are added to the session or update the cached fetch position; ``forgotten_topics_data`` are
   removed; the fetch then reads **every** partition of the session (so a waiting fetch wakes
   when any of them gets data), and the response lists only the partitions with records, a new
-  high watermark, last stable offset or log start offset, an error or a diverging epoch
-  (:class:`IncrementalContext`, Kafka's ``IncrementalFetchContext``, which also moves the
-  partitions that returned records to the end of the session, so that ``max_bytes`` is shared
-  round-robin). A session emptied by its request is closed (the response's session id is 0).
+  high watermark, last stable offset or log start offset, an error, a diverging epoch or a
+  preferred read replica (:class:`IncrementalContext`, Kafka's ``IncrementalFetchContext``,
+  which also moves the partitions that returned records to the end of the session, so that
+  ``max_bytes`` is shared round-robin). A session emptied by its request is closed (the
+  response's session id is 0).
   Errors, answered at the top level with no partitions (:class:`SessionErrorContext`):
   FETCH_SESSION_ID_NOT_FOUND (no such session: never made, evicted, or closed),
   INVALID_FETCH_SESSION_EPOCH (not the session's next epoch, e.g. a response was lost), and
@@ -110,7 +111,11 @@ class CachedPartition:
     def must_respond(self, answer: PartitionAnswer) -> bool:
         """Whether an incremental response lists this partition (Kafka's
         ``CachedPartition.maybeUpdateResponseData``), remembering what it tells."""
-        respond = len(answer.records) > 0 or answer.diverging_epoch != NO_DIVERGING_EPOCH
+        respond = (
+            len(answer.records) > 0
+            or answer.diverging_epoch != NO_DIVERGING_EPOCH
+            or answer.preferred_read_replica >= 0  # (KIP-392: always told)
+        )
         if self.high_watermark != answer.high_watermark:
             self.high_watermark = answer.high_watermark
             respond = True

@@ -187,9 +187,10 @@ class FrameProtocol(asyncio.BufferedProtocol):
 
     def eof_received(self) -> bool:
         """Keep the transport open for writing (a client may half-close after its request);
-        the task sees the end at its next :meth:`next_frame` and closes the connection."""
+        the task sees the end at its next :meth:`next_frame` and closes the connection. (TLS
+        has no half-close: there the transport closes.)"""
         self._fail(ConnectionClosedError("the client closed the connection"))
-        return True
+        return self.transport is None or self.transport.get_extra_info("sslcontext") is None
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._lost = True

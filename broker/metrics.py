@@ -14,7 +14,13 @@ Names (the full table with Kafka's JMX names is in ``docs/broker.md``, "Metrics"
 ``request`` label is the metric name of the API's row in :data:`sluice.broker.handlers.APIS`):
 
 - ``kafka_server_broker_topic_metrics_{bytes_in,bytes_out,messages_in}_total{topic}``,
-  ``…_{total,failed}_produce_requests_total{topic}`` (BrokerTopicMetrics);
+  ``…_{total,failed}_produce_requests_total{topic}``,
+  ``…_{replication,reassignment}_bytes_{in,out}_total{topic}`` (BrokerTopicMetrics: bytes out
+  are consumers' fetches, replication bytes followers'; reassignment bytes are the replication
+  bytes of partitions a reassignment is adding replicas to);
+- ``kafka_server_{leader,follower}_replication_byte_rate`` and ``…_throttled_rate`` (the
+  replication quotas, Kafka's ``LeaderReplication``/``FollowerReplication`` ``byte-rate``, and
+  their bounds; a side without throttle measures nothing);
 - ``kafka_network_request_metrics_requests_total{request}`` and the histogram
   ``kafka_network_request_metrics_total_time_ms{request}`` (RequestMetrics);
 - ``kafka_log_log_size{topic,partition}``, ``…_log_start_offset``, ``…_log_end_offset``,
@@ -151,6 +157,22 @@ class BrokerCollector(Collector):
         yield from self._log_families()
         yield from self._group_families()
         yield from self._fetch_session_families()
+        yield from self._replication_quota_families()
+
+    def _replication_quota_families(self) -> Iterator[Metric]:
+        throttles = self.broker.replication_throttles
+        for side, quota in (("leader", throttles.leader), ("follower", throttles.follower)):
+            rate = GaugeMetricFamily(
+                f"kafka_server_{side}_replication_byte_rate",
+                f"Bytes/s of throttled partitions, {side} side (byte-rate).",
+            )
+            rate.add_metric([], quota.rate())
+            bound = GaugeMetricFamily(
+                f"kafka_server_{side}_replication_throttled_rate",
+                f"{side}.replication.throttled.rate in force (bytes/s).",
+            )
+            bound.add_metric([], float(quota.bound))
+            yield from (rate, bound)
 
     def _fetch_session_families(self) -> Iterator[Metric]:
         cache = self.broker.fetch_sessions
@@ -175,7 +197,17 @@ class BrokerCollector(Collector):
     def _topic_families(self) -> Iterator[Metric]:
         names = (
             ("bytes_in", "Bytes of record batches produced (BytesInPerSec)."),
-            ("bytes_out", "Bytes of record batches fetched (BytesOutPerSec)."),
+            ("bytes_out", "Bytes of record batches fetched by consumers (BytesOutPerSec)."),
+            ("replication_bytes_in", "Bytes fetched as a follower (ReplicationBytesInPerSec)."),
+            ("replication_bytes_out", "Bytes sent to followers (ReplicationBytesOutPerSec)."),
+            (
+                "reassignment_bytes_in",
+                "Bytes fetched by replicas being added (ReassignmentBytesInPerSec).",
+            ),
+            (
+                "reassignment_bytes_out",
+                "Bytes sent while replicas are added (ReassignmentBytesOutPerSec).",
+            ),
             ("messages_in", "Records produced, counted per batch (MessagesInPerSec)."),
             ("total_produce_requests", "Partition appends asked for (TotalProduceRequestsPerSec)."),
             ("failed_produce_requests", "Partition appends refused (FailedProduceRequestsPerSec)."),

@@ -23,6 +23,14 @@ above ``socket.request.max.bytes``, an unknown API key or an unsupported version
 other than ApiVersions, or bytes that do not parse as the request they claim to be close that
 connection (what Kafka does); ApiVersions above the supported maximum is answered with a v0
 body and UNSUPPORTED_VERSION so that clients can fall back.
+
+The server listens on each listener (:meth:`Server.start` once per
+:class:`~sluice.broker.security.listeners.Listener`); a connection knows its listener. On a
+SASL listener, a request other than ApiVersions and SaslHandshake (then SaslAuthenticate only)
+before the authentication completes closes the connection, nothing served (Kafka's rule); after
+a v0 SaslHandshake the client's frames are raw SASL tokens, answered with raw tokens; a
+handler that sets :attr:`Connection.close_after_ms` (a failed authentication) gets its
+response sent, then the connection closed that long after (:mod:`sluice.broker.handlers.sasl`).
 """
 
 from __future__ import annotations
@@ -30,16 +38,23 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+import struct
 from collections import deque
 from time import perf_counter
 from typing import Any
 
 from sluice.broker.broker import Broker
 from sluice.broker.framing import COPY_BELOW, FrameProtocol
-from sluice.broker.handlers import BY_KEY, METRIC_NAMES, SUPPORTED, fetch
+from sluice.broker.handlers import BY_KEY, METRIC_NAMES, SUPPORTED, fetch, sasl
 from sluice.broker.handlers.api_versions import unsupported_version_response
 from sluice.broker.metrics import RequestMetrics
-from sluice.broker.protocol.api_keys import API_VERSIONS, FETCH, PRODUCE
+from sluice.broker.protocol.api_keys import (
+    API_VERSIONS,
+    FETCH,
+    PRODUCE,
+    SASL_AUTHENTICATE,
+    SASL_HANDSHAKE,
+)
 from sluice.broker.protocol.codec import (
     MalformedRequestError,
     RequestPrefix,
@@ -50,6 +65,8 @@ from sluice.broker.protocol.codec import (
 from sluice.broker.protocol.context import Connection
 from sluice.broker.protocol.deferred import Deferred
 from sluice.broker.protocol.fetch_response import FetchAnswer, OutgoingFrame
+from sluice.broker.security.listeners import Listener
+from sluice.broker.security.sasl import SaslAuthenticationError
 
 log = logging.getLogger(__name__)
 
@@ -76,7 +93,8 @@ class Server:
         self.copy_below = copy_below
         """... except a response with fewer bytes of records than this, read and written."""
         self.max_request = int(broker.config["socket.request.max.bytes"])
-        self._server: asyncio.Server | None = None
+        self._servers: list[asyncio.Server] = []
+        """One per listener."""
         self._connections: set[asyncio.Task[None]] = set()
         self.requests = RequestMetrics()
         """Count and latency of the requests answered, per request name (Kafka's: FetchConsumer
@@ -87,32 +105,37 @@ class Server:
         """Client connections open now."""
         return len(self._connections)
 
-    async def start(self, host: str, port: int) -> None:
+    async def start(self, host: str, port: int, listener: Listener | None = None) -> None:
+        """Listen on ``host:port``; connections there belong to ``listener`` (None: a
+        PLAINTEXT listener that advertises the broker's own endpoint). Called once per
+        listener."""
         loop = asyncio.get_running_loop()
-        self._server = await loop.create_server(
+        server = await loop.create_server(
             lambda: FrameProtocol(
                 self.max_request,
-                self._on_connect,
+                functools.partial(self._on_connect, listener),
                 sendfile=self.sendfile,
                 copy_below=self.copy_below,
             ),
             host,
             port,
             reuse_address=True,
+            ssl=listener.tls.context if listener is not None and listener.tls else None,
         )
+        self._servers.append(server)
 
     async def close(self) -> None:
-        if self._server is not None:
-            self._server.close()
+        for server in self._servers:
+            server.close()
         for task in list(self._connections):
             task.cancel()
         if self._connections:
             await asyncio.gather(*self._connections, return_exceptions=True)
-        if self._server is not None:
-            await self._server.wait_closed()
+        for server in self._servers:
+            await server.wait_closed()
 
-    def _on_connect(self, conn: FrameProtocol) -> None:
-        task = asyncio.get_running_loop().create_task(self._run(conn))
+    def _on_connect(self, listener: Listener | None, conn: FrameProtocol) -> None:
+        task = asyncio.get_running_loop().create_task(self._run(conn, listener))
         self._connections.add(task)
         task.add_done_callback(functools.partial(self._on_done, conn))
 
@@ -121,10 +144,10 @@ class Server:
         self._connections.discard(task)
         conn.close()
 
-    async def _run(self, conn: FrameProtocol) -> None:
+    async def _run(self, conn: FrameProtocol, listener: Listener | None) -> None:
         peer = conn.peer
         try:
-            await self._serve(conn, peer)
+            await self._serve(conn, peer, listener)
         except ConnectionError:  # the client went away (ConnectionClosedError among them)
             pass
         except MalformedRequestError as exc:
@@ -134,12 +157,34 @@ class Server:
         except Exception:
             log.exception("closing connection from %s after an unexpected error", peer)
 
-    async def _serve(self, conn: FrameProtocol, peer: Any) -> None:
-        client = Connection(f"/{peer[0]}" if isinstance(peer, tuple) else str(peer))
+    async def _serve(self, conn: FrameProtocol, peer: Any, listener: Listener | None) -> None:
+        client = Connection(f"/{peer[0]}" if isinstance(peer, tuple) else str(peer), listener)
+        if listener is not None and listener.tls is not None and listener.sasl is None:
+            assert conn.transport is not None  # an SSL listener: the certificate's principal
+            try:
+                client.principal = listener.tls.principal(
+                    conn.transport.get_extra_info("ssl_object")
+                )
+            except ValueError as exc:  # no ssl.principal.mapping.rules applies
+                log.info("closing connection from %s on listener %s: %s", peer, listener.name, exc)
+                return
         in_order: _InOrder | None = None  # made at the first deferred response
+        min_frame = conn.min_frame
         try:
             while True:
                 frame = await conn.next_frame()
+                if client.raw_tokens and not client.authenticated:
+                    try:
+                        if not await self._raw_token(conn, frame, client):
+                            return
+                    finally:
+                        conn.done_with(frame)
+                    if client.authenticated:
+                        conn.min_frame = min_frame
+                    continue
+                if not client.authenticated and not _before_authentication(frame, client):
+                    conn.done_with(frame)
+                    return
                 if in_order is not None and (
                     len(in_order) >= MAX_OWED or read_prefix(frame).api_key != PRODUCE
                 ):
@@ -148,6 +193,8 @@ class Server:
                     response = await self.handle(frame, client)
                 finally:
                     conn.done_with(frame)
+                if client.raw_tokens:  # raw SASL tokens may be shorter than a request header
+                    conn.min_frame = 1
                 if isinstance(response, asyncio.Future):
                     if in_order is None:
                         in_order = _InOrder(conn, peer)
@@ -156,9 +203,26 @@ class Server:
                     in_order.add(_done(response))
                 else:
                     await _send(conn, response)
+                if client.close_after_ms is not None:  # a failed authentication
+                    await asyncio.sleep(client.close_after_ms / 1000)
+                    return
         finally:
             if in_order is not None:
                 in_order.close()
+
+    async def _raw_token(
+        self, conn: FrameProtocol, frame: bytes | memoryview, client: Connection
+    ) -> bool:
+        """A raw SASL token after a v0 SaslHandshake, answered with a size-prefixed raw token;
+        False (after the failed-authentication delay) when the authentication failed."""
+        try:
+            answer = await sasl.evaluate(self.broker, client, bytes(frame))
+        except SaslAuthenticationError:
+            assert client.listener is not None and client.listener.sasl is not None
+            await asyncio.sleep(client.listener.sasl.failed_delay_ms / 1000)
+            return False
+        conn.write(struct.pack(">i", len(answer)) + answer)
+        return True
 
     async def handle(
         self, frame: bytes | memoryview, client: Connection
@@ -209,6 +273,25 @@ class Server:
             )
         self.requests.record(metric, perf_counter() - started)
         return encoded
+
+
+_BEFORE_HANDSHAKE = frozenset({API_VERSIONS, SASL_HANDSHAKE})
+
+
+def _before_authentication(frame: bytes | memoryview, client: Connection) -> bool:
+    """Whether a request may come before the connection's SASL authentication completes
+    (Kafka's rule: ApiVersions and SaslHandshake, then SaslAuthenticate only); else the
+    connection is closed, nothing served."""
+    api_key = read_prefix(frame).api_key
+    allowed = api_key == SASL_AUTHENTICATE if client.mechanism else api_key in _BEFORE_HANDSHAKE
+    if not allowed:
+        log.info(
+            "closing connection from %s on SASL listener %s: API %d before authentication",
+            client.client_host,
+            client.listener.name if client.listener is not None else "-",
+            api_key,
+        )
+    return allowed
 
 
 async def _send(conn: FrameProtocol, response: Response) -> None:

@@ -2,9 +2,15 @@
 
 On-disk format (beside the partition directories ``<topic>-<n>/`` that hold the logs)::
 
-    <data_dir>/meta.properties                 cluster.id, node.id, version (as Kafka writes it)
+    <log_dir>/meta.properties                  cluster.id, node.id, version (as Kafka writes it)
     <data_dir>/__topics/<topic>.json           {"name", "topic_id", "partitions", "configs"}
-    <data_dir>/<topic>-<n>/partition.metadata  the topic id, as Kafka writes it
+    <log_dir>/<topic>-<n>/partition.metadata   the topic id, as Kafka writes it
+
+With several log directories (``log.dirs``, :mod:`sluice.broker.log_dirs`) ``<data_dir>`` is the
+first one (the metadata directory); a partition directory is in whichever log directory holds
+it, a new one in the directory holding the fewest partitions. A partition whose directory went
+offline stays known (:attr:`Partition.offline`) but is left out of :meth:`all_partitions`, so
+housekeeping, flushes and checkpoints no longer touch it.
 
 In a cluster a broker hosts only the partitions assigned to it: the topic file then also lists
 them (``"hosted": [0, 2]``), and only those are opened at start (:meth:`TopicManager.host`).
@@ -36,8 +42,9 @@ import logging
 import os
 import re
 import shutil
+import time
 import uuid
-from collections.abc import Collection, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -47,6 +54,7 @@ from kio.schema.errors import ErrorCode
 
 from sluice.broker.config import TOPIC_KEYS, BrokerConfig, parse_topic_value, render
 from sluice.broker.errors import KafkaError
+from sluice.broker.future_replicas import FUTURE_SUFFIX, FutureReplicas
 from sluice.broker.log import Log
 from sluice.broker.log.files import write_atomically
 from sluice.broker.log.partition_metadata import (
@@ -55,6 +63,7 @@ from sluice.broker.log.partition_metadata import (
     read_partition_metadata,
     write_partition_metadata,
 )
+from sluice.broker.log_dirs import LogDir, LogDirs
 from sluice.errors import ConfigError, StorageError
 
 if TYPE_CHECKING:
@@ -63,6 +72,10 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 MAX_NAME_LENGTH = 249
+MAX_PARTITIONS_PER_REQUEST = 10_000
+"""The most partitions one CreateTopics or CreatePartitions entry may add (Kafka's controller
+refuses larger requests the same way, KAFKA-14996): creating them is work the broker does at
+once, and a request must not hold it for minutes."""
 _LEGAL = re.compile(r"^[a-zA-Z0-9._-]+$")
 _META_DIR = "__topics"
 _DELETE_SUFFIX = "-delete"
@@ -91,6 +104,16 @@ def validate_topic_name(name: str) -> None:
         )
 
 
+def check_partitions_added(count: int) -> None:
+    """Refuse a request adding more than :data:`MAX_PARTITIONS_PER_REQUEST` partitions."""
+    if count > MAX_PARTITIONS_PER_REQUEST:
+        raise KafkaError(
+            ErrorCode.policy_violation,
+            f"Excessively large number of partitions per request: {count} "
+            f"(at most {MAX_PARTITIONS_PER_REQUEST})",
+        )
+
+
 @dataclass(eq=False)
 class Partition:
     """One partition: its log, the fetch requests waiting for data on it, and the counters of
@@ -109,8 +132,26 @@ class Partition:
     bytes_in: int = 0
     messages_in: int = 0
     bytes_out: int = 0
+    """Bytes of batches fetched by consumers (followers' fetches are replication bytes)."""
     total_produce_requests: int = 0
     failed_produce_requests: int = 0
+    replication_bytes_in: int = 0
+    """Bytes of batches this broker, as a follower, fetched from the leader."""
+    replication_bytes_out: int = 0
+    """Bytes of batches this broker, as the leader, sent to followers."""
+    reassignment_bytes_in: int = 0
+    """Of :attr:`replication_bytes_in`, those fetched by a replica a reassignment adds."""
+    reassignment_bytes_out: int = 0
+    """Of :attr:`replication_bytes_out`, those sent while a reassignment adds replicas."""
+    adding_replicas: tuple[int, ...] = ()
+    """In a cluster, the replicas a reassignment in progress is adding (empty: none)."""
+    log_dir: LogDir | None = None
+    """The log directory holding the partition (None: built outside a :class:`TopicManager`)."""
+
+    @property
+    def offline(self) -> bool:
+        """The partition's log directory failed: clients get KAFKA_STORAGE_ERROR."""
+        return self.log_dir is not None and not self.log_dir.online
 
     def appended(self, now_ms: int) -> None:
         """The leader appended to the log: in a cluster the high watermark advances as far as
@@ -149,22 +190,36 @@ class Topic:
 class TopicManager:
     """Every topic of the broker, keyed by name and by id."""
 
-    def __init__(self, data_dir: Path, broker_config: BrokerConfig) -> None:
-        self.data_dir = data_dir
+    def __init__(
+        self,
+        log_dirs: LogDirs | Path,
+        broker_config: BrokerConfig,
+        clock: Callable[[], int] = lambda: time.time_ns() // 1_000_000,
+    ) -> None:
+        self.log_dirs = log_dirs if isinstance(log_dirs, LogDirs) else LogDirs([log_dirs])
+        """Where partitions live (``log.dirs``); the first also holds ``__topics/``."""
+        self.data_dir = self.log_dirs.metadata_dir
         self.broker_config = broker_config
         self.topics: dict[str, Topic] = {}
         self._by_id: dict[uuid.UUID, Topic] = {}
-        self._meta = data_dir / _META_DIR
+        self._meta = self.data_dir / _META_DIR
         self._flusher = ThreadPoolExecutor(1, thread_name_prefix="sluice-log-flusher")
         """Flushes every log's rolled segments, in the order of the rolls."""
+        self.futures = FutureReplicas(clock, self._flusher)
+        """Replicas moving to another log directory (AlterReplicaLogDirs)."""
+        self.preferred_dirs: dict[tuple[str, int], LogDir] = {}
+        """Where a partition not hosted yet is to be created (AlterReplicaLogDirs before the
+        replica exists, Kafka's ``preferredLogDirs``)."""
 
     # -- lifecycle ------------------------------------------------------------------------
 
     def load(self) -> None:
         """Open every persisted topic (recovering its logs) and finish interrupted deletes."""
         self._meta.mkdir(parents=True, exist_ok=True)
-        for leftover in self.data_dir.glob(f"*{_DELETE_SUFFIX}"):
-            shutil.rmtree(leftover, ignore_errors=True)
+        for directory in self.log_dirs.online():
+            for suffix in (_DELETE_SUFFIX, FUTURE_SUFFIX):  # a move a restart cut short
+                for leftover in directory.path.glob(f"*{suffix}"):
+                    shutil.rmtree(leftover, ignore_errors=True)
         for path in sorted(self._meta.glob("*.json")):
             meta = json.loads(path.read_text())
             overrides = {k: str(v) for k, v in meta.get("configs", {}).items()}
@@ -187,9 +242,9 @@ class TopicManager:
 
     def close(self) -> None:
         try:
-            for topic in self.topics.values():
-                for partition in topic.partitions.values():
-                    partition.log.close()
+            self.futures.close()
+            for partition in self.all_partitions():
+                partition.log.close()
         finally:
             self._flusher.shutdown()
 
@@ -207,8 +262,31 @@ class TopicManager:
         return self._by_id.get(topic_id)
 
     def all_partitions(self) -> Iterator[Partition]:
+        """Every hosted partition whose log directory is online."""
         for topic in list(self.topics.values()):
-            yield from topic.partitions.values()
+            for partition in list(topic.partitions.values()):
+                if not partition.offline:
+                    yield partition
+
+    def in_dir(self, directory: LogDir) -> list[Partition]:
+        """The hosted partitions whose log is in ``directory`` (online or not)."""
+        return [
+            partition
+            for topic in list(self.topics.values())
+            for partition in topic.partitions.values()
+            if partition.log_dir is directory
+        ]
+
+    def dir_failed(self, directory: LogDir) -> list[Partition]:
+        """``directory`` went offline: close its partitions' logs (errors ignored: the disk
+        failed) and wake their waiting fetches; return them."""
+        self.futures.drop_touching(directory)
+        failed = self.in_dir(directory)
+        for partition in failed:
+            partition.notify()
+            with contextlib.suppress(OSError, StorageError):
+                partition.log.close()
+        return failed
 
     # -- changes --------------------------------------------------------------------------
 
@@ -231,6 +309,7 @@ class TopicManager:
             raise KafkaError(ErrorCode.topic_already_exists, f"topic {name!r} already exists")
         if partitions <= 0:
             raise KafkaError(ErrorCode.invalid_partitions, "number of partitions must be positive")
+        check_partitions_added(partitions)
         if replication_factor > brokers:
             raise KafkaError(
                 ErrorCode.invalid_replication_factor,
@@ -281,15 +360,18 @@ class TopicManager:
         )
         try:
             self._save(topic, partitions)
+            counts = self._dir_counts()
             for index in range(partitions):
-                topic.partitions[index] = self._open_partition(topic, index, fresh=True)
+                topic.partitions[index] = self._open_partition(
+                    topic, index, fresh=True, counts=counts
+                )
         except (OSError, StorageError) as exc:  # a full or failing disk: leave nothing behind
             (self._meta / f"{name}.json").unlink(missing_ok=True)
             for partition in topic.partitions.values():
                 with contextlib.suppress(OSError):
                     partition.log.close()
-            for index in range(partitions):
-                shutil.rmtree(self.data_dir / f"{name}-{index}", ignore_errors=True)
+            for partition in topic.partitions.values():
+                shutil.rmtree(partition.log.directory, ignore_errors=True)
             raise KafkaError(
                 ErrorCode.kafka_storage_error, f"cannot create topic {name!r}: {exc}"
             ) from exc
@@ -341,8 +423,9 @@ class TopicManager:
 
     def add_partitions(self, topic: Topic, count: int) -> None:
         self._save(topic, count)
+        counts = self._dir_counts()
         for index in range(topic.partition_count, count):
-            topic.partitions[index] = self._open_partition(topic, index, fresh=True)
+            topic.partitions[index] = self._open_partition(topic, index, fresh=True, counts=counts)
         topic.partition_count = count
 
     def set_overrides(self, topic: Topic, overrides: Mapping[str, str]) -> None:
@@ -371,8 +454,11 @@ class TopicManager:
         log.info("deleted topic %s", topic.name)
 
     def _remove_partition(self, topic: Topic, partition: Partition) -> None:
+        self.futures.drop(topic.name, partition.index)
         partition.notify()
         directory = partition.log.directory
+        if partition.offline:  # its disk failed: the directory stays (a topic re-created under
+            return  # that name replaces it, its partition.metadata naming the old id)
         partition.log.close()
         doomed = directory.with_name(f"{directory.name}.{topic.topic_id.hex}{_DELETE_SUFFIX}")
         os.replace(directory, doomed)
@@ -387,12 +473,39 @@ class TopicManager:
 
     # -- internals ------------------------------------------------------------------------
 
-    def _open_partition(self, topic: Topic, index: int, *, fresh: bool = False) -> Partition:
+    def _dir_counts(self) -> dict[Path, int]:
+        """How many hosted partitions each online log directory holds."""
+        counts: dict[Path, int] = {}
+        for partition in self.all_partitions():
+            parent = partition.log.directory.parent
+            counts[parent] = counts.get(parent, 0) + 1
+        return counts
+
+    def _open_partition(
+        self,
+        topic: Topic,
+        index: int,
+        *,
+        fresh: bool = False,
+        counts: dict[Path, int] | None = None,
+    ) -> Partition:
         """Open a partition's log and check or record its topic id (``partition.metadata``).
 
         ``fresh``: the partition is being created, so a directory of the same name that records
-        another topic id is what a deleted topic left behind, and is removed."""
-        directory = self.data_dir / f"{topic.name}-{index}"
+        another topic id is what a deleted topic left behind, and is removed. ``counts``: the
+        partitions per log directory (:meth:`_dir_counts`), kept up to date here by a caller
+        opening many (computed when not given)."""
+        name = f"{topic.name}-{index}"
+        directory = self.log_dirs.locate(name)
+        if directory is None:
+            if counts is None:
+                counts = self._dir_counts()
+            preferred = self.preferred_dirs.pop((topic.name, index), None)
+            if preferred is not None and preferred.online:
+                directory = preferred.path / name
+            else:
+                directory = self.log_dirs.choose(counts).path / name
+            counts[directory.parent] = counts.get(directory.parent, 0) + 1
         recorded = read_partition_metadata(directory)
         if recorded is not None and recorded != topic.topic_id:
             if not fresh:
@@ -409,11 +522,12 @@ class TopicManager:
         partition_log = Log.open(directory, topic.config, flusher=self._flusher)
         if recorded is None:
             write_partition_metadata(directory, topic.topic_id)
-        return Partition(topic.name, index, partition_log)
+        return Partition(topic.name, index, partition_log, log_dir=self.log_dirs.of(directory))
 
     def _unsaved_id(self, name: str) -> uuid.UUID:
         """The id of a topic whose file has none: its first partition's, else a new one."""
-        recorded = read_partition_metadata(self.data_dir / f"{name}-0")
+        directory = self.log_dirs.locate(f"{name}-0")
+        recorded = None if directory is None else read_partition_metadata(directory)
         return recorded if recorded is not None else random_topic_id()
 
     def _save(self, topic: Topic, partitions: int) -> None:

@@ -62,8 +62,10 @@ class BrokerProcess:
         config: dict[str, str],
         log_path: Path,
         args: tuple[str, ...] = (),
+        more_log_dirs: tuple[Path, ...] = (),
     ) -> None:
         self.data_dir = data_dir
+        self.more_log_dirs = more_log_dirs  # log.dirs after data_dir (JBOD)
         self.config = dict(config)
         self.port = free_port()
         self.log_path = log_path
@@ -91,7 +93,7 @@ class BrokerProcess:
             "--listen",
             self.bootstrap,
             "--data-dir",
-            str(self.data_dir),
+            ",".join(map(str, (self.data_dir, *self.more_log_dirs))),
             *self.args,
         ]
         log = self.log_path.open("ab")
@@ -256,6 +258,7 @@ _LONG_FIRST = (
     "tests/docs/test_readme.py",
     "tests/docs/test_example_spark_pipeline.py",
     "tests/docs/test_example_readmes.py",
+    "tests/docs/test_example_cluster.py",
     "tests/e2e/",
     "tests/connectors/spark/",
     "tests/faults/",

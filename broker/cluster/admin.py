@@ -35,6 +35,7 @@ from sluice.broker.cluster.placement import Broker as PlacedBroker
 from sluice.broker.cluster.placement import assign_replicas
 from sluice.broker.errors import KafkaError
 from sluice.broker.log.partition_metadata import random_topic_id
+from sluice.broker.topics import check_partitions_added
 
 
 class ClusterAdmin:
@@ -92,6 +93,7 @@ class ClusterAdmin:
                 ErrorCode.invalid_partitions,
                 f"topic has {have} partitions; the count can only grow (asked {count})",
             )
+        check_partitions_added(count - have)
         live = self.cache.brokers
         factor = len(current.value.partitions[0].replicas)
         if assignments:

@@ -32,6 +32,10 @@ deletion and preferred-election requests) and every few seconds as a safety net:
   AlterPartitionReassignments) is completed once every target replica is in the ISR: a leader
   from the target if need be, the removed replicas out of the ISR, then the target as the
   assignment (Kafka's KIP-455 steps);
+- a replica on a failed log directory (its broker's ``/log_dir_event_notification`` children,
+  :meth:`MetadataStore.offline_replicas`) counts as dead for its partition alone: it leaves the
+  ISR, and a partition it led gets a new leader from the rest of the live ISR (clean elections
+  only, unless unclean election is enabled), until its broker starts again;
 - a broker that asked for a controlled shutdown (``/admin/controlled_shutdown/<id>``) hands
   each of its leaderships to another in-sync replica and leaves the ISR of the others, and is
   given no new leadership.
@@ -179,6 +183,7 @@ class Controller:
             self.store.watch_preferred_election(lambda _request: wake()),
             self.store.watch_preferred_election(lambda _request: wake(), unclean=True),
             self.store.watch_controlled_shutdowns(lambda _ids: wake()),
+            self.store.watch_log_dir_failures(wake),
         ]
         if self.rebalance_interval_s is not None:
             self._next_rebalance = self._clock() + self.rebalance_interval_s
@@ -211,6 +216,7 @@ class Controller:
         preferred = self.store.pending_preferred_election() or frozenset()
         forced = self.store.pending_preferred_election(unclean=True) or frozenset()
         rebalance = self.rebalance_interval_s is not None and self._clock() >= self._next_rebalance
+        offline = self.store.offline_replicas()
         led: list[tuple[TopicPartition, tuple[int, ...], Versioned[PartitionState]]] = []
         for topic in sorted(topics):
             assignment = self.store.topic_assignment(topic)
@@ -219,6 +225,7 @@ class Controller:
             unclean: bool | None = None
             for index, replicas in sorted(assignment.value.partitions.items()):
                 tp = TopicPartition(topic, index)
+                live = _live_replicas(registered - stopping, offline, tp)
                 state = self.store.partition_state(topic, index)
                 if state is None:
                     self._create_state(tp, replicas.replicas, live, fence)
@@ -245,7 +252,7 @@ class Controller:
         if rebalance:
             assert self.rebalance_interval_s is not None
             self._next_rebalance = self._clock() + self.rebalance_interval_s
-            self._rebalance(led, live, fence)
+            self._rebalance(led, registered - stopping, fence)
 
     def _pause(self) -> float:
         """Until the next pass without a change: the safety net, or the rebalance check."""
@@ -490,3 +497,11 @@ class Controller:
 
 def _leader_and_isr(state: PartitionState) -> LeaderAndIsr:
     return LeaderAndIsr(state.leader, state.leader_epoch, state.isr)
+
+
+def _live_replicas(
+    live: frozenset[int], offline: dict[int, frozenset[TopicPartition]], tp: TopicPartition
+) -> frozenset[int]:
+    """The live brokers whose replica of ``tp`` is not on a failed log directory."""
+    gone = [broker for broker, partitions in offline.items() if tp in partitions]
+    return live - frozenset(gone) if gone else live

@@ -45,12 +45,14 @@ from sluice.broker.cluster.model import (
     Endpoint,
     PartitionState,
     TopicAssignment,
+    TopicPartition,
     Versioned,
 )
 from sluice.broker.cluster.replica_manager import ReplicaManager
 
 if TYPE_CHECKING:
     from sluice.broker.broker import Broker
+    from sluice.broker.log_dirs import LogDir
 
 log = logging.getLogger(__name__)
 
@@ -92,6 +94,7 @@ class ClusterMember:
         self._config_seen = -1
         """The last config change notification acted on."""
         self._closed = False
+        broker.log_dirs.on_failure(self._log_dir_failed)
 
     # -- lifecycle --------------------------------------------------------------------------
 
@@ -103,6 +106,8 @@ class ClusterMember:
         """Register, watch, run for controller; returns once registered."""
         self._loop = asyncio.get_running_loop()
         self.store.on_session_expired(self._threadsafe(self._session_expired))
+        # a restart with every log directory healthy: no replica of this broker is offline
+        await run_blocking(self.store.clear_log_dir_failures, self.broker_id)
         self.broker_epoch = await run_blocking(self.store.register_broker, self._registration())
         log.info("broker %d registered (broker epoch %d)", self.broker_id, self.broker_epoch)
         self.cache.brokers = await run_blocking(self.store.live_brokers)
@@ -116,6 +121,9 @@ class ClusterMember:
             await run_blocking(self.store.watch_topics, self._threadsafe(self._topics_changed)),
             await run_blocking(
                 self.store.watch_config_changes, self._threadsafe(self._configs_changed)
+            ),
+            await run_blocking(
+                self.store.watch_log_dir_failures, self._threadsafe(self._log_dirs_changed)
             ),
         ]
         await self._load()
@@ -302,6 +310,38 @@ class ClusterMember:
     def _apply_all(self) -> None:
         for topic, index in list(self.cache.states):
             self._spawn(self.replicas.apply(topic, index))
+
+    # -- log directories --------------------------------------------------------------------
+
+    def _log_dir_failed(self, directory: LogDir) -> None:
+        """A log directory went offline: stop leading and following its partitions, and tell
+        the controller (``/log_dir_event_notification``), which moves their leadership away
+        and takes them out of the ISR."""
+        partitions = self.broker.topics.in_dir(directory)
+        self.replicas.take_offline(partitions)
+        offline = [TopicPartition(p.topic, p.index) for p in partitions]
+        self._spawn(self._notify_log_dir_failure(offline))
+
+    def _log_dirs_changed(self) -> None:
+        self._spawn(self._refresh_offline_replicas())
+
+    async def _refresh_offline_replicas(self) -> None:
+        """Metadata lists the replicas on failed log directories as offline."""
+        self.cache.offline_replicas = await run_blocking(self.store.offline_replicas)
+
+    async def _notify_log_dir_failure(self, partitions: list[TopicPartition]) -> None:
+        while not self._closed:
+            try:
+                await run_blocking(self.store.notify_log_dir_failure, self.broker_id, partitions)
+                log.warning(
+                    "broker %d: told the controller of %d offline replicas",
+                    self.broker_id,
+                    len(partitions),
+                )
+                return
+            except MetadataStoreError as exc:
+                log.warning("broker %d: log directory failure not written: %s", self.broker_id, exc)
+                await asyncio.sleep(REGISTER_RETRY_S)
 
     # -- session ----------------------------------------------------------------------------
 

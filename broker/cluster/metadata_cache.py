@@ -23,6 +23,7 @@ from sluice.broker.cluster.model import (
     LiveBroker,
     PartitionState,
     TopicAssignment,
+    TopicPartition,
     Versioned,
 )
 
@@ -64,6 +65,9 @@ class ClusterMetadata:
     states: dict[tuple[str, int], Versioned[PartitionState]] = field(default_factory=dict)
     topic_configs: dict[str, dict[str, str]] = field(default_factory=dict)
     """Each topic's config overrides (``/config/topics/<t>``)."""
+    offline_replicas: dict[int, frozenset[TopicPartition]] = field(default_factory=dict)
+    """Per broker, its replicas on a failed log directory (``/log_dir_event_notification``):
+    listed as offline replicas, as Kafka's metadata lists them."""
 
     # -- updates (from the store's watches) -------------------------------------------------
 
@@ -112,7 +116,12 @@ class ClusterMetadata:
 
     def partition(self, topic: str, index: int, replicas: tuple[int, ...]) -> PartitionInfo:
         state = self.states.get((topic, index))
-        offline = tuple(r for r in replicas if r not in self.brokers)
+        tp = TopicPartition(topic, index)
+        offline = tuple(
+            r
+            for r in replicas
+            if r not in self.brokers or tp in self.offline_replicas.get(r, frozenset())
+        )
         if state is None:
             return PartitionInfo(index, NO_LEADER, -1, replicas, (), offline)
         leader = state.value.leader if state.value.leader in self.brokers else NO_LEADER

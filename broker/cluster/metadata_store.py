@@ -239,6 +239,19 @@ class MetadataStore(Protocol):
         """The controller's last step of a deletion: remove the topic's assignment, partition
         states, config and deletion request in one atomic step."""
 
+    def notify_log_dir_failure(self, broker_id: int, partitions: Iterable[TopicPartition]) -> None:
+        """A log directory of this broker failed: its replicas of ``partitions`` are offline
+        (a record that stays until :meth:`clear_log_dir_failures`)."""
+
+    def offline_replicas(self) -> dict[int, frozenset[TopicPartition]]:
+        """Per broker, the replicas its failed log directories took offline."""
+
+    def watch_log_dir_failures(self, callback: Callable[[], None]) -> Watch:
+        """Call ``callback`` at every new (or cleared) log directory failure."""
+
+    def clear_log_dir_failures(self, broker_id: int) -> None:
+        """The broker starts (its directories healthy): forget its offline replicas."""
+
     def request_controlled_shutdown(self, broker_id: int) -> None:
         """Ask the controller to move this broker's leaderships away before it stops (a
         record that lives as long as the session)."""

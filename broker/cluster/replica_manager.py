@@ -22,6 +22,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Collection
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from sluice.broker.cluster.blocking import run_blocking
@@ -52,7 +53,10 @@ class ReplicaManager:
         self.store = store
         self.cache = cache
         self.broker_id = broker.node_id
-        self.fetchers = ReplicaFetcherManager(self.broker_id, broker.config, broker.clock)
+        self.fetchers = ReplicaFetcherManager(
+            self.broker_id, broker.config, broker.clock, throttles=broker.replication_throttles
+        )
+        self.fetchers.on_storage_error = self._storage_error
         self.closed = False
         self._writing: asyncio.Future[None] | None = None
         """The last periodic checkpoint's write (:meth:`checkpoint_in_thread`)."""
@@ -69,7 +73,9 @@ class ReplicaManager:
         """Before the listener opens: no hosted partition is led until the cluster says so,
         and each gets the high watermark of the last checkpoint (the log end is not known to
         be committed)."""
-        saved = read_high_watermarks(self.broker.data_dir)
+        saved: dict[tuple[str, int], int] = {}
+        for directory in self.broker.log_dirs.online():  # one checkpoint per log directory
+            saved.update(read_high_watermarks(directory.path))
         for partition in self.broker.topics.all_partitions():
             partition.is_leader = False
             partition.log.set_high_watermark(saved.get((partition.topic, partition.index), 0))
@@ -96,6 +102,21 @@ class ReplicaManager:
                 self.stop_leading(partition)
                 self.broker.leadership_changed(partition.topic, partition.index, False)
         self._applied.clear()
+
+    def _storage_error(self, partition: Partition, error: str) -> None:
+        """A followed partition's disk failed: its log directory goes offline."""
+        self.broker.storage_failed(partition.log.directory, error)
+
+    def take_offline(self, partitions: list[Partition]) -> None:
+        """Their log directory failed: stop leading and following them (the controller moves
+        their leadership away once the member tells it)."""
+        for partition in partitions:
+            was_leader = partition.is_leader
+            self.stop_leading(partition)
+            self.fetchers.unfollow(partition)
+            self._applied.pop((partition.topic, partition.index), None)
+            if was_leader:
+                self.broker.leadership_changed(partition.topic, partition.index, False)
 
     async def apply(self, topic: str, index: int) -> None:
         """Put the partition's state in force on this broker's replica."""
@@ -125,6 +146,10 @@ class ReplicaManager:
                 )
                 partition.is_leader = False
                 partition.log.set_high_watermark(0)
+        if partition.offline:  # its log directory failed: neither led nor followed here
+            self.take_offline([partition])
+            return
+        partition.adding_replicas = replicas.adding  # reassignment metrics
         versioned = self.cache.states.get((topic, index))
         if versioned is None:
             return
@@ -271,19 +296,29 @@ class ReplicaManager:
 
     def checkpoint(self) -> None:
         """Write every hosted partition's high watermark to ``replication-offset-checkpoint``."""
-        checkpoint_high_watermarks(self.broker.data_dir, list(self.broker.topics.all_partitions()))
+        for directory in self.broker.log_dirs.online():  # one checkpoint per log directory
+            checkpoint_high_watermarks(directory.path, self.broker.topics.in_dir(directory))
 
     async def checkpoint_in_thread(self) -> None:
         """:meth:`checkpoint`, the high watermarks taken here and the file written (and
         fsynced) by a thread, as Kafka's scheduler thread writes it: an fsync behind a lot of
         written data can take hundreds of milliseconds, which must not stall the event loop.
         A cancelled caller leaves the write to finish (:meth:`close` waits for it)."""
-        partitions = self.broker.topics.all_partitions()
-        snapshot = {(p.topic, p.index): p.log.high_watermark for p in partitions}
-        self._writing = asyncio.ensure_future(
-            run_blocking(write_high_watermarks, self.broker.data_dir, snapshot)
-        )
+        snapshots = {
+            directory.path: {
+                (p.topic, p.index): p.log.high_watermark
+                for p in self.broker.topics.in_dir(directory)
+            }
+            for directory in self.broker.log_dirs.online()
+        }
+        self._writing = asyncio.ensure_future(run_blocking(_write_checkpoints, snapshots))
         await asyncio.shield(self._writing)
 
     def _live_ids(self) -> Collection[int]:
         return self.cache.brokers.keys()
+
+
+def _write_checkpoints(snapshots: dict[Path, dict[tuple[str, int], int]]) -> None:
+    """Write each log directory's ``replication-offset-checkpoint``."""
+    for directory, snapshot in snapshots.items():
+        write_high_watermarks(directory, snapshot)

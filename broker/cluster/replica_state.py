@@ -46,6 +46,8 @@ class FollowerState:
     last_fetch_ms: int = -1
     leader_leo_at_last_fetch: int = -1
     last_caught_up_ms: int = 0
+    log_start: int = -1
+    """Its log start offset, as its last fetch told (-1: not told)."""
 
 
 class AckState(Enum):
@@ -84,7 +86,8 @@ class ReplicaState:
         >>> state = ReplicaState(leader=1, replicas=(1, 2), isr={1, 2}, now_ms=0)
         >>> state.set_replicas((1, 2, 3))
         >>> state.followers[3]
-        FollowerState(leo=-1, last_fetch_ms=-1, leader_leo_at_last_fetch=-1, last_caught_up_ms=0)
+        FollowerState(leo=-1, last_fetch_ms=-1, leader_leo_at_last_fetch=-1, last_caught_up_ms=0,
+                      log_start=-1)
         >>> state.set_replicas((1, 3))
         >>> sorted(state.followers)
         [3]
@@ -96,10 +99,14 @@ class ReplicaState:
         for gone in [r for r in self.followers if r not in self.replicas]:
             del self.followers[gone]
 
-    def fetched(self, replica: int, fetch_offset: int, *, now_ms: int, leader_leo: int) -> None:
+    def fetched(
+        self, replica: int, fetch_offset: int, *, now_ms: int, leader_leo: int, log_start: int = -1
+    ) -> None:
         """A fetch from ``replica`` at ``fetch_offset`` while the leader's LEO was
-        ``leader_leo``: its LEO, and when it was last caught up (Kafka's rule)."""
+        ``leader_leo``: its LEO, and when it was last caught up (Kafka's rule); ``log_start``
+        is the log start offset the fetch told (-1: none)."""
         follower = self.followers[replica]
+        follower.log_start = log_start
         if fetch_offset >= leader_leo:
             follower.last_caught_up_ms = now_ms
         elif fetch_offset >= follower.leader_leo_at_last_fetch >= 0:

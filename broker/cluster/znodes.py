@@ -12,7 +12,8 @@ Paths (the JSON of each is in docs/cluster.md and in the encoder's docstring):
 (ephemeral), ``/brokers/topics/<t>``, ``/brokers/topics/<t>/partitions/<p>/state``,
 ``/config/<type>/<name>``, ``/config/changes/config_change_<n>``, ``/admin/delete_topics/<t>``,
 ``/admin/preferred_replica_election``, ``/admin/reassign_partitions``,
-``/isr_change_notification/isr_change_<n>``, ``/latest_producer_id_block``.
+``/isr_change_notification/isr_change_<n>``, ``/log_dir_event_notification/log_dir_event_<n>``,
+``/latest_producer_id_block``.
 
 >>> encode_partition_state(PartitionState(leader=1, leader_epoch=0, isr=(1,), controller_epoch=1))
 b'{"controller_epoch":1,"leader":1,"version":1,"leader_epoch":0,"isr":[1]}'
@@ -60,6 +61,13 @@ CONTROLLED_SHUTDOWN = "/admin/controlled_shutdown"
 REASSIGN_PARTITIONS = "/admin/reassign_partitions"
 ISR_CHANGE_NOTIFICATION = "/isr_change_notification"
 ISR_CHANGE_PREFIX = "isr_change_"
+#: Kafka's: a broker whose log directory failed writes a sequential child. Sluice's carries the
+#: broker's offline replicas too (Kafka's controller learned them from LeaderAndIsr responses),
+#: and stays until that broker starts again (:func:`encode_log_dir_event`).
+LOG_DIR_EVENT_NOTIFICATION = "/log_dir_event_notification"
+LOG_DIR_EVENT_PREFIX = "log_dir_event_"
+LOG_DIR_FAILURE = 1
+"""Kafka's ``LogDirEventNotificationHandler.LogDirFailure``."""
 LATEST_PRODUCER_ID_BLOCK = "/latest_producer_id_block"
 
 #: Kafka's config entity types (``ConfigType``); the store writes ``topics`` and ``brokers``.
@@ -76,6 +84,7 @@ PERSISTENT_PATHS = (
     DELETE_TOPICS,
     CONTROLLED_SHUTDOWN,
     ISR_CHANGE_NOTIFICATION,
+    LOG_DIR_EVENT_NOTIFICATION,
     LATEST_PRODUCER_ID_BLOCK,
 )
 
@@ -446,6 +455,38 @@ def decode_partitions(path: str, data: bytes) -> frozenset[TopicPartition]:
         return frozenset(
             TopicPartition(_str(p["topic"]), _int(p["partition"])) for p in doc["partitions"]
         )
+
+    return _decode(path, data, read)
+
+
+def encode_log_dir_event(broker_id: int, partitions: Iterable[TopicPartition]) -> bytes:
+    """A ``/log_dir_event_notification/log_dir_event_<n>``: Kafka's JSON (``version``,
+    ``broker``, ``event`` 1 = a log directory failed) plus Sluice's ``partitions``, the
+    replicas the failure took offline on that broker.
+
+    >>> encode_log_dir_event(2, [TopicPartition("t", 0)])
+    b'{"version":1,"broker":2,"event":1,"partitions":[{"topic":"t","partition":0}]}'
+    """
+    items = [{"topic": tp.topic, "partition": tp.partition} for tp in partitions]
+    doc = {"version": 1, "broker": broker_id, "event": LOG_DIR_FAILURE, "partitions": items}
+    return _dumps(doc)
+
+
+def decode_log_dir_event(path: str, data: bytes) -> tuple[int, frozenset[TopicPartition]]:
+    """``(broker, offline partitions)`` of :func:`encode_log_dir_event`'s JSON (a Kafka
+    notification, without ``partitions``, names none).
+
+    >>> decode_log_dir_event("/n", b'{"version":1,"broker":2,"event":1}')
+    (2, frozenset())
+    """
+
+    def read(doc: Any) -> tuple[int, frozenset[TopicPartition]]:
+        _check_version(doc, (1,))
+        partitions = frozenset(
+            TopicPartition(_str(p["topic"]), _int(p["partition"]))
+            for p in doc.get("partitions", ())
+        )
+        return _int(doc["broker"]), partitions
 
     return _decode(path, data, read)
 

@@ -6,7 +6,7 @@ that supplies its default (``log.retention.ms``); ``BROKER_KEYS`` are the keys o
 
 The modules: :mod:`.key` (:class:`ConfigKey`, Kafka's type and source numbering),
 :mod:`.validators` (the checks), :mod:`.topic_keys`, :mod:`.broker_keys` (which gathers
-:mod:`.cluster_keys` and :mod:`.no_effect_keys`).
+:mod:`.cluster_keys`, :mod:`.security_keys` and :mod:`.no_effect_keys`).
 
 >>> TOPIC_KEYS["retention.ms"].synonym
 'log.retention.ms'
@@ -27,6 +27,7 @@ from sluice.broker.config_keys.key import (
     ConfigType,
     render,
 )
+from sluice.broker.config_keys.security_keys import listener_key
 from sluice.broker.config_keys.topic_keys import TOPIC_KEYS
 
 __all__ = [
@@ -39,5 +40,6 @@ __all__ = [
     "ConfigKey",
     "ConfigSource",
     "ConfigType",
+    "listener_key",
     "render",
 ]

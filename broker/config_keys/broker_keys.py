@@ -1,10 +1,11 @@
 """The keys of ``server.properties`` (Kafka's ``KafkaConfig``), by name, in the order listings show.
 
 :data:`BROKER_KEYS` gathers the broker's own keys, the keys of cluster mode
-(:mod:`.cluster_keys`), the keys without effect here (:mod:`.no_effect_keys`) and, under their
-synonyms, the topic keys (:mod:`.topic_keys`). :data:`DYNAMIC_BROKER_KEYS` may be changed at
-run time (AlterConfigs on the BROKER resource); :data:`INERT_BROKER_KEYS` are accepted in
-``server.properties`` without effect on one node (or are handled elsewhere).
+(:mod:`.cluster_keys`), the keys of security (:mod:`.security_keys`), the keys without effect
+here (:mod:`.no_effect_keys`) and, under their synonyms, the topic keys (:mod:`.topic_keys`).
+:data:`DYNAMIC_BROKER_KEYS` may be changed at run time (AlterConfigs on the BROKER resource);
+:data:`INERT_BROKER_KEYS` are accepted in ``server.properties`` without effect on one node (or
+are handled elsewhere).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 from sluice.broker.config_keys.cluster_keys import CLUSTER_BROKER_KEYS
 from sluice.broker.config_keys.key import INT_MAX, ConfigKey, ConfigType
 from sluice.broker.config_keys.no_effect_keys import NO_EFFECT_BROKER_KEYS
+from sluice.broker.config_keys.security_keys import SECURITY_BROKER_KEYS
 from sluice.broker.config_keys.topic_keys import TOPIC_KEYS
 from sluice.broker.config_keys.validators import at_least
 
@@ -230,6 +232,7 @@ BROKER_KEYS: dict[str, ConfigKey] = {
             check=at_least(1),
         ),
         *CLUSTER_BROKER_KEYS,
+        *SECURITY_BROKER_KEYS,
         ConfigKey("log.roll.jitter.hours", ConfigType.INT, 0, "segment.jitter.ms, in hours."),
         ConfigKey(
             "log.roll.jitter.ms",
@@ -281,11 +284,12 @@ DYNAMIC_BROKER_KEYS = frozenset(
     {key.synonym for key in TOPIC_KEYS.values() if key.synonym is not None}
     | {key.name for key in NO_EFFECT_BROKER_KEYS if not key.name.startswith("socket.")}
     | {"log.cleaner.backoff.ms", "producer.id.expiration.ms", "num.replica.fetchers"}
+    | {"leader.replication.throttled.rate", "follower.replication.throttled.rate"}
 )
 """Keys that IncrementalAlterConfigs/AlterConfigs may change on the BROKER resource (Kafka's
 ``DynamicBrokerConfig.AllDynamicConfigs`` as far as they exist here): the broker-level synonyms
 of the topic keys, thread-pool, cleaner and connection-quota sizes, the producer-state keys,
-the replica fetchers per leader."""
+the replica fetchers per leader, the replication throttles' rates."""
 
 # Accepted in server.properties but without effect on one node (or handled elsewhere).
 INERT_BROKER_KEYS = frozenset(
@@ -294,6 +298,5 @@ INERT_BROKER_KEYS = frozenset(
         "controller.quorum.voters",
         "controller.listener.names",
         "inter.broker.listener.name",
-        "listener.security.protocol.map",
     }
 )

@@ -1,10 +1,11 @@
-"""The broker keys of cluster mode: ZooKeeper, the rack, leader balance, controlled shutdown and
-the followers' fetching (in the order listings show)."""
+"""The broker keys of cluster mode: ZooKeeper, the rack and replica selector, leader balance,
+controlled shutdown and the followers' fetching (in the order listings show)."""
 
 from __future__ import annotations
 
-from sluice.broker.config_keys.key import ConfigKey, ConfigType
+from sluice.broker.config_keys.key import LONG_MAX, ConfigKey, ConfigType
 from sluice.broker.config_keys.validators import at_least
+from sluice.broker.replication.replica_selector import RACK_AWARE_SELECTOR, check_selector_class
 
 __all__ = ["CLUSTER_BROKER_KEYS"]
 
@@ -31,7 +32,21 @@ CLUSTER_BROKER_KEYS: tuple[ConfigKey, ...] = (
         check=at_least(1),
     ),
     ConfigKey(
-        "broker.rack", ConfigType.STRING, None, "The rack of this broker (replica placement)."
+        "broker.rack",
+        ConfigType.STRING,
+        None,
+        "The rack of this broker: topics spread their replicas over racks, and consumers "
+        "with a client.rack may read from a replica of their rack (replica.selector.class).",
+    ),
+    ConfigKey(
+        "replica.selector.class",
+        ConfigType.STRING,
+        None,
+        "How this broker, as a leader, sends consumers to a replica to read from (KIP-392): "
+        f"{RACK_AWARE_SELECTOR} sends a consumer whose client.rack is not the leader's "
+        "to the most caught-up in-sync replica of its rack; unset: consumers read from the "
+        "leader.",
+        check=check_selector_class,
     ),
     ConfigKey(
         "auto.leader.rebalance.enable",
@@ -127,6 +142,36 @@ CLUSTER_BROKER_KEYS: tuple[ConfigKey, ...] = (
         1_000,
         "How long a follower waits after a failed fetch before the next.",
         check=at_least(0),
+    ),
+    ConfigKey(
+        "leader.replication.throttled.rate",
+        ConfigType.LONG,
+        LONG_MAX,
+        "Bytes/s this broker sends, as a leader, of the partitions its topics list in "
+        "leader.replication.throttled.replicas to followers not in the ISR. Dynamic.",
+        check=at_least(0),
+    ),
+    ConfigKey(
+        "follower.replication.throttled.rate",
+        ConfigType.LONG,
+        LONG_MAX,
+        "Bytes/s this broker fetches, as a follower not in sync, of the partitions its topics "
+        "list in follower.replication.throttled.replicas. Dynamic.",
+        check=at_least(0),
+    ),
+    ConfigKey(
+        "replication.quota.window.num",
+        ConfigType.INT,
+        11,
+        "Samples over which the replication throttles measure their rates.",
+        check=at_least(1),
+    ),
+    ConfigKey(
+        "replication.quota.window.size.seconds",
+        ConfigType.INT,
+        1,
+        "Length of each sample of the replication throttles' rates.",
+        check=at_least(1),
     ),
     ConfigKey(
         "replica.high.watermark.checkpoint.interval.ms",

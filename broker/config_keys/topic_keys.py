@@ -20,7 +20,6 @@ __all__ = ["TOPIC_KEYS"]
 _COMPRESSION = ("producer", "uncompressed", "gzip", "snappy", "lz4", "zstd")
 
 _NO_TIERING = "Sluice has no tiered (remote) storage"
-_NO_THROTTLE = "Sluice does not throttle replication yet (issue 21)"
 
 TOPIC_KEYS: dict[str, ConfigKey] = {
     k.name: k
@@ -103,10 +102,10 @@ TOPIC_KEYS: dict[str, ConfigKey] = {
             "follower.replication.throttled.replicas",
             ConfigType.LIST,
             [],
-            "Replicas whose follower fetches are throttled (partition:broker, or *).",
+            "Replicas (partition:broker, or *: all) whose broker, copying them while not in sync, "
+            "fetches them within its follower.replication.throttled.rate.",
             None,
             throttled_replicas,
-            _NO_THROTTLE,
         ),
         ConfigKey(
             "index.interval.bytes",
@@ -120,10 +119,10 @@ TOPIC_KEYS: dict[str, ConfigKey] = {
             "leader.replication.throttled.replicas",
             ConfigType.LIST,
             [],
-            "Replicas whose leader side of replication is throttled (partition:broker, or *).",
+            "Replicas (partition:broker, or *: all) whose broker, leading them, sends them to "
+            "followers not in the ISR within its leader.replication.throttled.rate.",
             None,
             throttled_replicas,
-            _NO_THROTTLE,
         ),
         ConfigKey(
             "local.retention.bytes",

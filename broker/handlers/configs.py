@@ -28,6 +28,7 @@ from sluice.broker.config import (
     TOPIC_KEYS,
     ConfigKey,
     ConfigSource,
+    ConfigType,
     render,
 )
 from sluice.broker.dynamic_config import DEFAULT_ENTITY
@@ -135,9 +136,12 @@ async def describe_configs(
         code, message, rows = _describe_one(broker, resource)
         wanted = resource.configuration_keys
         entries = []
-        for name, value, read_only, key, synonyms in rows:
+        for name, shown, read_only, key, levels in rows:
             if wanted is not None and name not in wanted:
                 continue
+            sensitive = key.type == ConfigType.PASSWORD  # Kafka's: the value is never shown
+            value = None if sensitive else shown
+            synonyms = [(n, None, s) for n, _, s in levels] if sensitive else levels
             entries.append(
                 make(
                     entry_cls,
@@ -145,7 +149,7 @@ async def describe_configs(
                     value=value,
                     read_only=read_only,
                     config_source=synonyms[0][2],
-                    is_sensitive=False,
+                    is_sensitive=sensitive,
                     is_default=synonyms[0][2] == ConfigSource.DEFAULT_CONFIG,
                     config_type=key.type,
                     documentation=_documentation(key) if with_docs else None,

@@ -57,7 +57,7 @@ def _mismatch(endpoint_type: int) -> tuple[ErrorCode, str] | None:
 
 
 async def handle(
-    broker: Broker, request: DescribeClusterRequest, _client: Connection
+    broker: Broker, request: DescribeClusterRequest, client: Connection
 ) -> DescribeClusterResponse:
     schema = response_schema(DESCRIBE_CLUSTER, request.__version__)
     endpoint_type = int(getattr(request, "endpoint_type", BROKERS))
@@ -83,7 +83,7 @@ async def handle(
         controller_id=broker.controller_id,
         brokers=tuple(
             make(broker_cls, broker_id=b.node_id, host=b.host, port=b.port, rack=b.rack)
-            for b in broker.live_brokers()
+            for b in broker.live_brokers(client.advertised)
         ),
         cluster_authorized_operations=authorized(
             CLUSTER_OPERATIONS, requested=request.include_cluster_authorized_operations

@@ -34,21 +34,33 @@ and re-created, which has a new id) is answered UNKNOWN_TOPIC_ID for each of its
 that the client refreshes its metadata. Version 16 adds only fields of leader changes, which
 are not written.
 
-Only the leader of a partition serves it: a partition this broker hosts as a follower is answered
-NOT_LEADER_OR_FOLLOWER, to consumers and followers alike. A request with ``replica_id >= 0``
-(the top-level field up to v14, ``replica_state.replica_id`` from v15) is a follower's replica
-fetch (Kafka's ``Partition.fetchRecords``): it reads up to the log end offset instead of the high
-watermark, and when it names the epoch of the last batch it holds (``last_fetched_epoch``, v12+)
-its log is first checked against the leader's: if the leader's log ends that epoch before
-``fetch_offset``, or knows only an older epoch at or below it, the answer holds no records and
-``diverging_epoch = (epoch, end offset)`` from the leader's leader-epoch cache, so that the
-follower truncates (KIP-279, truncation on fetch). A ``last_fetched_epoch`` newer than every
-epoch the leader knows, or a ``fetch_offset`` below the log start, is OFFSET_OUT_OF_RANGE (as
-Kafka answers). As in Kafka, a response with a diverging epoch or a partition error is sent at
-once instead of waiting for ``min_bytes``. A follower caught up with the leader (its
-``fetch_offset`` is the log end and its ``last_fetched_epoch`` the leader's latest epoch, which
-cannot diverge) is acknowledged and waited on without looking its log up: most partitions of a
-follower's session, at every wake-up.
+The leader of a partition serves it; a follower serves only consumers that may read from it
+(KIP-392): a consumer's Fetch v11+, in a cluster, while this broker is in the partition's ISR
+(:func:`follower_read_epoch`), up to this broker's own high watermark (or last stable offset),
+never beyond; ``current_leader_epoch`` is checked against the epoch of the leader it follows.
+Every other fetch of a partition this broker follows (a replica fetch, an older version, a
+follower out of the ISR) is answered NOT_LEADER_OR_FOLLOWER. A leader with a
+``replica.selector.class`` sends a consumer that names its rack (``rack_id``, the client's
+``client.rack``) to a follower of that rack when the leader is in another one: the partition is
+answered with no records and ``preferred_read_replica`` (Kafka's ``findPreferredReadReplica``,
+checked on every fetch; :mod:`sluice.broker.replication.replica_selector`), at once.
+
+A request with ``replica_id >= 0`` (the top-level field up to v14, ``replica_state.replica_id``
+from v15) is a follower's replica fetch (Kafka's ``Partition.fetchRecords``): it reads up to the
+log end offset instead of the high watermark, and when it names the epoch of the last batch it
+holds (``last_fetched_epoch``, v12+) its log is first checked against the leader's: if the leader's
+log ends that epoch before ``fetch_offset``, or knows only an older epoch at or below it, the
+answer holds no records and ``diverging_epoch = (epoch, end offset)`` from the leader's
+leader-epoch cache, so that the follower truncates (KIP-279, truncation on fetch). A
+``last_fetched_epoch`` newer than every epoch the leader knows, or a ``fetch_offset`` below the log
+start, is OFFSET_OUT_OF_RANGE (as Kafka answers). As in Kafka, a response with a diverging epoch or
+a partition error is sent at once instead of waiting for ``min_bytes``. A follower caught up with
+the leader (its ``fetch_offset`` is the log end and its ``last_fetched_epoch`` the leader's latest
+epoch, which cannot diverge) is acknowledged and waited on without looking its log up: most
+partitions of a follower's session, at every wake-up. A replica fetch leaves out the records of a
+partition whose leader is throttled for it while the leader's replication quota is exceeded and the
+follower is out of the ISR (:mod:`sluice.broker.replication.quota`); the bytes sent to followers
+count as replication bytes, not as bytes out.
 """
 
 from __future__ import annotations
@@ -70,6 +82,7 @@ from sluice.broker.protocol.fetch_response import (
     PartitionAnswer,
     TopicAnswer,
 )
+from sluice.broker.replication.replica_selector import ReplicaView, preferred_read_replica
 from sluice.broker.topics import Partition, Topic
 from sluice.errors import StorageError
 
@@ -79,6 +92,8 @@ if TYPE_CHECKING:  # the unions import every version's classes: types only (star
 READ_COMMITTED = 1
 TOPIC_IDS_FROM = 13
 """The first version that names topics by id."""
+RACK_ID_FROM = 11
+"""The first version with the consumer's ``rack_id`` and ``preferred_read_replica`` (KIP-392)."""
 REPLICA_STATE_FROM = 15
 """The first version that carries the follower's id in ``replica_state`` (KIP-903)."""
 
@@ -119,7 +134,10 @@ async def handle(broker: Broker, request: FetchRequest, _client: Connection) -> 
     try:
         for entry, partition, segment, start, end in spans:
             entry.records = segment.region(start, end)
-            partition.bytes_out += end - start  # metrics: bytes out, once per partition
+            if follower:  # metrics and the leader's replication quota
+                broker.replication_throttles.sent(partition, end - start)
+            else:
+                partition.bytes_out += end - start  # metrics: bytes out, once per partition
         answer.topics, answer.session_id = context.respond(topics, broker.clock())
     except BaseException:
         answer.close()
@@ -153,6 +171,7 @@ def _read_all(
     waitable: list[Partition] = []
     urgent = False
     by_id = request.__version__ >= TOPIC_IDS_FROM
+    client_rack = "" if follower else getattr(request, "rack_id", "")  # v11+ (KIP-392)
     for name, topic_id, wanted_partitions in to_read:
         found: Topic | None
         if by_id:
@@ -173,17 +192,30 @@ def _read_all(
             partition = partitions.get(wanted.partition)
             if partition is None:
                 entry.error_code = (
-                    missing if found is None else ErrorCode.unknown_topic_or_partition
+                    ErrorCode.not_leader_or_follower  # e.g. a follower no longer a replica
+                    if _hosted_elsewhere(broker, name, topic_id, wanted.partition)
+                    else missing
+                    if found is None
+                    else ErrorCode.unknown_topic_or_partition
                 )
                 urgent = True
                 continue
-            if not partition.is_leader:
-                entry.error_code = ErrorCode.not_leader_or_follower
+            if partition.offline:  # its log directory failed (sluice.broker.log_dirs)
+                entry.error_code = ErrorCode.kafka_storage_error
                 urgent = True
                 continue
             plog = partition.log
+            leader_epoch = (
+                plog.leader_epoch
+                if partition.is_leader
+                else follower_read_epoch(broker, partition, request.__version__, follower)
+            )
+            if leader_epoch is None:
+                entry.error_code = ErrorCode.not_leader_or_follower
+                urgent = True
+                continue
             fenced = check_current_leader_epoch(  # the field is there from v9 (KIP-320)
-                getattr(wanted, "current_leader_epoch", -1), plog.leader_epoch
+                getattr(wanted, "current_leader_epoch", -1), leader_epoch
             )
             if fenced:
                 entry.error_code = ErrorCode(fenced)
@@ -192,6 +224,12 @@ def _read_all(
             hwm, lso = plog.high_watermark, plog.last_stable_offset
             entry.high_watermark, entry.last_stable_offset = hwm, lso
             entry.log_start_offset = plog.log_start_offset
+            if client_rack and partition.leadership is not None:  # KIP-392, on the leader
+                preferred = _preferred_read_replica(broker, partition, client_rack, wanted)
+                if preferred is not None:  # no records: the consumer goes there
+                    entry.preferred_read_replica = preferred
+                    urgent = True
+                    continue
             upper_bound = lso if committed else hwm
             if follower:
                 upper_bound = plog.log_end_offset
@@ -210,8 +248,13 @@ def _read_all(
                         continue
                 if partition.leadership is not None:  # a follower acknowledges by fetching
                     fetched = (replica_id(request), wanted.fetch_offset, broker.clock())
-                    partition.leadership.follower_fetched(*fetched)
-                if caught_up:
+                    partition.leadership.follower_fetched(
+                        *fetched,
+                        getattr(wanted, "log_start_offset", -1),  # (v5+; KIP-392)
+                    )
+                if caught_up or broker.replication_throttles.leader_holds_back(
+                    partition, replica_id(request)
+                ):  # (held back: a throttled follower out of the ISR, the quota exceeded)
                     waitable.append(partition)
                     continue
             budget = min(wanted.partition_max_bytes, max_bytes - total)
@@ -239,6 +282,64 @@ def _read_all(
             if committed:
                 entry.aborted_transactions = plog.aborted_transactions(wanted.fetch_offset, lso)
     return topics, spans, total, waitable, urgent
+
+
+def follower_read_epoch(
+    broker: Broker, partition: Partition, version: int, replica_fetch: bool
+) -> int | None:
+    """The leader epoch a partition this broker follows is read in by a consumer (KIP-392,
+    Kafka's follower fetching), or None to answer NOT_LEADER_OR_FOLLOWER: only a consumer's
+    Fetch v11+ (older versions and replica fetches need the leader), only in a cluster, and
+    only while this broker is an in-sync replica of the partition in the state it last heard
+    (a follower out of the ISR sends its consumers back to the leader). The consumer then
+    reads up to this broker's high watermark (or last stable offset), never beyond."""
+    if replica_fetch or version < RACK_ID_FROM or broker.cluster is None:
+        return None
+    known = broker.cluster.cache.states.get((partition.topic, partition.index))
+    if known is None:
+        return None
+    state = known.value
+    if state.leader == broker.node_id or broker.node_id not in state.isr:
+        return None
+    return int(state.leader_epoch)
+
+
+def _hosted_elsewhere(broker: Broker, name: str | None, topic_id: Any, index: int) -> bool:
+    """Whether the cluster has the partition while this broker hosts no replica of it: Kafka
+    answers NOT_LEADER_OR_FOLLOWER then (the client asks its metadata again), not UNKNOWN_*."""
+    if broker.cluster is None:
+        return False
+    cache = broker.cluster.cache
+    if name is None and topic_id is not None:
+        info = cache.topic_by_id(topic_id)
+        name = None if info is None else info.name
+    assignment = cache.assignments.get(name) if name is not None else None
+    return assignment is not None and index in assignment.value.partitions
+
+
+def _preferred_read_replica(
+    broker: Broker, partition: Partition, client_rack: str, wanted: Any
+) -> int | None:
+    """The follower a consumer in ``client_rack`` should fetch ``partition`` from, by the
+    leader's ``replica.selector.class`` (:mod:`sluice.broker.replication.replica_selector`);
+    None: from here."""
+    selector: str | None = broker.config["replica.selector.class"]
+    if not selector or partition.leadership is None or broker.cluster is None:
+        return None
+    live = broker.cluster.cache.brokers
+
+    def rack(node_id: int) -> str | None:  # a broker not registered has no rack (no node)
+        found = live.get(node_id)
+        return None if found is None else found.registration.rack
+
+    leader = ReplicaView(broker.node_id, rack(broker.node_id), partition.log.log_end_offset)
+    candidates = [
+        ReplicaView(replica, rack(replica), leo, since)
+        for replica, leo, since in partition.leadership.read_replicas(
+            wanted.fetch_offset, broker.clock()
+        )
+    ]
+    return preferred_read_replica(selector, client_rack, leader, candidates)
 
 
 OUT_OF_RANGE = (-1, -1)

@@ -60,7 +60,7 @@ GROUP_KEY, TXN_KEY = 0, 1
 
 
 async def find_coordinator(
-    broker: Broker, request: FindCoordinatorRequest, _client: Connection
+    broker: Broker, request: FindCoordinatorRequest, client: Connection
 ) -> FindCoordinatorResponse:
     """On one node this node coordinates every group and transactional id; in a cluster, the
     leader of the key's partition of the internal topic does. The internal topic is created
@@ -75,7 +75,7 @@ async def find_coordinator(
         coordinator_cls = nested(schema, "coordinators")
         found = []
         for key in request.coordinator_keys:
-            code, message, node_id, host, port = await _coordinator(broker, store, key)
+            code, message, node_id, host, port = await _coordinator(broker, store, key, client)
             found.append(
                 make(
                     coordinator_cls,
@@ -88,7 +88,7 @@ async def find_coordinator(
                 )
             )
         return make(schema, throttle_time=0, coordinators=tuple(found))
-    code, message, node_id, host, port = await _coordinator(broker, store, request.key)
+    code, message, node_id, host, port = await _coordinator(broker, store, request.key, client)
     return make(
         schema,
         throttle_time=0,
@@ -101,14 +101,16 @@ async def find_coordinator(
 
 
 async def _coordinator(
-    broker: Broker, store: InternalTopic, key: str
+    broker: Broker, store: InternalTopic, key: str, client: Connection
 ) -> tuple[ErrorCode, str | None, int, str, int]:
+    """Kafka's answer: the coordinator's endpoint on the listener the request came in on."""
     if broker.cluster is None:
         try:
             store.ensure()
         except KafkaError as exc:  # the internal topic cannot be created (a full disk)
             return ErrorCode.coordinator_not_available, exc.message, -1, "", -1
-        return ErrorCode.none, None, broker.node_id, broker.host, broker.port
+        host, port = client.advertised or (broker.host, broker.port)
+        return ErrorCode.none, None, broker.node_id, host, port
     return await locate_coordinator(broker.cluster, store, key)
 
 

@@ -64,6 +64,8 @@ async def handle(
             current = getattr(wanted, "current_leader_epoch", UNDEFINED_EPOCH)
             if partition is None:
                 code = ErrorCode.unknown_topic_or_partition
+            elif partition.offline:  # its log directory failed
+                code = ErrorCode.kafka_storage_error
             elif not partition.is_leader and replica_id != DEBUGGING_REPLICA_ID:
                 code = ErrorCode.not_leader_or_follower
             elif fenced := check_current_leader_epoch(current, partition.log.leader_epoch):

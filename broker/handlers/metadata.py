@@ -48,7 +48,7 @@ LOOKUP_BY_ID_FROM = 12
 """The first version in which a requested topic may be named by its id alone."""
 
 
-async def handle(broker: Broker, request: MetadataRequest, _client: Connection) -> MetadataResponse:
+async def handle(broker: Broker, request: MetadataRequest, client: Connection) -> MetadataResponse:
     version = request.__version__
     schema = response_schema(METADATA, version)
     topic_cls = nested(schema, "topics")
@@ -136,7 +136,7 @@ async def handle(broker: Broker, request: MetadataRequest, _client: Connection) 
     broker_cls = nested(schema, "brokers")
     brokers = tuple(
         make(broker_cls, node_id=b.node_id, host=b.host, port=b.port, rack=b.rack)
-        for b in broker.live_brokers()
+        for b in broker.live_brokers(client.advertised)
     )
     return make(
         schema,

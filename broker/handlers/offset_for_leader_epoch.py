@@ -52,6 +52,8 @@ async def handle(
             partition = broker.topics.partition(topic.topic, wanted.partition)
             if partition is None:
                 code = ErrorCode.unknown_topic_or_partition
+            elif partition.offline:  # its log directory failed
+                code = ErrorCode.kafka_storage_error
             elif not partition.is_leader:
                 code = ErrorCode.not_leader_or_follower
             else:

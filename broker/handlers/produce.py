@@ -110,6 +110,11 @@ async def handle(
                 code = ErrorCode.invalid_required_acks
             elif (partition := broker.topics.partition(topic_data.name, data.index)) is None:
                 code = ErrorCode.unknown_topic_or_partition
+            elif partition.offline:
+                code = ErrorCode.kafka_storage_error
+                message = f"the log directory of {topic_data.name}-{data.index} is offline"
+                partition.total_produce_requests += 1
+                partition.failed_produce_requests += 1
             elif not partition.is_leader:
                 code = ErrorCode.not_leader_or_follower
                 message = f"this broker does not lead {topic_data.name}-{data.index}"
@@ -134,6 +139,8 @@ async def handle(
                 except KafkaError as exc:
                     code, message = exc.code, exc.message
                     partition.failed_produce_requests += 1
+                    if code == ErrorCode.kafka_storage_error:  # the disk failed: offline
+                        broker.storage_failed(partition.log.directory, message)
                 except RecordValidationError as exc:
                     code, message = ErrorCode(exc.code), str(exc)
                     start = partition.log.log_start_offset

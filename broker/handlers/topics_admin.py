@@ -32,6 +32,7 @@ from sluice.broker.protocol.api_keys import CREATE_PARTITIONS, CREATE_TOPICS, DE
 from sluice.broker.protocol.codec import make, millis, nested
 from sluice.broker.protocol.context import Connection
 from sluice.broker.protocol.response_schema import response_schema
+from sluice.broker.topics import MAX_PARTITIONS_PER_REQUEST, check_partitions_added
 
 if TYPE_CHECKING:  # the unions import every version's classes: types only (start-up)
     from sluice.broker.protocol.messages import (
@@ -239,6 +240,11 @@ async def create_partitions(
                 f"topic has {topic.partition_count} partitions; the count can only grow "
                 f"(asked {wanted.count})"
             )
+        elif wanted.count - topic.partition_count > MAX_PARTITIONS_PER_REQUEST:
+            try:
+                check_partitions_added(wanted.count - topic.partition_count)
+            except KafkaError as exc:
+                code, message = exc.code, exc.message
         elif wanted.assignments and {n for a in wanted.assignments for n in a.broker_ids} - {
             broker.node_id
         }:

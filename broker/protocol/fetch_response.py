@@ -11,7 +11,7 @@ the header and every struct end with their tagged fields (none here: one 0 byte)
     partition   = partition_index:int32 error_code:int16 high_watermark:int64
                   last_stable_offset:int64 [log_start_offset:int64: 5+]
                   aborted_transactions:nullable array(producer_id:int64 first_offset:int64 [tags])
-                  [preferred_read_replica:int32 (-1): 11+]
+                  [preferred_read_replica:int32 (-1: none): 11+]
                   records:nullable bytes [tags: 12+]
     tags        = count:uvarint (tag:uvarint size:uvarint value)*
                   the partition's tag 0 is diverging_epoch = epoch:int32 end_offset:int64 [tags]
@@ -78,6 +78,9 @@ class PartitionAnswer:
     diverging_epoch: tuple[int, int] = NO_DIVERGING_EPOCH
     """``(epoch, end_offset)`` past which a follower's log diverges from the leader's (v12+);
     ``(-1, -1)``: none."""
+    preferred_read_replica: int = -1
+    """The broker a consumer should fetch this partition from instead (KIP-392, v11+): set by
+    a leader with a ``replica.selector.class``, with no records; -1: none."""
 
 
 @dataclass(slots=True)
@@ -217,7 +220,7 @@ def encode_fetch_response(
                     if flexible:
                         out.append(0)
             if version >= 11:
-                out += b"\xff\xff\xff\xff"  # preferred_read_replica: none
+                out += _I32.pack(p.preferred_read_replica)
             records = p.records
             if flexible:
                 _uvarint(out, len(records) + 1)

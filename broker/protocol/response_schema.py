@@ -14,6 +14,7 @@ if TYPE_CHECKING:  # the unions import every version's classes: types only (star
         AddPartitionsToTxnResponse,
         AlterConfigsResponse,
         AlterPartitionReassignmentsResponse,
+        AlterReplicaLogDirsResponse,
         AlterUserScramCredentialsResponse,
         ApiVersionsResponse,
         CreatePartitionsResponse,
@@ -46,6 +47,8 @@ if TYPE_CHECKING:  # the unions import every version's classes: types only (star
         OffsetFetchResponse,
         OffsetForLeaderEpochResponse,
         ProduceResponse,
+        SaslAuthenticateResponse,
+        SaslHandshakeResponse,
         SyncGroupResponse,
         TxnOffsetCommitResponse,
         WriteTxnMarkersResponse,
@@ -85,6 +88,8 @@ def response_schema(api_key: Literal[15], version: int) -> type[DescribeGroupsRe
 @overload
 def response_schema(api_key: Literal[16], version: int) -> type[ListGroupsResponse]: ...
 @overload
+def response_schema(api_key: Literal[17], version: int) -> type[SaslHandshakeResponse]: ...
+@overload
 def response_schema(api_key: Literal[18], version: int) -> type[ApiVersionsResponse]: ...
 @overload
 def response_schema(api_key: Literal[19], version: int) -> type[CreateTopicsResponse]: ...
@@ -111,7 +116,11 @@ def response_schema(api_key: Literal[32], version: int) -> type[DescribeConfigsR
 @overload
 def response_schema(api_key: Literal[33], version: int) -> type[AlterConfigsResponse]: ...
 @overload
+def response_schema(api_key: Literal[34], version: int) -> type[AlterReplicaLogDirsResponse]: ...
+@overload
 def response_schema(api_key: Literal[35], version: int) -> type[DescribeLogDirsResponse]: ...
+@overload
+def response_schema(api_key: Literal[36], version: int) -> type[SaslAuthenticateResponse]: ...
 @overload
 def response_schema(api_key: Literal[37], version: int) -> type[CreatePartitionsResponse]: ...
 @overload

@@ -46,6 +46,12 @@ cancellable). Every change of a partition's state (and of the connection's) is l
 INFO (WARNING for failures), not at every round. An answer for a partition that was re-pointed,
 unfollowed or changed while the Fetch was in flight is dropped, as Kafka's fetcher drops it.
 
+**Throttles** (:mod:`.quota`): a partition this broker is throttled for as a follower
+(``follower.replication.throttled.replicas``) and not in sync with (its log did not reach the
+leader's high watermark at the last answer) is left out of the Fetch while the follower quota
+(``follower.replication.throttled.rate``) is exceeded — the fetch session forgets it and names it
+again later, as Kafka's; the bytes received of throttled partitions are recorded in the quota.
+
 Appends are ``pwrite``\\s; truncations (rare) fsync, on the loop as Kafka does them on its
 fetcher thread. Not thread-safe: every method is called from the broker's event loop.
 """
@@ -53,6 +59,7 @@ fetcher thread. Not thread-safe: every method is called from the broker's event 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 
 from sluice.broker.config import BrokerConfig
 from sluice.broker.kafka_hash import java_string_hash, kafka_abs
@@ -63,6 +70,7 @@ from sluice.broker.replication.leader_fetcher import (
     LeaderFetcher,
     PartitionKey,
 )
+from sluice.broker.replication.quota import ReplicationThrottles
 from sluice.broker.topics import Partition
 
 __all__ = ["FetchState", "ReplicaFetcherManager", "fetcher_id"]
@@ -97,13 +105,20 @@ class ReplicaFetcherManager:
         clock: Clock,
         *,
         request_timeout_s: float = REQUEST_TIMEOUT_S,
+        throttles: ReplicationThrottles | None = None,
     ) -> None:
         self.broker_id = broker_id
         self.config = config
         self.clock = clock
         self.request_timeout_s = request_timeout_s
+        self.throttles = throttles or ReplicationThrottles(broker_id, config)
+        """The follower replication quota and its rules (the broker's, shared with its
+        leader side)."""
         self._fetchers: dict[FetcherKey, LeaderFetcher] = {}
         self._fetcher_of: dict[PartitionKey, FetcherKey] = {}
+        self.on_storage_error: Callable[[Partition, str], None] | None = None
+        """Told of a disk error on a followed partition (its log directory goes offline:
+        :meth:`Broker.storage_failed <sluice.broker.broker.Broker.storage_failed>`)."""
 
     def follow(
         self, partition: Partition, leader_id: int, leader: tuple[str, int], leader_epoch: int

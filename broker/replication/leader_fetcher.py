@@ -72,6 +72,9 @@ class Followed:
     """Loop time after which a partition backing off is fetched again."""
     reason: str = ""
     """What the last state change was about (logged once)."""
+    in_sync: bool = False
+    """Whether the log reached the leader's high watermark at the last answer (Kafka's
+    ``PartitionFetchState.isReplicaInSync``): a replica in sync is never throttled."""
 
     @property
     def name(self) -> str:
@@ -211,17 +214,24 @@ class LeaderFetcher:
     async def _round(self, settings: FetcherSettings) -> None:
         loop = asyncio.get_running_loop()
         now = loop.time()
+        throttles = self.manager.throttles
         ready = [
             f
             for f in self.partitions.values()
-            if f.state is FetchState.FETCHING
-            or (f.state is FetchState.BACKING_OFF and f.retry_at <= now)
+            if (
+                f.state is FetchState.FETCHING
+                or (f.state is FetchState.BACKING_OFF and f.retry_at <= now)
+            )
+            and not throttles.follower_holds_back(f.partition, f.in_sync)
         ]
         if not ready:
             retries = [
                 f.retry_at for f in self.partitions.values() if f.state is FetchState.BACKING_OFF
             ]
             wait = min(retries) - now if retries else settings.backoff_s
+            held_back = throttles.follower.delay_s()  # > 0: partitions wait for the quota
+            if held_back > 0:
+                wait = min(wait, held_back)
             self._changed.clear()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._changed.wait(), max(wait, 0.001))
@@ -382,7 +392,9 @@ class LeaderFetcher:
             if answer.records:
                 self._start_at_first_batch(followed, answer.records)
                 plog.append_as_follower(answer.records, now_ms=self.manager.clock())
+                self.manager.throttles.received(followed.partition, len(answer.records))
             plog.set_high_watermark(min(int(answer.high_watermark), plog.log_end_offset))
+            followed.in_sync = plog.log_end_offset >= int(answer.high_watermark)
             leader_start = int(answer.log_start_offset)
             if leader_start > plog.log_start_offset:
                 plog.delete_records_before(
@@ -393,8 +405,15 @@ class LeaderFetcher:
             return
         except StorageError as exc:
             self._set(followed, FetchState.FAILED, f"disk error: {exc}", level=logging.ERROR)
+            self._storage_failed(followed, exc)
             return
         self._set(followed, FetchState.FETCHING, "")
+
+    def _storage_failed(self, followed: Followed, exc: StorageError) -> None:
+        """Tell the manager's listener (the log directory goes offline), after this round."""
+        listener = self.manager.on_storage_error
+        if listener is not None:
+            asyncio.get_running_loop().call_soon(listener, followed.partition, str(exc))
 
     def _start_at_first_batch(self, followed: Followed, records: bytes) -> None:
         """An empty log whose start falls inside the leader's first batch (the leader's log
@@ -486,6 +505,7 @@ class LeaderFetcher:
                 self._back_off(followed, f"truncation refused: {exc}", settings)
             except StorageError as exc:
                 self._set(followed, FetchState.FAILED, f"disk error: {exc}", level=logging.ERROR)
+                self._storage_failed(followed, exc)
 
     async def _list_offsets(
         self, client: BrokerClient, partitions: list[Followed], timestamp: int

@@ -35,6 +35,9 @@ none: there the high watermark is the log end offset). It applies the pure rules
   request's timeout (the batch may still commit later), NOT_LEADER_OR_FOLLOWER when the broker
   stopped leading meanwhile (:meth:`Leadership.resign`).
 
+- **Read replicas (KIP-392).** :meth:`Leadership.read_replicas` lists the in-sync followers
+  whose log holds a consumer's fetch offset, for the Fetch handler's replica selector.
+
 Time comes from the injected clock (milliseconds) or from the caller's ``now_ms``. Not
 thread-safe: used from the broker's event loop only. Nothing is written to disk here (the log
 and the checkpoint are).
@@ -180,9 +183,26 @@ class Leadership:
         """Whether ``replica_id`` is one of the partition's other replicas."""
         return replica_id in self._replicas.followers
 
+    def read_replicas(self, fetch_offset: int, now_ms: int) -> list[tuple[int, int, int]]:
+        """The followers a consumer fetching at ``fetch_offset`` may be sent to read from
+        (KIP-392, Kafka's ``ReplicaManager.findPreferredReadReplica``): each in-sync follower
+        whose log holds ``fetch_offset`` (its log start offset, as its fetches tell, at or below
+        it; its log end offset at or above it), as ``(broker id, log end offset, ms
+        since it was last caught up)``; none after :meth:`resign`."""
+        if self._resigned:
+            return []
+        isr = self.isr
+        return [
+            (replica, follower.leo, max(now_ms - follower.last_caught_up_ms, 0))
+            for replica, follower in self._replicas.followers.items()
+            if replica in isr and follower.log_start <= fetch_offset <= follower.leo
+        ]
+
     # -- followers and the high watermark -----------------------------------------------------
 
-    def follower_fetched(self, replica_id: int, fetch_offset: int, now_ms: int) -> bool:
+    def follower_fetched(
+        self, replica_id: int, fetch_offset: int, now_ms: int, log_start_offset: int = -1
+    ) -> bool:
         """A replica fetch from ``replica_id`` at ``fetch_offset`` (its log end): record it,
         advance the high watermark, and propose adding the follower to the ISR when it caught
         up (in a task; the call never waits). False, and nothing recorded, when ``replica_id``
@@ -192,7 +212,11 @@ class Leadership:
             return False
         plog = self.partition.log
         self._replicas.fetched(
-            replica_id, fetch_offset, now_ms=now_ms, leader_leo=plog.log_end_offset
+            replica_id,
+            fetch_offset,
+            now_ms=now_ms,
+            leader_leo=plog.log_end_offset,
+            log_start=log_start_offset,
         )
         # hot: every replica fetch, for each partition it names, idle ones included
         if plog.high_watermark < plog.log_end_offset:  # else nothing can advance, no one waits

@@ -158,7 +158,8 @@ class TokenValidator(Protocol):
     """Checks an OAUTHBEARER token: its claims, or ValueError saying why it is refused; the
     principal is the value of its ``principal_claim``."""
 
-    principal_claim: str
+    @property
+    def principal_claim(self) -> str: ...
 
     def claims(self, token: str) -> dict[str, Any]: ...
 

@@ -9,8 +9,8 @@ from typing import Annotated
 import typer
 
 from sluice.broker.config import BrokerConfig, parse_listener
-from sluice.errors import ConfigError
-from sluice.exit_codes import EXIT_USAGE, CliError
+from sluice.errors import ConfigError, StorageError
+from sluice.exit_codes import EXIT_FAILED, EXIT_USAGE, CliError
 from sluice.metrics import parse_listen
 
 app = typer.Typer(help="Run a broker.", no_args_is_help=True, rich_markup_mode="markdown")
@@ -41,7 +41,8 @@ def start(
         typer.Option(
             "--data-dir",
             metavar="DIR",
-            help="Directory of the log (overrides log.dir and log.dirs).",
+            help="Directory of the log, or several comma-separated (JBOD: log.dirs); "
+            "overrides log.dir and log.dirs.",
         ),
     ] = None,
     broker_id: Annotated[
@@ -118,3 +119,5 @@ def start(
         serve(broker_config, metrics_listen=metrics_listen)
     except ConfigError as exc:
         raise CliError(str(exc), exit_code=EXIT_USAGE) from None
+    except StorageError as exc:  # a log directory that cannot be used (docs/broker.md)
+        raise CliError(str(exc), exit_code=EXIT_FAILED) from None

@@ -9,12 +9,21 @@ directory per broker.) One mode at a time:
 
 - ``--generate --topics T1,T2 --brokers 1,2,3`` prints the current assignment of the topics and
   a proposed one over the brokers given, by Kafka's placement (rack-aware when the brokers
-  have racks), each partition keeping its replication factor. Nothing changes.
+  have racks: each partition's replicas on as many racks as it can; ``--disable-rack-aware``
+  ignores the racks, which brokers with and without a rack need), each partition keeping its
+  replication factor. Nothing changes.
 - ``--execute PLAN`` prints the current assignment of the plan's partitions (keep it: it is the
   plan that rolls back) and starts the reassignment (AlterPartitionReassignments).
 - ``--verify PLAN`` says, for each partition of the plan, whether its reassignment is completed
   (its replicas are the plan's and nothing is in progress) or still in progress
-  (ListPartitionReassignments and Metadata).
+  (ListPartitionReassignments and Metadata); once all are completed it removes the throttles
+  (both rates on every broker, the throttled replicas of the plan's topics) and says so.
+- ``--execute PLAN --throttle BYTES_PER_SEC`` first throttles the moves, as
+  ``kafka-reassign-partitions.sh``: ``leader.replication.throttled.replicas`` of each moving
+  topic lists the moving partitions' current replicas, ``follower.replication.throttled.replicas``
+  the replicas the plan adds, and ``leader.replication.throttled.rate`` and
+  ``follower.replication.throttled.rate`` are set on every broker holding a replica before or
+  after (IncrementalAlterConfigs, through confluent-kafka's AdminClient).
 - ``--cancel PLAN`` cancels the plan's reassignments still in progress: their partitions go back
   to their original replicas.
 
@@ -45,6 +54,7 @@ __all__ = [
     "current_assignment",
     "dump_plan",
     "ongoing_reassignments",
+    "throttled_replicas",
 ]
 
 app = typer.Typer(
@@ -67,6 +77,13 @@ def reassign(
         str | None,
         typer.Option("--brokers", metavar="1,2,3", help="--generate: the brokers to use."),
     ] = None,
+    disable_rack_aware: Annotated[
+        bool,
+        typer.Option(
+            "--disable-rack-aware",
+            help="--generate: ignore the brokers' racks (needed when only some have one).",
+        ),
+    ] = False,
     execute: Annotated[
         Path | None, typer.Option("--execute", metavar="PLAN.json", help="Start a plan.")
     ] = None,
@@ -77,6 +94,16 @@ def reassign(
     cancel: Annotated[
         Path | None,
         typer.Option("--cancel", metavar="PLAN.json", help="Cancel a plan in progress."),
+    ] = None,
+    throttle: Annotated[
+        int | None,
+        typer.Option(
+            "--throttle",
+            metavar="BYTES_PER_SEC",
+            min=1,
+            help="--execute: throttle the replicas moving to this many bytes/s per broker "
+            "(removed by --verify once done).",
+        ),
     ] = None,
     bootstrap: Bootstrap = clients.DEFAULT_BOOTSTRAP,
     timeout: RequestTimeout = DEFAULT_TIMEOUT,
@@ -91,16 +118,18 @@ def reassign(
         raise CliError(
             "give exactly one of --generate, --execute, --verify, --cancel", exit_code=EXIT_USAGE
         )
+    if throttle is not None and execute is None:
+        raise CliError("--throttle goes with --execute", exit_code=EXIT_USAGE)
     from sluice import wire
 
     try:
         with wire.connect(bootstrap, timeout=timeout, client_id="sluice-cli") as conn:
             if generate:
-                _generate(conn, _names(topics, "--topics"), _ids(brokers))
+                _generate(conn, _names(topics, "--topics"), _ids(brokers), disable_rack_aware)
             elif execute is not None:
-                _execute(conn, _read_plan(execute), timeout)
+                _execute(conn, _read_plan(execute), timeout, bootstrap, throttle)
             elif verify is not None:
-                _verify(conn, _read_plan(verify))
+                _verify(conn, _read_plan(verify), bootstrap, timeout)
             elif cancel is not None:
                 _cancel(conn, _read_plan(cancel), timeout)
     except wire.WireError as exc:
@@ -200,14 +229,22 @@ def current_assignment(conn: Any, topics: set[str] | None) -> tuple[Plan, dict[i
     return current, racks
 
 
-def _generate(conn: Any, topics: list[str], brokers: list[int]) -> None:
+def _generate(conn: Any, topics: list[str], brokers: list[int], disable_rack_aware: bool) -> None:
+    """Kafka's ``--generate``: each topic placed anew over ``brokers`` by the broker's own
+    placement (rack-aware when the brokers have racks, unless ``disable_rack_aware``)."""
     from sluice.broker.cluster.placement import Broker, assign_replicas
 
     current, racks = current_assignment(conn, set(topics))
     unknown = [b for b in brokers if b not in racks]
     if unknown:
         raise CliError(f"broker(s) {', '.join(map(str, unknown))} are not in the cluster")
-    placed = [Broker(b, racks[b]) for b in sorted(brokers)]
+    placed = [Broker(b, None if disable_rack_aware else racks[b]) for b in sorted(brokers)]
+    if len({b.rack is None for b in placed}) > 1:
+        raise CliError(
+            "Not all brokers have rack information: add --disable-rack-aware to assign "
+            "replicas without racks",
+            exit_code=EXIT_USAGE,
+        )
     proposed: Plan = {}
     for topic in topics:
         indexes = sorted(p for t, p in current if t == topic)
@@ -264,7 +301,7 @@ def alter_reassignments(
     return refused
 
 
-def _execute(conn: Any, plan: Plan, timeout: float) -> None:
+def _execute(conn: Any, plan: Plan, timeout: float, bootstrap: str, throttle: int | None) -> None:
     current, _ = current_assignment(conn, {t for t, _ in plan})
     missing = sorted(f"{t}-{p}" for t, p in plan if (t, p) not in current)
     if missing:
@@ -274,6 +311,13 @@ def _execute(conn: Any, plan: Plan, timeout: float) -> None:
     typer.echo(dump_plan({tp: current[tp] for tp in plan}))
     typer.echo()
     typer.echo("Save this to use as the --execute plan during rollback")
+    if throttle is not None:
+        brokers = _set_throttles(bootstrap, plan, current, throttle, timeout)
+        typer.echo(
+            f"Warning: You must run --verify periodically, until the reassignment completes, "
+            f"to ensure the throttle is removed. The inter-broker throttle limit was set to "
+            f"{throttle} B/s on brokers {','.join(map(str, brokers))}."
+        )
     refused = alter_reassignments(conn, dict(plan), timeout)
     if refused:
         raise CliError("not started:\n" + "\n".join(refused), exit_code=EXIT_FAILED)
@@ -295,9 +339,107 @@ def ongoing_reassignments(conn: Any) -> set[tuple[str, int]]:
     return {(t.name, int(p.partition_index)) for t in answer.topics for p in t.partitions}
 
 
-def _verify(conn: Any, plan: Plan) -> None:
+def throttled_replicas(plan: Plan, current: Plan) -> dict[str, tuple[list[str], list[str]]]:
+    """Per topic of the partitions ``plan`` moves, the ``leader.replication.throttled.replicas``
+    (their current replicas) and ``follower.replication.throttled.replicas`` (the replicas the
+    plan adds) that throttle the move (Kafka's ``calculateLeaderThrottles`` and
+    ``calculateFollowerThrottles``).
+
+    >>> throttled_replicas({("t", 0): [2, 3], ("t", 1): [1]}, {("t", 0): [1, 2], ("t", 1): [1]})
+    {'t': (['0:1', '0:2'], ['0:3'])}
+    """
+    found: dict[str, tuple[list[str], list[str]]] = {}
+    for (topic, index), replicas in sorted(plan.items()):
+        before = current[(topic, index)]
+        if replicas == before:
+            continue
+        leader, follower = found.setdefault(topic, ([], []))
+        leader += [f"{index}:{b}" for b in before]
+        follower += [f"{index}:{b}" for b in replicas if b not in before]
+    return found
+
+
+def _alter_configs(
+    bootstrap: str, changes: dict[tuple[str, str], dict[str, str | None]], timeout: float
+) -> None:
+    """IncrementalAlterConfigs: per (resource type "topic" or "broker", name), keys to set (a
+    value) or delete (None); a refusal is a :class:`CliError`."""
+    from confluent_kafka import KafkaException
+    from confluent_kafka.admin import (  # type: ignore[attr-defined]  # exported without __all__
+        AlterConfigOpType,
+        ConfigEntry,
+        ConfigResource,
+        ResourceType,
+    )
+
+    admin = clients.admin(bootstrap, **{"client.id": "sluice-cli"})
+    resources = []
+    for (kind, name), keys in changes.items():
+        entries = [
+            ConfigEntry(key, value, incremental_operation=AlterConfigOpType.SET)
+            if value is not None
+            else ConfigEntry(key, None, incremental_operation=AlterConfigOpType.DELETE)
+            for key, value in keys.items()
+        ]
+        rtype = ResourceType.TOPIC if kind == "topic" else ResourceType.BROKER
+        resources.append(ConfigResource(rtype, name, incremental_configs=entries))
+    topics = [r for r in resources if r.restype == ResourceType.TOPIC]
+    calls = [topics] if topics else []
+    calls += [[r] for r in resources if r.restype == ResourceType.BROKER]  # one per call
+    for call in calls:
+        for resource, future in admin.incremental_alter_configs(
+            call, request_timeout=timeout
+        ).items():
+            try:
+                future.result(timeout + 5)
+            except KafkaException as exc:
+                kind = "broker" if resource.restype == ResourceType.BROKER else "topic"
+                reason = exc.args[0].str()
+                raise CliError(f"{kind} {resource.name}: {reason}", exit_code=EXIT_FAILED) from None
+
+
+_RATES = ("leader.replication.throttled.rate", "follower.replication.throttled.rate")
+_REPLICAS = ("leader.replication.throttled.replicas", "follower.replication.throttled.replicas")
+
+
+def _set_throttles(
+    bootstrap: str, plan: Plan, current: Plan, rate: int, timeout: float
+) -> list[int]:
+    """Throttle the plan's moves (Kafka's ``modifyTopicThrottles`` and
+    ``modifyBrokerThrottles``): the throttled replicas of each moving topic, and both rates on
+    every broker holding a replica before or after; the brokers."""
+    changes: dict[tuple[str, str], dict[str, str | None]] = {}
+    for topic, (leader, follower) in throttled_replicas(plan, current).items():
+        changes[("topic", topic)] = {
+            _REPLICAS[0]: ",".join(leader),
+            _REPLICAS[1]: ",".join(follower),
+        }
+    brokers = sorted(
+        {b for tp, rs in plan.items() if rs != current[tp] for b in (*rs, *current[tp])}
+    )
+    for broker in brokers:
+        changes[("broker", str(broker))] = dict.fromkeys(_RATES, str(rate))
+    _alter_configs(bootstrap, changes, timeout)
+    return brokers
+
+
+def _clear_throttles(bootstrap: str, plan: Plan, brokers: list[int], timeout: float) -> None:
+    """Remove the throttles of a finished reassignment (Kafka's ``clearAllThrottles``): both
+    rates on every broker, the throttled replicas of the plan's topics."""
+    changes: dict[tuple[str, str], dict[str, str | None]] = {
+        ("broker", str(b)): dict.fromkeys(_RATES) for b in brokers
+    }
+    topics = sorted({t for t, _ in plan})
+    for topic in topics:
+        changes[("topic", topic)] = dict.fromkeys(_REPLICAS)
+    _alter_configs(bootstrap, changes, timeout)
+    typer.echo(f"Clearing broker-level throttles on brokers {','.join(map(str, brokers))}")
+    typer.echo(f"Clearing topic-level throttles on topic {','.join(topics)}")
+
+
+def _verify(conn: Any, plan: Plan, bootstrap: str, timeout: float) -> None:
     ongoing = ongoing_reassignments(conn)
-    current, _ = current_assignment(conn, {t for t, _ in plan})
+    current, live = current_assignment(conn, {t for t, _ in plan})
     typer.echo("Status of partition reassignment:")
     unfinished = 0
     for (topic, index), replicas in sorted(plan.items()):
@@ -311,6 +453,7 @@ def _verify(conn: Any, plan: Plan) -> None:
         typer.echo(f"Reassignment of partition {topic}-{index} {status}.")
     if unfinished:
         raise typer.Exit(EXIT_FAILED)
+    _clear_throttles(bootstrap, plan, sorted(live), timeout)
 
 
 def _cancel(conn: Any, plan: Plan, timeout: float) -> None:

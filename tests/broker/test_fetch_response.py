@@ -2,7 +2,8 @@
 
 For every version the broker serves, the bytes written around the records must be exactly those
 kio's generated writer produces for the same response, records coming from a file region or from
-``bytes`` alike, and with a ``diverging_epoch`` (a tagged field, v12+) or without.
+``bytes`` alike, and with a ``diverging_epoch`` (a tagged field, v12+) or without, and a
+``preferred_read_replica`` (v11+, KIP-392) or none.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ _partition = st.builds(
     aborted_transactions=st.none() | st.lists(st.tuples(_int64, _int64), max_size=3),
     records=st.binary(max_size=300),
     diverging_epoch=st.just((-1, -1)) | st.tuples(st.integers(-1, 2**31 - 1), _int64),
+    preferred_read_replica=st.just(-1) | st.integers(0, 2**31 - 1),
 )
 _topic = st.builds(
     TopicAnswer,
@@ -69,7 +71,7 @@ def _kio_bytes(version: int, correlation_id: int, topics: list[TopicAnswer], **t
             aborted_transactions=None
             if aborted is None
             else tuple(make(aborted_cls, producer_id=a, first_offset=b) for a, b in aborted),
-            preferred_read_replica=-1,
+            preferred_read_replica=p.preferred_read_replica,
             records=records,
             diverging_epoch=None
             if diverging_cls is type(None)  # before v12: no such field (make drops it)

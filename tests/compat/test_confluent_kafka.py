@@ -482,6 +482,12 @@ def test_create_partitions(bootstrap: str, create_topic: Callable[..., str]) -> 
     exc = futures[topic].exception(timeout=TIMEOUT)
     assert exc is not None, "shrinking partitions from 4 to 2 succeeded"
     assert error_code(exc) == KafkaError.INVALID_PARTITIONS, f"expected INVALID_PARTITIONS: {exc}"
+    # nor by more than 10,000 partitions in one request
+    futures = client.create_partitions(
+        [NewPartitions(topic, 10_005)], operation_timeout=TIMEOUT, request_timeout=TIMEOUT
+    )
+    exc = futures[topic].exception(timeout=TIMEOUT)
+    assert exc is not None and error_code(exc) == KafkaError.POLICY_VIOLATION, exc
 
 
 def test_delete_records(bootstrap: str, create_topic: Callable[..., str]) -> None:
@@ -518,6 +524,7 @@ def test_delete_records(bootstrap: str, create_topic: Callable[..., str]) -> Non
         ("unknown config", KafkaError.INVALID_CONFIG),
         ("bad config value", KafkaError.INVALID_CONFIG),
         ("replication 3", KafkaError.INVALID_REPLICATION_FACTOR),
+        ("10,001 partitions", KafkaError.POLICY_VIOLATION),
     ],
 )
 def test_create_topic_errors(
@@ -536,6 +543,8 @@ def test_create_topic_errors(
         name, config = name + "-2", {"retention.ms": "soon"}
     elif case == "replication 3":
         name, factor = name + "-2", 3
+    elif case == "10,001 partitions":
+        name, partitions = name + "-2", 10_001
     client = admin(bootstrap)
     futures = client.create_topics(
         [NewTopic(name, num_partitions=partitions, replication_factor=factor, config=config)],

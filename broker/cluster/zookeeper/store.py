@@ -588,6 +588,47 @@ class ZooKeeperMetadataStore:
             )
 
     @translate_errors
+    def notify_log_dir_failure(self, broker_id: int, partitions: Iterable[TopicPartition]) -> None:
+        """A sequential ``/log_dir_event_notification/log_dir_event_<n>``."""
+        self._client.create(
+            f"{znodes.LOG_DIR_EVENT_NOTIFICATION}/{znodes.LOG_DIR_EVENT_PREFIX}",
+            znodes.encode_log_dir_event(broker_id, sorted(partitions, key=_tp)),
+            sequence=True,
+        )
+
+    def _log_dir_events(self) -> list[tuple[str, int, frozenset[TopicPartition]]]:
+        events = []
+        for child in sorted(self._client.get_children(znodes.LOG_DIR_EVENT_NOTIFICATION)):
+            path = f"{znodes.LOG_DIR_EVENT_NOTIFICATION}/{child}"
+            with contextlib.suppress(NoNodeError):  # cleared in between
+                data, _stat = self._client.get(path)
+                events.append((path, *znodes.decode_log_dir_event(path, data)))
+        return events
+
+    @translate_errors
+    def offline_replicas(self) -> dict[int, frozenset[TopicPartition]]:
+        """The partitions of every ``/log_dir_event_notification`` child, per broker."""
+        offline: dict[int, frozenset[TopicPartition]] = {}
+        for _path, broker, partitions in self._log_dir_events():
+            offline[broker] = offline.get(broker, frozenset()) | partitions
+        return offline
+
+    @translate_errors
+    def watch_log_dir_failures(self, callback: Callable[[], None]) -> KazooWatch:
+        """Call ``callback`` at every change of ``/log_dir_event_notification``'s children."""
+        return znode_ops.watch_children(
+            self._client, znodes.LOG_DIR_EVENT_NOTIFICATION, lambda _children: callback()
+        )
+
+    @translate_errors
+    def clear_log_dir_failures(self, broker_id: int) -> None:
+        """Delete the broker's ``/log_dir_event_notification`` children."""
+        for path, broker, _partitions in self._log_dir_events():
+            if broker == broker_id:
+                with contextlib.suppress(NoNodeError):
+                    self._client.delete(path)
+
+    @translate_errors
     def request_controlled_shutdown(self, broker_id: int) -> None:
         """Create the ephemeral ``/admin/controlled_shutdown/<id>`` (nothing if it exists)."""
         with contextlib.suppress(NodeExistsError):

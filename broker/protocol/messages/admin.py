@@ -11,6 +11,8 @@ from kio.schema.alter_configs import v1 as alter_configs_v1
 from kio.schema.alter_configs import v2 as alter_configs_v2
 from kio.schema.alter_partition_reassignments import v0 as alter_partition_reassignments_v0
 from kio.schema.alter_partition_reassignments import v1 as alter_partition_reassignments_v1
+from kio.schema.alter_replica_log_dirs import v1 as alter_replica_log_dirs_v1
+from kio.schema.alter_replica_log_dirs import v2 as alter_replica_log_dirs_v2
 from kio.schema.api_versions import v0 as api_versions_v0
 from kio.schema.api_versions import v1 as api_versions_v1
 from kio.schema.api_versions import v2 as api_versions_v2
@@ -66,6 +68,8 @@ __all__ = [
     "AlterConfigsResponse",
     "AlterPartitionReassignmentsRequest",
     "AlterPartitionReassignmentsResponse",
+    "AlterReplicaLogDirsRequest",
+    "AlterReplicaLogDirsResponse",
     "ApiVersionsRequest",
     "ApiVersionsResponse",
     "CreatePartitionsRequest",
@@ -163,6 +167,15 @@ DescribeLogDirsRequest: TypeAlias = (
 DescribeLogDirsResponse: TypeAlias = (
     describe_log_dirs_v1.DescribeLogDirsResponse | describe_log_dirs_v2.DescribeLogDirsResponse
     | describe_log_dirs_v3.DescribeLogDirsResponse | describe_log_dirs_v4.DescribeLogDirsResponse
+)
+# AlterReplicaLogDirs (key 34), versions 1-2
+AlterReplicaLogDirsRequest: TypeAlias = (
+    alter_replica_log_dirs_v1.AlterReplicaLogDirsRequest
+    | alter_replica_log_dirs_v2.AlterReplicaLogDirsRequest
+)
+AlterReplicaLogDirsResponse: TypeAlias = (
+    alter_replica_log_dirs_v1.AlterReplicaLogDirsResponse
+    | alter_replica_log_dirs_v2.AlterReplicaLogDirsResponse
 )
 # CreatePartitions (key 37), versions 0-3
 CreatePartitionsRequest: TypeAlias = (
