@@ -8,7 +8,8 @@ converge on the same map, in the topic's order. The topic is read ``read_committ
 default): records written in a transaction — the source offsets of an exactly-once source task
 (:mod:`sluice.connect.runtime.exactly_once`) — count once committed, never if aborted, and "the end"
 is the last stable offset. The topic is created compacted, with one
-partition (Kafka's config topic must have one: the order of config records matters).
+partition (Kafka's config topic must have one: the order of config records matters) and the
+broker's ``default.replication.factor`` (KIP-464's -1: three copies on a cluster so configured).
 
 Keys and values are JSON (Kafka Connect's formats for these topics).
 """
@@ -35,12 +36,12 @@ log = logging.getLogger("sluice.connect")
 
 
 def ensure_topic(bootstrap: str, topic: str, partitions: int, *, compacted: bool = True) -> None:
-    """Create ``topic`` unless it exists."""
+    """Create ``topic`` unless it exists, replicated as the broker's default says."""
     admin = clients.admin(bootstrap)
     if topic in admin.list_topics(timeout=30).topics:
         return
     config = {"cleanup.policy": "compact"} if compacted else {}
-    futures = admin.create_topics([NewTopic(topic, partitions, 1, config=config)])
+    futures = admin.create_topics([NewTopic(topic, partitions, -1, config=config)])
     try:
         futures[topic].result(30)
     except Exception as error:

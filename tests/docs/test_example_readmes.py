@@ -1,5 +1,6 @@
 """Every example's README.md runs as written, each from its own ``make broker`` (the spark
-pipeline's page has a file of its own; README.md's test runs the quickstart's page)."""
+pipeline's and the cluster's pages have files of their own; README.md's test runs the
+quickstart's page)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import pytest
 
 from tests.docs.conftest import ROOT, run_example_page
 
-SEPARATE = {"quickstart", "spark_pipeline"}
+SEPARATE = {"cluster", "quickstart", "spark_pipeline"}
 EXAMPLES = sorted(
     readme.parent.name
     for readme in (ROOT / "examples").glob("*/README.md")

@@ -28,13 +28,26 @@ from tests.platform.scrape import scrape_until
 QUICKSTART = Path(__file__).parents[2] / "examples" / "quickstart"
 SLUICE = str(Path(sys.executable).with_name("sluice"))
 TIERS = {1: "gold", 2: "silver", 3: "bronze", 4: "gold", 5: "silver", 6: "bronze"}
+FILES = ".sluice/quickstart"
+"""Where the pipeline's files are, in the folder of ``sluice up`` (examples/cluster: its own)."""
 
 
 class Up:
-    """One `sluice up` of the copied quickstart, in ``folder``."""
+    """One `sluice up` of the copied quickstart, in ``folder``, with its state and logs in
+    ``home`` and the pipeline's files in ``files`` (both relative to ``folder``)."""
 
-    def __init__(self, folder: Path, orders: int, rate: int = 40) -> None:
+    def __init__(
+        self,
+        folder: Path,
+        orders: int,
+        rate: float = 40,
+        *,
+        home: str = ".sluice",
+        files: str = FILES,
+    ) -> None:
         self.folder = folder
+        self.home = home
+        self.files = files
         environment = {
             **os.environ,
             "QUICKSTART_ORDERS": str(orders),
@@ -42,7 +55,7 @@ class Up:
         }
         self.output = (folder / "up.out").open("ab")
         self.process = subprocess.Popen(
-            [SLUICE, "up", "-f", "sluice.yaml"],
+            [SLUICE, "up", "-f", "sluice.yaml", "--home", home],
             cwd=folder,
             env=environment,
             stdout=self.output,
@@ -52,7 +65,7 @@ class Up:
 
     def state(self) -> dict[str, Any]:
         try:
-            state: dict[str, Any] = json.loads((self.folder / ".sluice/up.json").read_text())
+            state: dict[str, Any] = json.loads((self.folder / self.home / "up.json").read_text())
         except (OSError, ValueError):
             return {"components": []}
         self.pids |= {c["pid"] for c in state["components"] if c["pid"]}
@@ -100,10 +113,10 @@ def runs(folder: Path) -> Iterator[list[Up]]:
                 os.kill(pid, signal.SIGKILL)
 
 
-def expected(folder: Path) -> dict[tuple[str, int], tuple[float, int]]:
+def expected(folder: Path, files: str = FILES) -> dict[tuple[str, int], tuple[float, int]]:
     """Revenue and orders per (tier, minute), computed from the orders file."""
     totals: dict[tuple[str, int], list[float]] = defaultdict(lambda: [0.0, 0])
-    for line in (folder / ".sluice/quickstart/orders.jsonl").read_text().splitlines():
+    for line in (folder / files / "orders.jsonl").read_text().splitlines():
         order = json.loads(line)
         if "customer_id" not in order:  # a bad order: the app sends it to orders-dlq
             continue
@@ -113,8 +126,8 @@ def expected(folder: Path) -> dict[tuple[str, int], tuple[float, int]]:
     return {key: (round(revenue, 2), int(count)) for key, (revenue, count) in totals.items()}
 
 
-def in_sqlite(folder: Path) -> dict[tuple[str, int], tuple[float, int]]:
-    database = folder / ".sluice/quickstart/results.db"
+def in_sqlite(folder: Path, files: str = FILES) -> dict[tuple[str, int], tuple[float, int]]:
+    database = folder / files / "results.db"
     if not database.exists():
         return {}
     with sqlite3.connect(database) as db:
@@ -127,18 +140,18 @@ def in_sqlite(folder: Path) -> dict[tuple[str, int], tuple[float, int]]:
     return {(tier, start): (revenue, orders) for tier, start, revenue, orders in rows}
 
 
-def parquet_rows(folder: Path) -> list[dict[str, Any]]:
-    table = folder / ".sluice/quickstart/lake/revenue-by-tier"
+def parquet_rows(folder: Path, files: str = FILES) -> list[dict[str, Any]]:
+    table = folder / files / "lake/revenue-by-tier"
     if not any(table.glob("**/*.parquet")):
         return []
     rows: list[dict[str, Any]] = pq.read_table(table).to_pylist()
     return rows
 
 
-def in_parquet(folder: Path) -> dict[tuple[str, int], tuple[float, int]]:
+def in_parquet(folder: Path, files: str = FILES) -> dict[tuple[str, int], tuple[float, int]]:
     """The last update of each window (the one with the most orders)."""
     latest: dict[tuple[str, int], tuple[float, int]] = {}
-    for row in parquet_rows(folder):
+    for row in parquet_rows(folder, files):
         key = (row["tier"], row["window_start"])
         if key not in latest or row["orders"] > latest[key][1]:
             latest[key] = (row["revenue"], row["orders"])
@@ -149,8 +162,8 @@ def wait_for_results(run: Up, orders: int, timeout: float = 240) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         assert run.process.poll() is None, run.log()
-        sqlite_orders = sum(count for _, count in in_sqlite(run.folder).values())
-        parquet_orders = sum(count for _, count in in_parquet(run.folder).values())
+        sqlite_orders = sum(count for _, count in in_sqlite(run.folder, run.files).values())
+        parquet_orders = sum(count for _, count in in_parquet(run.folder, run.files).values())
         if sqlite_orders >= orders and parquet_orders >= orders:
             return
         time.sleep(1)
@@ -168,9 +181,9 @@ def wait_restarted(run: Up, name: str, old_pid: int, timeout: float = 60) -> Non
     raise AssertionError(f"{name} was not restarted:\n{run.log()}")
 
 
-def assert_matches_input(folder: Path) -> None:
-    want = expected(folder)
-    for found in (in_sqlite(folder), in_parquet(folder)):
+def assert_matches_input(folder: Path, files: str = FILES) -> None:
+    want = expected(folder, files)
+    for found in (in_sqlite(folder, files), in_parquet(folder, files)):
         assert found.keys() == want.keys()
         for key, (revenue, count) in want.items():
             assert found[key][1] == count, key

@@ -13,6 +13,7 @@ from functools import partial
 from pathlib import Path
 
 from tests.e2e.test_quickstart import (
+    FILES,
     Up,
     assert_matches_input,
     folder,  # noqa: F401 - the fixture, used by name
@@ -29,10 +30,10 @@ SPACING_S = 2.0  # at least, between two kills
 SOURCE_TASK_STARTED = "task orders-file-0: exactly-once"  # the worker's log line
 
 
-def orders_written(where: Path) -> int:
+def orders_written(where: Path, files: str = FILES) -> int:
     """The orders the generator appended so far."""
     try:
-        with (where / ".sluice/quickstart/orders.jsonl").open("rb") as lines:
+        with (where / files / "orders.jsonl").open("rb") as lines:
             return sum(1 for _ in lines)
     except FileNotFoundError:
         return 0
