@@ -54,11 +54,13 @@ def test_the_follower_holds_throttled_partitions_to_its_rate(
             if free_done is None and free.log.log_end_offset == RECORDS:
                 free_done = now
             await asyncio.sleep(0.02)
+        samples.append((time.monotonic(), throttled.log.log_end_offset))
         assert free_done is not None, "the partition without throttle came first"
         t0, n0 = next((t, n) for t, n in samples if n >= RECORDS // 4)
         t1, n1 = next((t, n) for t, n in samples if n >= RECORDS * 9 // 10)
         rate = (n1 - n0) * size / RECORDS / (t1 - t0)
-        assert rate == pytest.approx(RATE, rel=0.25), f"copied at {rate:.0f} B/s, not {RATE}"
+        # never faster than the throttle; slower only as much as a loaded machine makes it
+        assert RATE * 0.5 < rate < RATE * 1.25, f"copied at {rate:.0f} B/s, not {RATE}"
         assert free_done - samples[0][0] < (t1 - samples[0][0]) / 2
         assert fetcher.throttles.follower.rate() > 0, "the bytes received were recorded"
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from tests.connect.worker_helpers import wait
 from tests.connectors.postgres.fixtures import CaptureFactory, Database
 
 
@@ -21,7 +22,8 @@ def test_the_slot_is_confirmed_only_after_the_runtime_committed(
         assert not cdc.task.poll()
     assert db.confirmed_flush() < records[0].source_offset["lsn_commit"]
     cdc.commit(records)
-    assert db.confirmed_flush() >= written
+    # the slot moves when PostgreSQL has read the status update the commit sent: wait for it
+    wait(lambda: db.confirmed_flush() >= written, "the slot confirmed after the commit")
 
 
 def test_a_restart_resumes_from_the_committed_offset_without_loss(
@@ -74,7 +76,8 @@ def test_a_transaction_committed_halfway_resumes_at_its_next_change(
         ("c", 100),
     ]
     second.commit()
-    assert db.confirmed_flush() > rest[-1].source_offset["lsn_commit"]
+    last = rest[-1].source_offset["lsn_commit"]
+    wait(lambda: db.confirmed_flush() > last, "the slot confirmed after the commit")
     second.task.stop()
     third = capture(offsets=second.offsets, snapshot_mode="never")
     assert not third.task.poll()

@@ -8,7 +8,7 @@ import pytest
 
 from sluice.connect.api.errors import ConnectError
 from sluice.connectors.postgres import PostgresCdcConnector, PostgresCdcTask
-from tests.connect.worker_helpers import in_process_herder
+from tests.connect.worker_helpers import in_process_herder, wait
 from tests.connectors.postgres.fixtures import (
     CaptureFactory,
     Database,
@@ -43,7 +43,7 @@ def test_heartbeats_advance_the_slot_while_captured_tables_are_idle(
     assert isinstance(beat.value.get("ts_ms"), int)
     assert db.confirmed_flush() < written  # not before the runtime committed the heartbeat
     cdc.commit()
-    assert db.confirmed_flush() >= written
+    wait(lambda: db.confirmed_flush() >= written, "the slot confirmed after the commit")
 
 
 def test_a_slot_in_use_is_a_clear_error_and_nothing_is_changed(
