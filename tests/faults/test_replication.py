@@ -333,11 +333,16 @@ def test_consume_transform_produce_is_exactly_once_through_a_coordinator_kill(
         cluster.kill(coordinator)
         done = loop.transactions
         producer.wait_acked(producer.acked + ACKED_BETWEEN_FAULTS, timeout=60)
-        cluster.wait_until(
-            lambda: loop.transactions >= done + 3,
-            f"copy transactions after the coordinator (broker {coordinator}) died",
-            90,
-        )
+        try:
+            cluster.wait_until(
+                lambda: loop.transactions >= done + 3,
+                f"copy transactions after the coordinator (broker {coordinator}) died",
+                90,
+            )
+        except AssertionError as exc:
+            raise AssertionError(
+                f"the copy loop's errors {loop.errors[-5:]}, fatal {loop.fatal}; {exc}"
+            ) from None
     finally:
         producer.stop()
     expected = {p: sorted(v for v, (q, _) in source.acks.items() if q == p) for p in range(3)}
