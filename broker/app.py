@@ -14,13 +14,19 @@ import asyncio
 import contextlib
 import logging
 import signal
+from collections.abc import Sequence
 
 import uvloop
 
 from sluice.broker import metrics
 from sluice.broker.broker import Broker, new_cluster_id
 from sluice.broker.config import BrokerConfig
-from sluice.broker.security.listeners import parse_listeners
+from sluice.broker.security.inter_broker import (
+    INTER_BROKER_KEYS,
+    InterBrokerSecurity,
+    inter_broker_security,
+)
+from sluice.broker.security.listeners import Listener, parse_listeners
 from sluice.broker.server import Server
 from sluice.errors import ConfigError
 from sluice.metrics import AsyncMetricsServer, serve_metrics_async
@@ -35,18 +41,25 @@ async def run(
     metrics_listen: str | None = None,
 ) -> None:
     """Run the broker until SIGTERM/SIGINT (or cancellation); see the module docstring."""
-    listeners = parse_listeners(config, cluster=bool(config["zookeeper.connect"]))
+    listeners = parse_listeners(config)
+    # checked on one node too when set (Kafka's rules), used in a cluster only
+    security = (
+        inter_broker_security(config, listeners)
+        if config["zookeeper.connect"] or INTER_BROKER_KEYS & config.explicit
+        else None
+    )
     broker = Broker(config)
     server = Server(broker)
     exporter: AsyncMetricsServer | None = None
     if metrics_listen:
         exporter = await serve_metrics_async(metrics_listen, metrics.registry(broker, server))
     try:
-        await _open(broker)
+        await _open(broker, listeners, security)
         for listener in listeners:
             await server.start(listener.host, listener.port, listener)
         if broker.cluster is not None:
             await _join(broker)
+        server.serve_requests()
     except BaseException:
         if exporter is not None:
             await exporter.close()
@@ -88,9 +101,12 @@ async def run(
         raise SystemExit(f"stopped: log directories offline ({broker.log_dirs.describe()})")
 
 
-async def _open(broker: Broker) -> None:
+async def _open(
+    broker: Broker, listeners: Sequence[Listener], security: InterBrokerSecurity | None
+) -> None:
     """Recover the data directory; in a cluster, connect to its metadata store first (its
-    cluster id is the data directory's) and take no leadership until the cluster gives it."""
+    cluster id is the data directory's) and take no leadership until the cluster gives it;
+    the member registers ``listeners`` and reaches the other brokers as ``security`` says."""
     config = broker.config
     connect = config["zookeeper.connect"]
     if not connect:
@@ -100,6 +116,8 @@ async def _open(broker: Broker) -> None:
     from sluice.broker.cluster.member import ClusterMember
     from sluice.broker.cluster.metadata_store import MetadataStoreError
     from sluice.broker.cluster.zookeeper import ZooKeeperMetadataStore
+    from sluice.broker.quotas.store import ZooKeeperQuotaStore, follow
+    from sluice.broker.security.acl_store import ZooKeeperAclStore
     from sluice.broker.security.credential_store import ZooKeeperScramStore
 
     try:
@@ -118,9 +136,37 @@ async def _open(broker: Broker) -> None:
     except BaseException:
         await asyncio.to_thread(store.close)
         raise
-    broker.cluster = ClusterMember(broker, store)
+    assert security is not None  # always read in a cluster
+    broker.cluster = ClusterMember(broker, store, listeners=listeners, security=security)
     broker.scram_credentials = ZooKeeperScramStore(store)
+    broker.quota_store = quota_store = ZooKeeperQuotaStore(store)
+    broker.quota_watch = await follow(quota_store, broker.client_quotas.configure)
+    broker.acl_store = ZooKeeperAclStore(store)
+    await _follow_acls(broker)
     broker.cluster.prepare()
+
+
+async def _follow_acls(broker: Broker) -> None:
+    """Load the cluster's ACLs and reload them at every change notification (a watch)."""
+    authorizer = broker.authorizer
+    if authorizer is None:
+        return
+    loop = asyncio.get_running_loop()
+    authorizer.replace(await asyncio.to_thread(broker.acl_store.load))
+    reloading: set[asyncio.Task[None]] = set()
+
+    async def reload() -> None:
+        authorizer.replace(await asyncio.to_thread(broker.acl_store.load))
+
+    def changed() -> None:
+        task = loop.create_task(reload())
+        reloading.add(task)
+        task.add_done_callback(reloading.discard)
+
+    def notified() -> None:  # on the ZooKeeper client's thread
+        loop.call_soon_threadsafe(changed)
+
+    await asyncio.to_thread(broker.acl_store.watch, notified)
 
 
 async def _join(broker: Broker) -> None:

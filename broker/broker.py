@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 
 from sluice.broker.cluster.metadata_cache import PartitionInfo, TopicInfo
 from sluice.broker.config import BrokerConfig
+from sluice.broker.config_keys.security_keys import super_users
 from sluice.broker.dynamic_config import DynamicBrokerConfigs
 from sluice.broker.errors import KafkaError
 from sluice.broker.fetch_session import FetchSessionCache
@@ -34,7 +35,11 @@ from sluice.broker.producer_ids import (
     ProducerIdManager,
     ProducerIdsUnavailableError,
 )
+from sluice.broker.quotas.manager import ClientQuotaManager
+from sluice.broker.quotas.store import FileQuotaStore, QuotaStore
 from sluice.broker.replication.quota import ReplicationThrottles
+from sluice.broker.security.acl_store import AclStore, FileAclStore
+from sluice.broker.security.authorizer import Authorizer
 from sluice.broker.security.credential_store import FileScramStore, ScramStore
 from sluice.broker.topics import Topic, TopicManager, validate_topic_name
 from sluice.broker.txn.coordinator import TXN_TOPIC, TransactionCoordinator
@@ -43,6 +48,7 @@ from sluice.errors import ConfigError, StorageError
 
 if TYPE_CHECKING:
     from sluice.broker.cluster.member import ClusterMember
+    from sluice.broker.cluster.metadata_store import Watch
 
 log = logging.getLogger(__name__)
 
@@ -96,6 +102,26 @@ class Broker:
         """The leader and follower replication quotas (:mod:`.replication.quota`)."""
         self.scram_credentials: ScramStore = FileScramStore(self.data_dir)
         """Users' SCRAM credentials: the data directory's, or ZooKeeper's once in a cluster."""
+        self.client_quotas = ClientQuotaManager(
+            samples=int(config["quota.window.num"]),
+            window_s=float(config["quota.window.size.seconds"]),
+        )
+        """The client quotas in force and their rates (:mod:`.quotas.manager`)."""
+        self.quota_store: QuotaStore = FileQuotaStore(self.data_dir)
+        """Where the client quotas are kept: the data directory's, or ZooKeeper's in a cluster."""
+        self.quota_watch: Watch | None = None
+        """In a cluster, the watch that reloads the quotas at each change notification."""
+        self.authorizer: Authorizer | None = (
+            Authorizer(
+                super_users(config["super.users"]),
+                allow_everyone_if_no_acl_found=config["allow.everyone.if.no.acl.found"],
+            )
+            if config["authorizer.class.name"]
+            else None
+        )
+        """The ACLs' decisions (``authorizer.class.name``); None: every request is allowed."""
+        self.acl_store: AclStore = FileAclStore(self.data_dir)
+        """Where the ACLs are kept: the data directory's, or ZooKeeper's once in a cluster."""
         self._tasks: list[asyncio.Task[None]] = []
         self.cluster: ClusterMember | None = None
         """The broker's membership of a cluster (``zookeeper.connect``); None on one node."""
@@ -114,7 +140,13 @@ class Broker:
         self.replication_throttles.configure(self.config)
         self.topics.broker_config = self.config
         self.topics.load()
+        if cluster_id is None and self.authorizer is not None:
+            try:
+                self.authorizer.replace(self.acl_store.load())
+            except ValueError as exc:  # a damaged acls.json: not guessed at, not ignored
+                raise StorageError(str(exc)) from None
         if cluster_id is None:
+            self.client_quotas.configure(self.quota_store.load())
             self.producer_ids = ProducerIdManager(LocalBlocks(self.data_dir))
             self.groups.load()
             self.transactions.load()
@@ -190,16 +222,20 @@ class Broker:
 
     # -- the cluster as clients see it ----------------------------------------------------
 
-    def live_brokers(self, endpoint: tuple[str, int] | None = None) -> list[NodeEndpoint]:
+    def live_brokers(
+        self, endpoint: tuple[str, int] | None = None, listener: str | None = None
+    ) -> list[NodeEndpoint]:
         """The brokers clients may connect to, by node id: this one alone on one node, at
         ``endpoint`` (the advertised endpoint of the listener the request came in on) or its
-        first listener's."""
+        first listener's; in a cluster, each live broker at its endpoint on ``listener`` (the
+        request's listener; None: the inter-broker one), leaving out those without it (Kafka)."""
         if self.cluster is None:
             host, port = endpoint or (self.host, self.port)
             return [NodeEndpoint(self.node_id, host, port, self.config["broker.rack"])]
+        name = listener or self.cluster.cache.inter_broker_listener
         endpoints = []
         for node_id, live in sorted(self.cluster.cache.brokers.items()):
-            found = live.registration.endpoint("PLAINTEXT")
+            found = live.registration.endpoint(name)
             if found is not None:
                 endpoints.append(
                     NodeEndpoint(node_id, found.host, found.port, live.registration.rack)

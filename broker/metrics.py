@@ -21,6 +21,10 @@ Names (the full table with Kafka's JMX names is in ``docs/broker.md``, "Metrics"
 - ``kafka_server_{leader,follower}_replication_byte_rate`` and ``…_throttled_rate`` (the
   replication quotas, Kafka's ``LeaderReplication``/``FollowerReplication`` ``byte-rate``, and
   their bounds; a side without throttle measures nothing);
+- ``kafka_server_{produce,fetch,request}_throttle_time_seconds_total`` and
+  ``…_throttled_responses_total`` (the client quotas: ``producer_byte_rate``,
+  ``consumer_byte_rate``, ``request_percentage``; Kafka's Produce/Fetch/Request
+  ``throttle-time``);
 - ``kafka_network_request_metrics_requests_total{request}`` and the histogram
   ``kafka_network_request_metrics_total_time_ms{request}`` (RequestMetrics);
 - ``kafka_log_log_size{topic,partition}``, ``…_log_start_offset``, ``…_log_end_offset``,
@@ -49,6 +53,11 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Histo
 from prometheus_client.registry import Collector, CollectorRegistry
 
 from sluice.broker.cluster.metadata_cache import NO_LEADER
+from sluice.broker.quotas.config import (
+    CONSUMER_BYTE_RATE,
+    PRODUCER_BYTE_RATE,
+    REQUEST_PERCENTAGE,
+)
 
 if TYPE_CHECKING:
     from prometheus_client.metrics_core import Metric
@@ -57,6 +66,10 @@ if TYPE_CHECKING:
     from sluice.broker.server import Server
 
 __all__ = ["LATENCY_BUCKETS_MS", "BrokerCollector", "RequestMetrics", "registry"]
+
+_QUOTA_KINDS = {PRODUCER_BYTE_RATE: "produce", CONSUMER_BYTE_RATE: "fetch",
+                REQUEST_PERCENTAGE: "request"}  # fmt: skip
+"""Each client quota and Kafka's name of its sensor type."""
 
 
 LATENCY_BUCKETS_MS: tuple[float, ...] = (
@@ -158,6 +171,23 @@ class BrokerCollector(Collector):
         yield from self._group_families()
         yield from self._fetch_session_families()
         yield from self._replication_quota_families()
+        yield from self._client_quota_families()
+
+    def _client_quota_families(self) -> Iterator[Metric]:
+        quotas = self.broker.client_quotas
+        for key, kind in _QUOTA_KINDS.items():
+            seconds = CounterMetricFamily(
+                f"kafka_server_{kind}_throttle_time_seconds",
+                f"Throttle time given to clients over their {key} (Kafka's {kind.title()} "
+                "throttle-time).",
+            )
+            seconds.add_metric([], quotas.throttle_time_s[key])
+            throttled = CounterMetricFamily(
+                f"kafka_server_{kind}_throttled_responses",
+                f"Responses throttled for {key}.",
+            )
+            throttled.add_metric([], quotas.throttled[key])
+            yield from (seconds, throttled)
 
     def _replication_quota_families(self) -> Iterator[Metric]:
         throttles = self.broker.replication_throttles

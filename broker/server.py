@@ -31,6 +31,13 @@ before the authentication completes closes the connection, nothing served (Kafka
 a v0 SaslHandshake the client's frames are raw SASL tokens, answered with raw tokens; a
 handler that sets :attr:`Connection.close_after_ms` (a failed authentication) gets its
 response sent, then the connection closed that long after (:mod:`sluice.broker.handlers.sasl`).
+A connection whose SASL session ended (KIP-368) is closed at its next request unless that
+request is a SaslHandshake starting a re-authentication.
+
+Client quotas (:mod:`sluice.broker.quotas`): when any is configured, each request is recorded
+against its connection's quotas after its handler ran; one over its quota gets the throttle
+time in its response's ``throttle_time_ms``, sent at once, and the connection reads nothing
+more for that long (KIP-219's muting). With none configured this costs one attribute read.
 """
 
 from __future__ import annotations
@@ -39,6 +46,7 @@ import asyncio
 import functools
 import logging
 import struct
+import time
 from collections import deque
 from time import perf_counter
 from typing import Any
@@ -65,6 +73,7 @@ from sluice.broker.protocol.codec import (
 from sluice.broker.protocol.context import Connection
 from sluice.broker.protocol.deferred import Deferred
 from sluice.broker.protocol.fetch_response import FetchAnswer, OutgoingFrame
+from sluice.broker.quotas.requests import EXEMPT, record_request, with_throttle
 from sluice.broker.security.listeners import Listener
 from sluice.broker.security.sasl import SaslAuthenticationError
 
@@ -96,6 +105,8 @@ class Server:
         self._servers: list[asyncio.Server] = []
         """One per listener."""
         self._connections: set[asyncio.Task[None]] = set()
+        self._serving = asyncio.Event()
+        """Set by :meth:`serve_requests`: until then connections are accepted and wait."""
         self.requests = RequestMetrics()
         """Count and latency of the requests answered, per request name (Kafka's: FetchConsumer
         and FetchFollower apart; :mod:`sluice.broker.metrics`)."""
@@ -123,6 +134,13 @@ class Server:
             ssl=listener.tls.context if listener is not None and listener.tls else None,
         )
         self._servers.append(server)
+
+    def serve_requests(self) -> None:
+        """Start answering requests (Kafka's ``enableRequestProcessing``). The listeners are
+        open before — a cluster member registers endpoints that already accept connections —
+        but a client is served only once the broker is ready: a member that has not
+        registered yet would answer Metadata without itself among the brokers."""
+        self._serving.set()
 
     async def close(self) -> None:
         for server in self._servers:
@@ -158,6 +176,7 @@ class Server:
             log.exception("closing connection from %s after an unexpected error", peer)
 
     async def _serve(self, conn: FrameProtocol, peer: Any, listener: Listener | None) -> None:
+        await self._serving.wait()
         client = Connection(f"/{peer[0]}" if isinstance(peer, tuple) else str(peer), listener)
         if listener is not None and listener.tls is not None and listener.sasl is None:
             assert conn.transport is not None  # an SSL listener: the certificate's principal
@@ -185,6 +204,9 @@ class Server:
                 if not client.authenticated and not _before_authentication(frame, client):
                     conn.done_with(frame)
                     return
+                if client.session_expires_at is not None and _expired(frame, client):
+                    conn.done_with(frame)
+                    return
                 if in_order is not None and (
                     len(in_order) >= MAX_OWED or read_prefix(frame).api_key != PRODUCE
                 ):
@@ -203,6 +225,9 @@ class Server:
                     in_order.add(_done(response))
                 else:
                     await _send(conn, response)
+                if client.throttle_ms:  # over a client quota: muted that long (KIP-219)
+                    await asyncio.sleep(client.throttle_ms / 1000)
+                    client.throttle_ms = 0
                 if client.close_after_ms is not None:  # a failed authentication
                     await asyncio.sleep(client.close_after_ms / 1000)
                     return
@@ -250,14 +275,33 @@ class Server:
         metric = METRIC_NAMES[prefix.api_key]
         if prefix.api_key == FETCH and fetch.replica_id(request) >= 0:
             metric = "FetchFollower"  # Kafka's name for a follower's replica fetches
+        quotas = self.broker.client_quotas
+        if quotas.enabled and metric != "FetchFollower" and prefix.api_key not in EXEMPT:
+            client.throttle_ms = record_request(
+                quotas, prefix.api_key, client.principal, client.client_id, len(frame),
+                response, perf_counter() - started,
+            )  # fmt: skip
+            if isinstance(response, Deferred):
+                return asyncio.ensure_future(
+                    self._encode_later(prefix, response, metric, started, client.throttle_ms)
+                )
+            response = with_throttle(response, client.throttle_ms)
         if isinstance(response, Deferred):
             return asyncio.ensure_future(self._encode_later(prefix, response, metric, started))
         return self._encode(prefix, response, metric, started)
 
     async def _encode_later(
-        self, prefix: RequestPrefix, deferred: Deferred[Any], metric: str, started: float
+        self,
+        prefix: RequestPrefix,
+        deferred: Deferred[Any],
+        metric: str,
+        started: float,
+        throttle_ms: int = 0,
     ) -> Response:
-        return self._encode(prefix, await deferred.answer, metric, started)
+        answer = await deferred.answer
+        if throttle_ms:
+            answer = with_throttle(answer, throttle_ms)
+        return self._encode(prefix, answer, metric, started)
 
     def _encode(
         self, prefix: RequestPrefix, response: Any, metric: str, started: float
@@ -292,6 +336,24 @@ def _before_authentication(frame: bytes | memoryview, client: Connection) -> boo
             api_key,
         )
     return allowed
+
+
+def _expired(frame: bytes | memoryview, client: Connection) -> bool:
+    """Whether the connection's SASL session ended (KIP-368) and ``frame`` does not start a
+    re-authentication: then the connection is closed, nothing served (Kafka's rule)."""
+    assert client.session_expires_at is not None
+    if time.monotonic() < client.session_expires_at or not client.authenticated:
+        return False
+    if read_prefix(frame).api_key == SASL_HANDSHAKE:
+        return False
+    log.info(
+        "closing connection from %s on listener %s: its SASL session of %s ended and was "
+        "not renewed (connections.max.reauth.ms, or the credential expired)",
+        client.client_host,
+        client.listener.name if client.listener is not None else "-",
+        client.principal,
+    )
+    return True
 
 
 async def _send(conn: FrameProtocol, response: Response) -> None:

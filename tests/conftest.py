@@ -90,8 +90,8 @@ class BrokerProcess:
             "start",
             "--config",
             str(props),
-            "--listen",
-            self.bootstrap,
+            # ``listeners`` in the config (named listeners, the first on self.port) wins
+            *(() if "listeners" in self.config else ("--listen", self.bootstrap)),
             "--data-dir",
             ",".join(map(str, (self.data_dir, *self.more_log_dirs))),
             *self.args,

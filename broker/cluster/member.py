@@ -5,8 +5,9 @@ registration, the metadata cache and its watches, the session, and the parts it 
 they run in the loop's default executor; its watch callbacks run on the store's thread and are
 handed to the loop with ``call_soon_threadsafe``. What it does:
 
-- at start, registers the broker (``/brokers/ids/<id>``, refused when another live broker has
-  the id) once the listener accepts connections, reads every topic's assignment and state once
+- at start, registers the broker (``/brokers/ids/<id>``: every listener's advertised endpoint
+  and protocol; refused when another live broker has the id) once the listeners accept
+  connections, reads every topic's assignment and state once
   (so that a broker that says it is ready knows them), and starts the
   :class:`~.controller.Controller` thread that runs for the office;
 - watches the live brokers, the controller, the topics, each topic's assignment and each of its
@@ -27,7 +28,7 @@ import contextlib
 import functools
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from sluice.broker.cluster.admin import ClusterAdmin
@@ -49,27 +50,43 @@ from sluice.broker.cluster.model import (
     Versioned,
 )
 from sluice.broker.cluster.replica_manager import ReplicaManager
+from sluice.broker.security.inter_broker import PLAINTEXT, InterBrokerSecurity
 
 if TYPE_CHECKING:
     from sluice.broker.broker import Broker
     from sluice.broker.log_dirs import LogDir
+    from sluice.broker.security.listeners import Listener
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
-LISTENER = "PLAINTEXT"
 REGISTER_RETRY_S = 1.0
 
 
 class ClusterMember:
-    """See the module docstring. ``store`` is connected; :meth:`start` registers."""
+    """See the module docstring. ``store`` is connected; :meth:`start` registers.
 
-    def __init__(self, broker: Broker, store: MetadataStore) -> None:
+    ``listeners``: the broker's listeners, each advertised endpoint registered (none given: one
+    PLAINTEXT endpoint, the broker's address); ``security``: the inter-broker listener and how
+    connections to the other brokers are secured on it
+    (:func:`~sluice.broker.security.inter_broker.inter_broker_security`)."""
+
+    def __init__(
+        self,
+        broker: Broker,
+        store: MetadataStore,
+        *,
+        listeners: Sequence[Listener] = (),
+        security: InterBrokerSecurity = PLAINTEXT,
+    ) -> None:
         self.broker = broker
         self.store = store
         self.broker_id = broker.node_id
-        self.cache = ClusterMetadata()
+        self.listeners = tuple(listeners)
+        self.security = security
+        self.cache = ClusterMetadata(inter_broker_listener=security.listener)
+        broker.transactions.markers.security = security
         self.broker_epoch = -1
         config = broker.config
         self.controller = Controller(
@@ -81,7 +98,7 @@ class ClusterMember:
             else None,
             imbalance_percentage=config["leader.imbalance.per.broker.percentage"],
         )
-        self.replicas = ReplicaManager(broker, store, self.cache)
+        self.replicas = ReplicaManager(broker, store, self.cache, security)
         self.admin = ClusterAdmin(store, self.cache)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._watches: list[Watch] = []
@@ -381,11 +398,18 @@ class ClusterMember:
     # -- plumbing ---------------------------------------------------------------------------
 
     def _registration(self) -> BrokerRegistration:
-        host, port = self.broker.host, self.broker.port
+        """Every listener's advertised endpoint, with its security protocol (Kafka's
+        ``endpoints`` and ``listener_security_protocol_map``)."""
+        if self.listeners:
+            endpoints = tuple(Endpoint(lst.name, *lst.advertised) for lst in self.listeners)
+            protocols = {lst.name: lst.protocol for lst in self.listeners}
+        else:
+            endpoints = (Endpoint("PLAINTEXT", self.broker.host, self.broker.port),)
+            protocols = {"PLAINTEXT": "PLAINTEXT"}
         return BrokerRegistration(
             self.broker_id,
-            (Endpoint(LISTENER, host, port),),
-            {LISTENER: LISTENER},
+            endpoints,
+            protocols,
             rack=self.broker.config["broker.rack"],
             timestamp_ms=int(time.time() * 1000),
         )

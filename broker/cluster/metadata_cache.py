@@ -68,6 +68,9 @@ class ClusterMetadata:
     offline_replicas: dict[int, frozenset[TopicPartition]] = field(default_factory=dict)
     """Per broker, its replicas on a failed log directory (``/log_dir_event_notification``):
     listed as offline replicas, as Kafka's metadata lists them."""
+    inter_broker_listener: str = "PLAINTEXT"
+    """The listener brokers connect to each other on (``inter.broker.listener.name``): the
+    endpoint :meth:`endpoint` gives when no listener is named."""
 
     # -- updates (from the store's watches) -------------------------------------------------
 
@@ -129,10 +132,12 @@ class ClusterMetadata:
             index, leader, state.value.leader_epoch, replicas, state.value.isr, offline
         )
 
-    def endpoint(self, node_id: int, listener: str = "PLAINTEXT") -> tuple[str, int] | None:
-        """The advertised host and port of a live broker (None: not live, or no such listener)."""
+    def endpoint(self, node_id: int, listener: str | None = None) -> tuple[str, int] | None:
+        """The advertised host and port of a live broker on ``listener`` (None: the
+        inter-broker listener); None: not live, or it has no such listener."""
         live = self.brokers.get(node_id)
-        found = None if live is None else live.registration.endpoint(listener)
+        name = self.inter_broker_listener if listener is None else listener
+        found = None if live is None else live.registration.endpoint(name)
         return None if found is None else (found.host, found.port)
 
     def leader_of(self, topic: str, index: int) -> int:

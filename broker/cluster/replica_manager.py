@@ -36,6 +36,7 @@ from sluice.broker.replication.hw_checkpoint import (
     write_high_watermarks,
 )
 from sluice.broker.replication.leadership import Leadership
+from sluice.broker.security.inter_broker import PLAINTEXT, InterBrokerSecurity
 from sluice.broker.topics import Partition
 from sluice.errors import StorageError
 
@@ -48,13 +49,23 @@ log = logging.getLogger(__name__)
 class ReplicaManager:
     """See the module docstring."""
 
-    def __init__(self, broker: Broker, store: MetadataStore, cache: ClusterMetadata) -> None:
+    def __init__(
+        self,
+        broker: Broker,
+        store: MetadataStore,
+        cache: ClusterMetadata,
+        security: InterBrokerSecurity = PLAINTEXT,
+    ) -> None:
         self.broker = broker
         self.store = store
         self.cache = cache
         self.broker_id = broker.node_id
         self.fetchers = ReplicaFetcherManager(
-            self.broker_id, broker.config, broker.clock, throttles=broker.replication_throttles
+            self.broker_id,
+            broker.config,
+            broker.clock,
+            throttles=broker.replication_throttles,
+            security=security,
         )
         self.fetchers.on_storage_error = self._storage_error
         self.closed = False

@@ -69,6 +69,12 @@ LOG_DIR_EVENT_PREFIX = "log_dir_event_"
 LOG_DIR_FAILURE = 1
 """Kafka's ``LogDirEventNotificationHandler.LogDirFailure``."""
 LATEST_PRODUCER_ID_BLOCK = "/latest_producer_id_block"
+#: Kafka's ACL znodes (ZooKeeper era): ``/kafka-acl/<Type>/<name>`` for LITERAL patterns,
+#: ``/kafka-acl-extended/prefixed/<Type>/<name>`` for PREFIXED ones (KIP-290), each with the
+#: sequential change notifications ``acl_changes_<n>`` of its own change path.
+ACL_ROOTS = ("/kafka-acl", "/kafka-acl-extended/prefixed")
+ACL_CHANGE_ROOTS = ("/kafka-acl-changes", "/kafka-acl-extended-changes")
+ACL_CHANGE_PREFIX = "acl_changes_"
 
 #: Kafka's config entity types (``ConfigType``); the store writes ``topics`` and ``brokers``.
 CONFIG_ENTITY_TYPES = ("topics", "clients", "users", "brokers", "ips")
@@ -121,6 +127,12 @@ def partitions_path(topic: str) -> str:
 def partition_state_path(topic: str, partition: int) -> str:
     """``/brokers/topics/<t>/partitions/<p>/state``."""
     return f"{partitions_path(topic)}/{partition}/state"
+
+
+def acl_changes_path(acl_path: str) -> str:
+    """The change path of an ACL znode: literal's or extended's."""
+    extended = acl_path.startswith(ACL_ROOTS[1] + "/")
+    return ACL_CHANGE_ROOTS[1] if extended else ACL_CHANGE_ROOTS[0]
 
 
 def config_path(entity_type: str, name: str) -> str:

@@ -87,6 +87,20 @@ BROKER_KEYS: dict[str, ConfigKey] = {
             check=at_least(0),
         ),
         ConfigKey(
+            "quota.window.num",
+            ConfigType.INT,
+            11,
+            "Samples over which the client quotas measure their rates (docs/security.md).",
+            check=at_least(1),
+        ),
+        ConfigKey(
+            "quota.window.size.seconds",
+            ConfigType.INT,
+            1,
+            "Length of each sample of the client quotas' rates.",
+            check=at_least(1),
+        ),
+        ConfigKey(
             "socket.request.max.bytes",
             ConfigType.INT,
             104_857_600,
@@ -297,6 +311,5 @@ INERT_BROKER_KEYS = frozenset(
         "process.roles",
         "controller.quorum.voters",
         "controller.listener.names",
-        "inter.broker.listener.name",
     }
 )

@@ -26,12 +26,14 @@ from sluice.broker.config_keys.key import ConfigKey, ConfigType
 from sluice.broker.config_keys.validators import at_least
 
 __all__ = [
+    "AUTHORIZER_CLASS_NAMES",
     "DEFAULT_PROTOCOL_MAP",
     "SASL_MECHANISMS",
     "SECURITY_BROKER_KEYS",
     "SECURITY_PROTOCOLS",
     "SSL_KEYS",
     "listener_key",
+    "super_users",
 ]
 
 SECURITY_PROTOCOLS: Final = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
@@ -64,11 +66,64 @@ def _mechanisms(value: Any) -> str | None:
     return None
 
 
-def _no_reauthentication(value: Any) -> str | None:
-    return None if value == 0 else "re-authentication (KIP-368) is not implemented yet: only 0"
+AUTHORIZER_CLASS_NAMES: Final = (
+    "kafka.security.authorizer.AclAuthorizer",
+    "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+    "sluice.broker.security.authorizer.Authorizer",
+)
+"""The ``authorizer.class.name`` values that turn Sluice's authorizer on (Kafka's two)."""
+
+
+def _authorizer(value: Any) -> str | None:
+    if not value or value in AUTHORIZER_CLASS_NAMES:
+        return None
+    return "must be empty (no authorization) or one of " + ", ".join(AUTHORIZER_CLASS_NAMES)
+
+
+def super_users(value: str | None) -> list[str]:
+    """The principals of a ``super.users`` value (``;``-separated, Kafka's).
+
+    >>> super_users("User:admin; User:broker")
+    ['User:admin', 'User:broker']
+    """
+    return [p.strip() for p in (value or "").split(";") if p.strip()]
+
+
+def _super_users(value: Any) -> str | None:
+    wrong = [p for p in super_users(value) if not p.partition(":")[2]]
+    return f"{', '.join(wrong)}: each principal must be TYPE:NAME (User:alice)" if wrong else None
+
+
+def _inter_broker_protocol(value: Any) -> str | None:
+    known = ", ".join(SECURITY_PROTOCOLS)
+    return None if value in SECURITY_PROTOCOLS else f"must be one of {known}"
 
 
 SECURITY_BROKER_KEYS: tuple[ConfigKey, ...] = (
+    ConfigKey(
+        "authorizer.class.name",
+        ConfigType.STRING,
+        "",
+        "The authorizer that checks every request against the ACLs: empty for none (everyone "
+        "may do everything); Kafka's kafka.security.authorizer.AclAuthorizer and "
+        "org.apache.kafka.metadata.authorizer.StandardAuthorizer both mean Sluice's.",
+        check=_authorizer,
+    ),
+    ConfigKey(
+        "super.users",
+        ConfigType.STRING,
+        "",
+        "Principals allowed every operation whatever the ACLs, ';'-separated "
+        "(User:admin;User:broker). With PLAINTEXT inter-broker listeners, brokers are "
+        "User:ANONYMOUS.",
+        check=_super_users,
+    ),
+    ConfigKey(
+        "allow.everyone.if.no.acl.found",
+        ConfigType.BOOLEAN,
+        False,
+        "With an authorizer: whether a resource no ACL names is open to everyone.",
+    ),
     ConfigKey(
         "listener.security.protocol.map",
         ConfigType.LIST,
@@ -97,9 +152,34 @@ SECURITY_BROKER_KEYS: tuple[ConfigKey, ...] = (
         "connections.max.reauth.ms",
         ConfigType.LONG,
         0,
-        "Session lifetime of SASL connections before re-authentication (KIP-368): 0 only; "
-        "re-authentication is not implemented yet.",
-        check=_no_reauthentication,
+        "Longest session of a SASL connection before it must re-authenticate (KIP-368; 0: "
+        "sessions last as long as their credential, for ever for passwords). Per mechanism "
+        "with listener.name.<l>.<mechanism>.connections.max.reauth.ms.",
+        check=at_least(0),
+    ),
+    ConfigKey(
+        "inter.broker.listener.name",
+        ConfigType.STRING,
+        None,
+        "The listener brokers connect to each other on (replication, transaction markers); "
+        "not with security.inter.broker.protocol.",
+    ),
+    ConfigKey(
+        "security.inter.broker.protocol",
+        ConfigType.STRING,
+        "PLAINTEXT",
+        "The security protocol between brokers: the listener named after it is used; not with "
+        "inter.broker.listener.name.",
+        check=_inter_broker_protocol,
+    ),
+    ConfigKey(
+        "sasl.mechanism.inter.broker.protocol",
+        ConfigType.STRING,
+        "PLAIN",
+        "The SASL mechanism brokers log in to each other with (PLAIN, SCRAM-SHA-256, "
+        "SCRAM-SHA-512), as the username/password of the inter-broker listener's "
+        "listener.name.<l>.<mechanism>.sasl.jaas.config. Kafka's default is GSSAPI, which "
+        "Sluice does not implement: Sluice's is PLAIN.",
     ),
     ConfigKey(
         "sasl.oauthbearer.jwks.endpoint.url",
@@ -220,9 +300,10 @@ _JAAS = ConfigKey(
     'user_<name>="<password>" options; OAUTHBEARER\'s unsecured validator options.',
 )
 _BY_NAME = {k.name: k for k in SECURITY_BROKER_KEYS}
-_PER_MECHANISM = {"sasl.jaas.config": _JAAS} | {
-    name: key for name, key in _BY_NAME.items() if name.startswith("sasl.oauthbearer.")
-}
+_PER_MECHANISM = {
+    "sasl.jaas.config": _JAAS,
+    "connections.max.reauth.ms": _BY_NAME["connections.max.reauth.ms"],
+} | {name: key for name, key in _BY_NAME.items() if name.startswith("sasl.oauthbearer.")}
 
 
 def listener_key(name: str) -> ConfigKey | None:
@@ -236,7 +317,9 @@ def listener_key(name: str) -> ConfigKey | None:
     if mechanism is None:
         per_listener = key == "sasl.enabled.mechanisms" or key.startswith("ssl.")
         found = _BY_NAME.get(key) if per_listener else None
-    elif key == "sasl.jaas.config" or (mechanism == "oauthbearer" and key in _PER_MECHANISM):
+    elif key in ("sasl.jaas.config", "connections.max.reauth.ms") or (
+        mechanism == "oauthbearer" and key in _PER_MECHANISM
+    ):
         found = _PER_MECHANISM[key]
     else:
         found = None

@@ -22,7 +22,9 @@ from typing import TYPE_CHECKING, Any, Final
 
 from sluice.broker.broker import Broker
 from sluice.broker.handlers import (
+    acls,
     api_versions,
+    client_quotas,
     configs,
     delete_records,
     describe_cluster,
@@ -91,6 +93,9 @@ APIS: Final[tuple[ApiSpec[Any, Any], ...]] = (
     ApiSpec(k.END_TXN, "EndTxn", 0, 3, transactions.end_txn),
     ApiSpec(k.WRITE_TXN_MARKERS, "WriteTxnMarkers", 1, 1, write_txn_markers.handle),
     ApiSpec(k.TXN_OFFSET_COMMIT, "TxnOffsetCommit", 0, 3, transactions.txn_offset_commit),
+    ApiSpec(k.DESCRIBE_ACLS, "DescribeAcls", 1, 3, acls.describe),
+    ApiSpec(k.CREATE_ACLS, "CreateAcls", 1, 3, acls.create),
+    ApiSpec(k.DELETE_ACLS, "DeleteAcls", 1, 3, acls.delete),
     ApiSpec(k.DESCRIBE_CONFIGS, "DescribeConfigs", 1, 4, configs.describe_configs),
     ApiSpec(k.ALTER_CONFIGS, "AlterConfigs", 0, 2, configs.alter_configs),
     ApiSpec(k.ALTER_REPLICA_LOG_DIRS, "AlterReplicaLogDirs", 1, 2, log_dirs.alter_replica_log_dirs),
@@ -117,6 +122,8 @@ APIS: Final[tuple[ApiSpec[Any, Any], ...]] = (
         k.LIST_PARTITION_REASSIGNMENTS, "ListPartitionReassignments", 0, 0, reassignments.list_
     ),
     ApiSpec(k.OFFSET_DELETE, "OffsetDelete", 0, 0, offsets.offset_delete),
+    ApiSpec(k.DESCRIBE_CLIENT_QUOTAS, "DescribeClientQuotas", 0, 1, client_quotas.describe),
+    ApiSpec(k.ALTER_CLIENT_QUOTAS, "AlterClientQuotas", 0, 1, client_quotas.alter),
     ApiSpec(
         k.DESCRIBE_USER_SCRAM_CREDENTIALS,
         "DescribeUserScramCredentials",

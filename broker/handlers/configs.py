@@ -41,8 +41,14 @@ from sluice.broker.protocol.api_keys import (
 from sluice.broker.protocol.codec import make, nested
 from sluice.broker.protocol.context import Connection
 from sluice.broker.protocol.response_schema import response_schema
+from sluice.broker.security.access import allowed
+from sluice.broker.security.acls import CLUSTER_NAME, ResourceType
 from sluice.broker.topics import Topic
 from sluice.errors import ConfigError, StorageError
+
+ACL_TOPIC, ACL_CLUSTER = ResourceType.TOPIC, ResourceType.CLUSTER
+_TOPIC_RESOURCE = 2
+"""Kafka's ``ConfigResource.Type.TOPIC`` (the others are the broker's: the cluster's ACLs)."""
 
 if TYPE_CHECKING:  # the unions import every version's classes: types only (start-up)
     from sluice.broker.protocol.messages import (
@@ -123,7 +129,7 @@ def _describe_one(broker: Broker, resource: Any) -> tuple[Any, str | None, list[
 
 
 async def describe_configs(
-    broker: Broker, request: DescribeConfigsRequest, _client: Connection
+    broker: Broker, request: DescribeConfigsRequest, client: Connection
 ) -> DescribeConfigsResponse:
     schema = response_schema(DESCRIBE_CONFIGS, request.__version__)
     result_cls = nested(schema, "results")
@@ -133,7 +139,8 @@ async def describe_configs(
     with_docs = getattr(request, "include_documentation", False)
     results = []
     for resource in request.resources:
-        code, message, rows = _describe_one(broker, resource)
+        refusal = _refused(broker, client, DESCRIBE_CONFIGS, resource)
+        code, message, rows = (*refusal, []) if refusal else _describe_one(broker, resource)
         wanted = resource.configuration_keys
         entries = []
         for name, shown, read_only, key, levels in rows:
@@ -254,6 +261,8 @@ async def _alter(
     overrides_of: Callable[
         [Mapping[str, str], Callable[[str], str | None], Any], Mapping[str, str | None]
     ],
+    client: Connection,
+    api_key: int,
 ) -> T:
     """AlterConfigs and IncrementalAlterConfigs: ``overrides_of(overrides, value_of,
     resource.configs)`` is the resource's new set of overrides, applied per resource unless
@@ -269,7 +278,9 @@ async def _alter(
         ) -> Mapping[str, str | None]:
             return overrides_of(overrides, value_of, configs)
 
-        code, message = await _apply(broker, resource, change, request.validate_only)
+        code, message = _refused(broker, client, api_key, resource) or await _apply(
+            broker, resource, change, request.validate_only
+        )
         results.append(
             make(
                 result_cls,
@@ -283,11 +294,16 @@ async def _alter(
 
 
 async def alter_configs(
-    broker: Broker, request: AlterConfigsRequest, _client: Connection
+    broker: Broker, request: AlterConfigsRequest, client: Connection
 ) -> AlterConfigsResponse:
     schema = response_schema(ALTER_CONFIGS, request.__version__)
     return await _alter(
-        broker, request, schema, lambda _old, _value_of, new: {c.name: c.value for c in new}
+        broker,
+        request,
+        schema,
+        lambda _old, _value_of, new: {c.name: c.value for c in new},
+        client,
+        ALTER_CONFIGS,
     )
 
 
@@ -323,7 +339,24 @@ def _incremental(
 
 
 async def incremental_alter_configs(
-    broker: Broker, request: IncrementalAlterConfigsRequest, _client: Connection
+    broker: Broker, request: IncrementalAlterConfigsRequest, client: Connection
 ) -> IncrementalAlterConfigsResponse:
     schema = response_schema(INCREMENTAL_ALTER_CONFIGS, request.__version__)
-    return await _alter(broker, request, schema, _incremental)
+    return await _alter(broker, request, schema, _incremental, client, INCREMENTAL_ALTER_CONFIGS)
+
+
+def _refused(
+    broker: Broker, client: Connection, api_key: int, resource: Any
+) -> tuple[ErrorCode, str | None] | None:
+    """Kafka's checks: DESCRIBE_CONFIGS / ALTER_CONFIGS on the topic (TOPIC_AUTHORIZATION_FAILED)
+    or, for a broker or broker logger, on the cluster (CLUSTER_AUTHORIZATION_FAILED)."""
+    authorizer = broker.authorizer
+    if authorizer is None:
+        return None
+    if int(resource.resource_type) == _TOPIC_RESOURCE:
+        if allowed(authorizer, client, api_key, ACL_TOPIC, resource.resource_name, "topic"):
+            return None
+        return ErrorCode.topic_authorization_failed, None
+    if allowed(authorizer, client, api_key, ACL_CLUSTER, CLUSTER_NAME, "broker"):
+        return None
+    return ErrorCode.cluster_authorization_failed, None

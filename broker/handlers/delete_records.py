@@ -17,6 +17,8 @@ from sluice.broker.protocol.api_keys import DELETE_RECORDS
 from sluice.broker.protocol.codec import make, nested
 from sluice.broker.protocol.context import Connection
 from sluice.broker.protocol.response_schema import response_schema
+from sluice.broker.security.access import denied
+from sluice.broker.security.acls import ResourceType
 from sluice.errors import StorageError
 
 if TYPE_CHECKING:  # the unions import every version's classes: types only (start-up)
@@ -27,18 +29,25 @@ if TYPE_CHECKING:  # the unions import every version's classes: types only (star
 
 
 async def handle(
-    broker: Broker, request: DeleteRecordsRequest, _client: Connection
+    broker: Broker, request: DeleteRecordsRequest, client: Connection
 ) -> DeleteRecordsResponse:
     schema = response_schema(DELETE_RECORDS, request.__version__)
     topic_cls = nested(schema, "topics")
     partition_cls = nested(schema, "topics", "partitions")
+    refused: set[str] = set()
+    if (authorizer := broker.authorizer) is not None:
+        refused = denied(
+            authorizer, client, DELETE_RECORDS, ResourceType.TOPIC, (t.name for t in request.topics)
+        )
     topics = []
     for topic in request.topics:
         entries = []
         for wanted in topic.partitions:
             code, low = ErrorCode.none, -1
             partition = broker.topics.partition(topic.name, wanted.partition_index)
-            if partition is None:
+            if topic.name in refused:
+                code = ErrorCode.topic_authorization_failed
+            elif partition is None:
                 code = ErrorCode.unknown_topic_or_partition
             elif partition.offline:  # its log directory failed
                 code = ErrorCode.kafka_storage_error

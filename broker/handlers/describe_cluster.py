@@ -35,6 +35,8 @@ from sluice.broker.protocol.authorized_operations import CLUSTER_OPERATIONS, aut
 from sluice.broker.protocol.codec import make, nested
 from sluice.broker.protocol.context import Connection
 from sluice.broker.protocol.response_schema import response_schema
+from sluice.broker.security.access import CLUSTER_DENIED, authorized_bits, refuses_cluster
+from sluice.broker.security.acls import CLUSTER_NAME, ResourceType
 
 if TYPE_CHECKING:  # the unions import every version's classes: types only (start-up)
     from sluice.broker.protocol.messages import DescribeClusterRequest, DescribeClusterResponse
@@ -62,6 +64,8 @@ async def handle(
     schema = response_schema(DESCRIBE_CLUSTER, request.__version__)
     endpoint_type = int(getattr(request, "endpoint_type", BROKERS))
     refused = _mismatch(endpoint_type)
+    if refused is None and refuses_cluster(broker.authorizer, client, DESCRIBE_CLUSTER):
+        refused = ErrorCode.cluster_authorization_failed, CLUSTER_DENIED
     if refused is not None:
         code, message = refused
         return make(
@@ -83,9 +87,13 @@ async def handle(
         controller_id=broker.controller_id,
         brokers=tuple(
             make(broker_cls, broker_id=b.node_id, host=b.host, port=b.port, rack=b.rack)
-            for b in broker.live_brokers(client.advertised)
+            for b in broker.live_brokers(client.advertised, client.listener_name)
         ),
         cluster_authorized_operations=authorized(
             CLUSTER_OPERATIONS, requested=request.include_cluster_authorized_operations
+        )
+        if broker.authorizer is None or not request.include_cluster_authorized_operations
+        else authorized_bits(
+            broker.authorizer, client, ResourceType.CLUSTER, CLUSTER_NAME, CLUSTER_OPERATIONS
         ),
     )

@@ -29,6 +29,7 @@ from sluice.broker.protocol.api_keys import ELECT_LEADERS
 from sluice.broker.protocol.codec import make, millis, nested
 from sluice.broker.protocol.context import Connection
 from sluice.broker.protocol.response_schema import response_schema
+from sluice.broker.security.access import refuses_cluster
 
 if TYPE_CHECKING:  # the unions import every version's classes: types only (start-up)
     from sluice.broker.protocol.messages import ElectLeadersRequest, ElectLeadersResponse
@@ -37,7 +38,7 @@ PREFERRED, UNCLEAN = 0, 1
 
 
 async def handle(
-    broker: Broker, request: ElectLeadersRequest, _client: Connection
+    broker: Broker, request: ElectLeadersRequest, client: Connection
 ) -> ElectLeadersResponse:
     schema = response_schema(ELECT_LEADERS, request.__version__)
     unclean = getattr(request, "election_type", PREFERRED) == UNCLEAN
@@ -56,8 +57,13 @@ async def handle(
         ]
     codes: dict[TopicPartition, tuple[ErrorCode, str | None]] = {}
     asked: list[TopicPartition] = []
+    denied = refuses_cluster(broker.authorizer, client, ELECT_LEADERS)
     for tp in wanted:
-        code = _check(broker, tp, unclean=unclean)
+        code = (
+            ErrorCode.cluster_authorization_failed
+            if denied
+            else _check(broker, tp, unclean=unclean)
+        )
         if code is None:
             asked.append(tp)
             codes[tp] = (ErrorCode.none, None)

@@ -9,7 +9,10 @@ looked up once per read, and its range found from batch headers only; the region
 the last read with no ``await`` in between, so no append, roll or deletion can move them first.
 Limits are honoured at batch boundaries: ``partition_max_bytes`` per partition and
 ``max_bytes`` for the response, except that the first batch of the first non-empty partition is
-returned whole even when larger (KIP-74), so a consumer always makes progress.
+returned whole even when larger (KIP-74), so a consumer always makes progress. A consumer with
+a ``consumer_byte_rate`` quota has ``max_bytes`` capped to what the quota lets through in its
+windows (Kafka's; :mod:`sluice.broker.quotas`), and the time spent waiting is reported in the
+answer so that its ``request_percentage`` counts handling only.
 
 If fewer than ``min_bytes`` are available the request waits, up to ``max_wait_ms``, for an
 append to any of its partitions. ``read_uncommitted`` reads up to the high watermark;
@@ -75,6 +78,7 @@ from sluice.broker.fetch_session import ToRead, new_context
 from sluice.broker.log import Log, OffsetOutOfRangeError
 from sluice.broker.log.epochs import check_current_leader_epoch
 from sluice.broker.log.segment import LogSegment
+from sluice.broker.protocol.api_keys import FETCH
 from sluice.broker.protocol.codec import millis
 from sluice.broker.protocol.context import Connection
 from sluice.broker.protocol.fetch_response import (
@@ -82,9 +86,14 @@ from sluice.broker.protocol.fetch_response import (
     PartitionAnswer,
     TopicAnswer,
 )
+from sluice.broker.quotas.requests import fetch_max_bytes
 from sluice.broker.replication.replica_selector import ReplicaView, preferred_read_replica
+from sluice.broker.security.access import allowed, denied
+from sluice.broker.security.acls import ResourceType
 from sluice.broker.topics import Partition, Topic
 from sluice.errors import StorageError
+
+TOPIC, CLUSTER = ResourceType.TOPIC, ResourceType.CLUSTER
 
 if TYPE_CHECKING:  # the unions import every version's classes: types only (start-up)
     from sluice.broker.protocol.messages import FetchRequest
@@ -101,19 +110,33 @@ REPLICA_STATE_FROM = 15
 _Span = tuple[PartitionAnswer, Partition, LogSegment, int, int]
 
 
-async def handle(broker: Broker, request: FetchRequest, _client: Connection) -> FetchAnswer:
+async def handle(broker: Broker, request: FetchRequest, client: Connection) -> FetchAnswer:
     committed = getattr(request, "isolation_level", 0) == READ_COMMITTED
     max_bytes = getattr(request, "max_bytes", 2**31 - 1)
     follower = replica_id(request) >= 0
+    if broker.client_quotas.enabled and not follower:  # a consumer_byte_rate caps max_bytes
+        max_bytes = fetch_max_bytes(
+            broker.client_quotas, client.principal, client.client_id, max_bytes
+        )
+    refused: set[str] = set()
+    authorizer = broker.authorizer
+    if authorizer is not None and follower:  # noqa: SIM102 (the None check alone, first)
+        if not allowed(authorizer, client, FETCH, CLUSTER, when="follower"):
+            return FetchAnswer(
+                request.__version__, [], error_code=ErrorCode.cluster_authorization_failed
+            )
     context = new_context(broker.fetch_sessions, request, follower, broker.clock())
     if context.error:
         return FetchAnswer(request.__version__, [], error_code=context.error)
+    if authorizer is not None and not follower:
+        refused = denied(authorizer, client, FETCH, TOPIC, _names(broker, context.to_read))
     loop = asyncio.get_running_loop()
     deadline = loop.time() + millis(request.max_wait) / 1000
+    waited = 0.0
 
     while True:
         topics, spans, total, waitable, urgent = _read_all(
-            broker, request, context.to_read, max_bytes, committed, follower
+            broker, request, context.to_read, max_bytes, committed, follower, refused
         )
         remaining = deadline - loop.time()
         if total >= request.min_bytes or remaining <= 0 or not waitable or urgent:
@@ -121,16 +144,18 @@ async def handle(broker: Broker, request: FetchRequest, _client: Connection) -> 
         waiter: asyncio.Future[None] = loop.create_future()
         for partition in waitable:
             partition.waiters.add(waiter)
+        waited -= loop.time()
         try:
             await asyncio.wait_for(waiter, remaining)
         except TimeoutError:
             pass
         finally:
+            waited += loop.time()
             for partition in waitable:
                 partition.waiters.discard(waiter)
 
     # No await since the last read: every span still points at live bytes of its segment.
-    answer = FetchAnswer(request.__version__, topics)
+    answer = FetchAnswer(request.__version__, topics, waited_s=waited)
     try:
         for entry, partition, segment, start, end in spans:
             entry.records = segment.region(start, end)
@@ -143,6 +168,17 @@ async def handle(broker: Broker, request: FetchRequest, _client: Connection) -> 
         answer.close()
         raise
     return answer
+
+
+def _names(broker: Broker, to_read: ToRead) -> list[str]:
+    """The names of the topics to read (those named by an id the broker knows)."""
+    names = []
+    for name, topic_id, _ in to_read:
+        if name is not None:
+            names.append(name)
+        elif topic_id is not None and (found := broker.topics.by_id(topic_id)) is not None:
+            names.append(found.name)
+    return names
 
 
 def replica_id(request: Any) -> int:
@@ -160,6 +196,7 @@ def _read_all(
     max_bytes: int,
     committed: bool,
     follower: bool,
+    refused: set[str],
 ) -> tuple[list[TopicAnswer], list[_Span], int, list[Partition], bool]:
     """Every partition's answer but its records (one topic answer per topic of ``to_read``,
     one partition answer per partition, in order), where those records are, their total size,
@@ -183,6 +220,13 @@ def _read_all(
             missing = ErrorCode.unknown_topic_or_partition
             answer = TopicAnswer(name, None)
         topics.append(answer)
+        if refused and (found.name if found is not None else name) in refused:
+            answer.partitions += [
+                PartitionAnswer(w.partition, error_code=ErrorCode.topic_authorization_failed)
+                for w in wanted_partitions
+            ]
+            urgent = True
+            continue
         partitions = found.partitions if found is not None else {}
         for wanted in wanted_partitions:
             entry = PartitionAnswer(

@@ -3,8 +3,12 @@ DescribeGroups, ListGroups, DeleteGroups. The decisions are the coordinator's
 (:mod:`sluice.broker.group.coordinator`); this module translates requests and responses. In a
 cluster FindCoordinator names the leader of the key's internal-topic partition, a group not
 coordinated here is answered NOT_COORDINATOR, and a write is answered once replicated.
-DescribeGroups answers ``authorized_operations`` as Kafka without an authorizer does
-(:mod:`sluice.broker.protocol.authorized_operations`).
+With an authorizer each API checks its group (or transactional id) as
+:mod:`sluice.broker.security.required_acls` says (GROUP_AUTHORIZATION_FAILED,
+TRANSACTIONAL_ID_AUTHORIZATION_FAILED); ListGroups lists every group to a principal that may
+DESCRIBE the cluster, else those it may DESCRIBE. DescribeGroups answers
+``authorized_operations`` with the principal's allowed operations, or, without an authorizer,
+every operation a group supports (:mod:`sluice.broker.protocol.authorized_operations`).
 """
 
 from __future__ import annotations
@@ -32,6 +36,8 @@ from sluice.broker.protocol.authorized_operations import GROUP_OPERATIONS, autho
 from sluice.broker.protocol.codec import make, millis, nested
 from sluice.broker.protocol.context import Connection
 from sluice.broker.protocol.response_schema import response_schema
+from sluice.broker.security.access import allowed, allowed_operation, authorized_bits
+from sluice.broker.security.acls import AclOperation, ResourceType
 
 if TYPE_CHECKING:  # the unions import every version's classes: types only (start-up)
     from sluice.broker.protocol.messages import (
@@ -57,6 +63,8 @@ if TYPE_CHECKING:
     from sluice.broker.cluster.member import ClusterMember
 
 GROUP_KEY, TXN_KEY = 0, 1
+GROUP, TXN_ID, CLUSTER = ResourceType.GROUP, ResourceType.TRANSACTIONAL_ID, ResourceType.CLUSTER
+DESCRIBE = AclOperation.DESCRIBE
 
 
 async def find_coordinator(
@@ -71,11 +79,16 @@ async def find_coordinator(
         if getattr(request, "key_type", GROUP_KEY) == TXN_KEY
         else broker.groups.store
     )
+    txn = getattr(request, "key_type", GROUP_KEY) == TXN_KEY
     if hasattr(request, "coordinator_keys"):
         coordinator_cls = nested(schema, "coordinators")
         found = []
         for key in request.coordinator_keys:
-            code, message, node_id, host, port = await _coordinator(broker, store, key, client)
+            code, message, node_id, host, port = (
+                await _coordinator(broker, store, key, client)
+                if _may_find(broker, client, key, txn)
+                else _denied_key(txn)
+            )
             found.append(
                 make(
                     coordinator_cls,
@@ -88,7 +101,11 @@ async def find_coordinator(
                 )
             )
         return make(schema, throttle_time=0, coordinators=tuple(found))
-    code, message, node_id, host, port = await _coordinator(broker, store, request.key, client)
+    code, message, node_id, host, port = (
+        await _coordinator(broker, store, request.key, client)
+        if _may_find(broker, client, request.key, txn)
+        else _denied_key(txn)
+    )
     return make(
         schema,
         throttle_time=0,
@@ -98,6 +115,34 @@ async def find_coordinator(
         host=host,
         port=port,
     )
+
+
+def _may_find(broker: Broker, client: Connection, key: str, txn: bool) -> bool:
+    """DESCRIBE on the group or transactional id (FindCoordinator)."""
+    if broker.authorizer is None:
+        return True
+    if txn:
+        return allowed(broker.authorizer, client, FIND_COORDINATOR, TXN_ID, key, "transaction")
+    return allowed(broker.authorizer, client, FIND_COORDINATOR, GROUP, key, "group")
+
+
+def _denied_key(txn: bool) -> tuple[ErrorCode, str | None, int, str, int]:
+    code = (
+        ErrorCode.transactional_id_authorization_failed
+        if txn
+        else ErrorCode.group_authorization_failed
+    )
+    return code, None, -1, "", -1
+
+
+def _group_refused(broker: Broker, client: Connection, api_key: int, group_id: str) -> ErrorCode:
+    """GROUP_AUTHORIZATION_FAILED when the principal may not use the group as the API needs,
+    else the coordinator's refusal (NOT_COORDINATOR, ...) or NONE."""
+    if broker.authorizer is not None and not allowed(
+        broker.authorizer, client, api_key, GROUP, group_id
+    ):
+        return ErrorCode.group_authorization_failed
+    return broker.groups.coordinator_error(group_id)
 
 
 async def _coordinator(
@@ -111,14 +156,16 @@ async def _coordinator(
             return ErrorCode.coordinator_not_available, exc.message, -1, "", -1
         host, port = client.advertised or (broker.host, broker.port)
         return ErrorCode.none, None, broker.node_id, host, port
-    return await locate_coordinator(broker.cluster, store, key)
+    listener = client.listener.name if client.listener is not None else None
+    return await locate_coordinator(broker.cluster, store, key, listener)
 
 
 async def locate_coordinator(
-    cluster: ClusterMember, store: InternalTopic, key: str
+    cluster: ClusterMember, store: InternalTopic, key: str, listener: str | None = None
 ) -> tuple[ErrorCode, str | None, int, str, int]:
     """The coordinator of ``key`` in a cluster: the live leader of its partition of the
-    internal topic (created with its replication factor and configs if missing). Kafka's
+    internal topic (created with its replication factor and configs if missing), at its
+    endpoint on ``listener`` (None: the inter-broker listener). Kafka's
     answers: COORDINATOR_NOT_AVAILABLE while the topic cannot be created (fewer live brokers
     than its replication factor), is not known yet, or the partition has no live leader."""
     try:
@@ -134,11 +181,12 @@ async def locate_coordinator(
         return ErrorCode.coordinator_not_available, f"{store.name} is being created", -1, "", -1
     index = partition_for(key, len(assignment.value.partitions))
     leader = cluster.cache.leader_of(store.name, index)
-    endpoint = None if leader < 0 else cluster.cache.endpoint(leader)
+    endpoint = None if leader < 0 else cluster.cache.endpoint(leader, listener)
     if endpoint is None:
         return (
             ErrorCode.coordinator_not_available,
-            f"partition {index} of {store.name} has no live leader",
+            f"partition {index} of {store.name} has no live leader"
+            + (f" on listener {listener}" if leader >= 0 else ""),
             -1,
             "",
             -1,
@@ -152,7 +200,7 @@ async def join_group(
     schema = response_schema(JOIN_GROUP, request.__version__)
     session = millis(request.session_timeout)
     rebalance = millis(getattr(request, "rebalance_timeout", session))
-    refused = broker.groups.coordinator_error(request.group_id)
+    refused = _group_refused(broker, client, JOIN_GROUP, request.group_id)
     if refused is not ErrorCode.none:
         return make(
             schema,
@@ -204,10 +252,10 @@ async def join_group(
 
 
 async def sync_group(
-    broker: Broker, request: SyncGroupRequest, _client: Connection
+    broker: Broker, request: SyncGroupRequest, client: Connection
 ) -> SyncGroupResponse:
     schema = response_schema(SYNC_GROUP, request.__version__)
-    refused = broker.groups.coordinator_error(request.group_id)
+    refused = _group_refused(broker, client, SYNC_GROUP, request.group_id)
     if refused is not ErrorCode.none:
         return make(
             schema,
@@ -240,10 +288,10 @@ async def sync_group(
 
 
 async def heartbeat(
-    broker: Broker, request: HeartbeatRequest, _client: Connection
+    broker: Broker, request: HeartbeatRequest, client: Connection
 ) -> HeartbeatResponse:
     schema = response_schema(HEARTBEAT, request.__version__)
-    refused = broker.groups.coordinator_error(request.group_id)
+    refused = _group_refused(broker, client, HEARTBEAT, request.group_id)
     if refused is not ErrorCode.none:
         return make(schema, throttle_time=0, error_code=refused)
     code = broker.groups.membership(request.group_id).heartbeat(
@@ -256,10 +304,10 @@ async def heartbeat(
 
 
 async def leave_group(
-    broker: Broker, request: LeaveGroupRequest, _client: Connection
+    broker: Broker, request: LeaveGroupRequest, client: Connection
 ) -> LeaveGroupResponse:
     schema = response_schema(LEAVE_GROUP, request.__version__)
-    refused = broker.groups.coordinator_error(request.group_id)
+    refused = _group_refused(broker, client, LEAVE_GROUP, request.group_id)
     if refused is not ErrorCode.none:
         return make(schema, throttle_time=0, error_code=refused, members=())
     if hasattr(request, "members"):
@@ -282,17 +330,19 @@ async def leave_group(
 
 
 async def describe_groups(
-    broker: Broker, request: DescribeGroupsRequest, _client: Connection
+    broker: Broker, request: DescribeGroupsRequest, client: Connection
 ) -> DescribeGroupsResponse:
     schema = response_schema(DESCRIBE_GROUPS, request.__version__)
     group_cls = nested(schema, "groups")
     member_cls = nested(schema, "groups", "members")
-    operations = authorized(
-        GROUP_OPERATIONS, requested=getattr(request, "include_authorized_operations", False)
-    )
+    wanted = getattr(request, "include_authorized_operations", False)
+    operations = authorized(GROUP_OPERATIONS, requested=wanted)
+    authorizer = broker.authorizer
     described = []
     for group_id in request.groups:
-        refused = broker.groups.coordinator_error(group_id)
+        refused = _group_refused(broker, client, DESCRIBE_GROUPS, group_id)
+        if authorizer is not None and wanted:
+            operations = authorized_bits(authorizer, client, GROUP, group_id, GROUP_OPERATIONS)
         group = None if refused is not ErrorCode.none else broker.groups.describe(group_id)
         if group is None:
             described.append(
@@ -337,11 +387,15 @@ async def describe_groups(
 
 
 async def list_groups(
-    broker: Broker, request: ListGroupsRequest, _client: Connection
+    broker: Broker, request: ListGroupsRequest, client: Connection
 ) -> ListGroupsResponse:
     schema = response_schema(LIST_GROUPS, request.__version__)
     states = set(getattr(request, "states_filter", ()) or ())
     entry_cls = nested(schema, "groups")
+    authorizer = broker.authorizer
+    every = authorizer is None or allowed_operation(
+        authorizer, client, LIST_GROUPS, DESCRIBE, CLUSTER, audit=False
+    )
     groups = tuple(
         make(
             entry_cls,
@@ -350,7 +404,19 @@ async def list_groups(
             group_state=g.state.value,
         )
         for g in broker.groups.list()
-        if not states or g.state.value in states
+        if (not states or g.state.value in states)
+        and (
+            every
+            or allowed_operation(  # authorizer set when not every
+                authorizer,  # type: ignore[arg-type]
+                client,
+                LIST_GROUPS,
+                DESCRIBE,
+                GROUP,
+                g.group_id,
+                audit=False,
+            )
+        )
     )
     # as Kafka's: the groups loaded so far, and an error while a shard loads
     code = ErrorCode.coordinator_load_in_progress if broker.groups.loading() else ErrorCode.none
@@ -358,13 +424,13 @@ async def list_groups(
 
 
 async def delete_groups(
-    broker: Broker, request: DeleteGroupsRequest, _client: Connection
+    broker: Broker, request: DeleteGroupsRequest, client: Connection
 ) -> DeleteGroupsResponse:
     schema = response_schema(DELETE_GROUPS, request.__version__)
     result_cls = nested(schema, "results")
     results = []
     for group_id in request.groups_names:
-        code = broker.groups.coordinator_error(group_id)
+        code = _group_refused(broker, client, DELETE_GROUPS, group_id)
         if code is ErrorCode.none:
             code = broker.groups.delete(group_id)
         if code is ErrorCode.none:

@@ -21,6 +21,9 @@ from sluice.broker.protocol.api_keys import INIT_PRODUCER_ID
 from sluice.broker.protocol.codec import make, millis
 from sluice.broker.protocol.context import Connection
 from sluice.broker.protocol.response_schema import response_schema
+from sluice.broker.security.access import address, allowed, allowed_operation
+from sluice.broker.security.acls import ResourceType
+from sluice.broker.security.required_acls import operation
 
 if TYPE_CHECKING:  # the unions import every version's classes: types only (start-up)
     from sluice.broker.protocol.messages import (
@@ -29,14 +32,19 @@ if TYPE_CHECKING:  # the unions import every version's classes: types only (star
     )
 
 MAX_EPOCH = 2**15 - 1
+TOPIC, CLUSTER = ResourceType.TOPIC, ResourceType.CLUSTER
+TXN_ID = ResourceType.TRANSACTIONAL_ID
 
 
 async def handle(
-    broker: Broker, request: InitProducerIdRequest, _client: Connection
+    broker: Broker, request: InitProducerIdRequest, client: Connection
 ) -> InitProducerIdResponse:
     schema = response_schema(INIT_PRODUCER_ID, request.__version__)
     producer_id = getattr(request, "producer_id", -1)
     epoch = getattr(request, "producer_epoch", -1)
+    refused = _refused(broker, client, request.transactional_id)
+    if refused is not None:
+        return make(schema, throttle_time=0, error_code=refused, producer_id=-1, producer_epoch=-1)
     if request.transactional_id is not None:
         code, new_id, new_epoch = await broker.transactions.init_producer_id(
             request.transactional_id, millis(request.transaction_timeout), producer_id, epoch
@@ -65,3 +73,23 @@ async def handle(
         producer_id=new_id,
         producer_epoch=new_epoch,
     )
+
+
+def _refused(broker: Broker, client: Connection, txn_id: str | None) -> ErrorCode | None:
+    """Kafka's checks: WRITE on the transactional id; for an idempotent producer
+    IDEMPOTENT_WRITE on the cluster or WRITE on any topic (KIP-679)."""
+    authorizer = broker.authorizer
+    if authorizer is None:
+        return None
+    if txn_id is not None:
+        if allowed(authorizer, client, INIT_PRODUCER_ID, TXN_ID, txn_id, "transactional"):
+            return None
+        return ErrorCode.transactional_id_authorization_failed
+    op = operation(INIT_PRODUCER_ID, CLUSTER, "idempotent: or")
+    if allowed_operation(authorizer, client, INIT_PRODUCER_ID, op, CLUSTER, audit=False):
+        return None
+    any_topic = operation(INIT_PRODUCER_ID, TOPIC, "idempotent: or, on any topic")
+    if authorizer.authorize_any(client.principal or "", address(client), any_topic, TOPIC):
+        return None
+    allowed_operation(authorizer, client, INIT_PRODUCER_ID, op, CLUSTER)  # audited
+    return ErrorCode.cluster_authorization_failed

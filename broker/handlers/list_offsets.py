@@ -30,6 +30,8 @@ from sluice.broker.protocol.api_keys import LIST_OFFSETS
 from sluice.broker.protocol.codec import make, nested
 from sluice.broker.protocol.context import Connection
 from sluice.broker.protocol.response_schema import response_schema
+from sluice.broker.security.access import denied
+from sluice.broker.security.acls import ResourceType
 from sluice.errors import StorageError
 
 if TYPE_CHECKING:  # the unions import every version's classes: types only (start-up)
@@ -42,7 +44,7 @@ OFFSET_NOT_AVAILABLE_FROM = 5
 
 
 async def handle(
-    broker: Broker, request: ListOffsetsRequest, _client: Connection
+    broker: Broker, request: ListOffsetsRequest, client: Connection
 ) -> ListOffsetsResponse:
     schema = response_schema(LIST_OFFSETS, request.__version__)
     topic_cls = nested(schema, "topics")
@@ -55,6 +57,11 @@ async def handle(
         if request.__version__ >= OFFSET_NOT_AVAILABLE_FROM
         else ErrorCode.leader_not_available
     )
+    refused: set[str] = set()
+    if (authorizer := broker.authorizer) is not None:
+        refused = denied(
+            authorizer, client, LIST_OFFSETS, ResourceType.TOPIC, (t.name for t in request.topics)
+        )
     topics = []
     for topic in request.topics:
         entries = []
@@ -62,7 +69,9 @@ async def handle(
             code, timestamp, offset, epoch = ErrorCode.none, -1, -1, UNDEFINED_EPOCH
             partition = broker.topics.partition(topic.name, wanted.partition_index)
             current = getattr(wanted, "current_leader_epoch", UNDEFINED_EPOCH)
-            if partition is None:
+            if topic.name in refused:
+                code = ErrorCode.topic_authorization_failed
+            elif partition is None:
                 code = ErrorCode.unknown_topic_or_partition
             elif partition.offline:  # its log directory failed
                 code = ErrorCode.kafka_storage_error

@@ -31,6 +31,7 @@ from sluice.broker.protocol.api_keys import ALTER_REPLICA_LOG_DIRS, DESCRIBE_LOG
 from sluice.broker.protocol.codec import make, nested
 from sluice.broker.protocol.context import Connection
 from sluice.broker.protocol.response_schema import response_schema
+from sluice.broker.security.access import refuses_cluster
 from sluice.broker.topics import Partition, Topic
 from sluice.errors import StorageError
 
@@ -44,9 +45,13 @@ if TYPE_CHECKING:  # the unions import every version's classes: types only (star
 
 
 async def handle(
-    broker: Broker, request: DescribeLogDirsRequest, _client: Connection
+    broker: Broker, request: DescribeLogDirsRequest, client: Connection
 ) -> DescribeLogDirsResponse:
     schema = response_schema(DESCRIBE_LOG_DIRS, request.__version__)
+    if refuses_cluster(broker.authorizer, client, DESCRIBE_LOG_DIRS):  # v1-2: nothing listed
+        return make(
+            schema, throttle_time=0, error_code=ErrorCode.cluster_authorization_failed, results=()
+        )
     result_cls = nested(schema, "results")
     topic_cls = nested(schema, "results", "topics")
     partition_cls = nested(schema, "results", "topics", "partitions")
@@ -119,18 +124,23 @@ def _wanted(broker: Broker, topics: Iterable[Any] | None) -> list[Partition]:
 
 
 async def alter_replica_log_dirs(
-    broker: Broker, request: AlterReplicaLogDirsRequest, _client: Connection
+    broker: Broker, request: AlterReplicaLogDirsRequest, client: Connection
 ) -> AlterReplicaLogDirsResponse:
     schema = response_schema(ALTER_REPLICA_LOG_DIRS, request.__version__)
     topic_cls = nested(schema, "results")
     partition_cls = nested(schema, "results", "partitions")
     by_path = {str(d.path): d for d in broker.log_dirs}
     results: dict[str, list[Any]] = {}
+    denied = refuses_cluster(broker.authorizer, client, ALTER_REPLICA_LOG_DIRS)
     for wanted in request.dirs:
         directory = by_path.get(os.path.abspath(wanted.path)) if wanted.path else None
         for topic_entry in wanted.topics:
             for index in topic_entry.partitions:
-                code = _move(broker, directory, topic_entry.name, index)
+                code = (
+                    ErrorCode.cluster_authorization_failed
+                    if denied
+                    else _move(broker, directory, topic_entry.name, index)
+                )
                 results.setdefault(topic_entry.name, []).append(
                     make(partition_cls, partition_index=index, error_code=code)
                 )

@@ -30,6 +30,8 @@ from sluice.broker.protocol.api_keys import OFFSET_FOR_LEADER_EPOCH
 from sluice.broker.protocol.codec import make, nested
 from sluice.broker.protocol.context import Connection
 from sluice.broker.protocol.response_schema import response_schema
+from sluice.broker.security.access import denied, refuses_cluster
+from sluice.broker.security.acls import ResourceType
 
 if TYPE_CHECKING:  # the unions import every version's classes: types only (start-up)
     from sluice.broker.protocol.messages import (
@@ -39,18 +41,33 @@ if TYPE_CHECKING:  # the unions import every version's classes: types only (star
 
 
 async def handle(
-    broker: Broker, request: OffsetForLeaderEpochRequest, _client: Connection
+    broker: Broker, request: OffsetForLeaderEpochRequest, client: Connection
 ) -> OffsetForLeaderEpochResponse:
     schema = response_schema(OFFSET_FOR_LEADER_EPOCH, request.__version__)
     topic_cls = nested(schema, "topics")
     partition_cls = nested(schema, "topics", "partitions")
+    refused: set[str] = set()
+    if (authorizer := broker.authorizer) is not None:
+        if getattr(request, "replica_id", -1) >= 0:  # a follower: the whole cluster's
+            if refuses_cluster(authorizer, client, OFFSET_FOR_LEADER_EPOCH, "follower"):
+                refused = {t.topic for t in request.topics}
+        else:
+            refused = denied(
+                authorizer,
+                client,
+                OFFSET_FOR_LEADER_EPOCH,
+                ResourceType.TOPIC,
+                (t.topic for t in request.topics),
+            )
     topics = []
     for topic in request.topics:
         entries: list[Any] = []
         for wanted in topic.partitions:
             code, epoch, end_offset = ErrorCode.none, -1, -1
             partition = broker.topics.partition(topic.topic, wanted.partition)
-            if partition is None:
+            if topic.topic in refused:
+                code = ErrorCode.topic_authorization_failed
+            elif partition is None:
                 code = ErrorCode.unknown_topic_or_partition
             elif partition.offline:  # its log directory failed
                 code = ErrorCode.kafka_storage_error

@@ -19,6 +19,8 @@ from sluice.broker.protocol.api_keys import OFFSET_COMMIT, OFFSET_DELETE, OFFSET
 from sluice.broker.protocol.codec import make, nested
 from sluice.broker.protocol.context import Connection
 from sluice.broker.protocol.response_schema import response_schema
+from sluice.broker.security.access import allowed, allowed_operation, denied
+from sluice.broker.security.acls import AclOperation, ResourceType
 
 if TYPE_CHECKING:  # the unions import every version's classes: types only (start-up)
     from sluice.broker.protocol.messages import (
@@ -31,6 +33,7 @@ if TYPE_CHECKING:  # the unions import every version's classes: types only (star
     )
 
 T = TypeVar("T")
+TOPIC, GROUP, DESCRIBE = ResourceType.TOPIC, ResourceType.GROUP, AclOperation.DESCRIBE
 
 
 def commit_entries(request: Any) -> list[tuple[str, int, int, int, str | None]]:
@@ -79,26 +82,40 @@ async def when_replicated(broker: Broker, group_id: str, codes: list[ErrorCode])
 
 
 async def offset_commit(
-    broker: Broker, request: OffsetCommitRequest, _client: Connection
+    broker: Broker, request: OffsetCommitRequest, client: Connection
 ) -> OffsetCommitResponse:
     schema = response_schema(OFFSET_COMMIT, request.__version__)
     entries = commit_entries(request)
+    topics_refused: set[str] = set()
+    if (authorizer := broker.authorizer) is not None:
+        if not allowed(authorizer, client, OFFSET_COMMIT, GROUP, request.group_id):
+            return commit_response(
+                schema, request, [ErrorCode.group_authorization_failed] * len(entries)
+            )
+        topics_refused = denied(authorizer, client, OFFSET_COMMIT, TOPIC, (e[0] for e in entries))
     refused = broker.groups.coordinator_error(request.group_id)
     if refused is not ErrorCode.none:
         return commit_response(schema, request, [refused] * len(entries))
+    kept = [e for e in entries if e[0] not in topics_refused]
     codes = broker.groups.offsets(request.group_id).commit(
         group_id=request.group_id,
         member_id=request.member_id,
         instance_id=getattr(request, "group_instance_id", None),
         generation=request.generation_id_or_member_epoch,
-        offsets=entries,
+        offsets=kept,
     )
     codes = await when_replicated(broker, request.group_id, codes)
+    if topics_refused:
+        answered = iter(codes)
+        codes = [
+            ErrorCode.topic_authorization_failed if e[0] in topics_refused else next(answered)
+            for e in entries
+        ]
     return commit_response(schema, request, codes)
 
 
 async def offset_fetch(
-    broker: Broker, request: OffsetFetchRequest, _client: Connection
+    broker: Broker, request: OffsetFetchRequest, client: Connection
 ) -> OffsetFetchResponse:
     schema = response_schema(OFFSET_FETCH, request.__version__)
     topic_cls = nested(schema, "topics")
@@ -110,6 +127,11 @@ async def offset_fetch(
     )
     stable = getattr(request, "require_stable", False)
     refused = broker.groups.coordinator_error(request.group_id)
+    authorizer = broker.authorizer
+    if authorizer is not None and not allowed(
+        authorizer, client, OFFSET_FETCH, GROUP, request.group_id
+    ):
+        refused = ErrorCode.group_authorization_failed
     if refused is not ErrorCode.none:
         return make(
             schema,
@@ -136,7 +158,31 @@ async def offset_fetch(
         )
     by_topic: dict[str, list[Any]] = {}
     offsets = broker.groups.offsets(request.group_id)
-    for topic, partition, committed in offsets.fetch(request.group_id, wanted):
+    found = offsets.fetch(request.group_id, wanted)
+    topics_refused: set[str] = set()
+    if authorizer is not None:  # asked: answered TOPIC_AUTHORIZATION_FAILED; else left out
+        asked = wanted is not None
+        topics_refused = {
+            t
+            for t in {t for t, _, _ in found}
+            if not allowed_operation(
+                authorizer, client, OFFSET_FETCH, DESCRIBE, TOPIC, t, audit=asked
+            )
+        }
+    for topic, partition, committed in found:
+        if topic in topics_refused:
+            if wanted is not None:
+                by_topic.setdefault(topic, []).append(
+                    make(
+                        partition_cls,
+                        partition_index=partition,
+                        committed_offset=-1,
+                        committed_leader_epoch=-1,
+                        metadata="",
+                        error_code=ErrorCode.topic_authorization_failed,
+                    )
+                )
+            continue
         unstable = stable and offsets.has_pending(request.group_id, topic, partition)
         by_topic.setdefault(topic, []).append(
             make(
@@ -155,7 +201,7 @@ async def offset_fetch(
 
 
 async def offset_delete(
-    broker: Broker, request: OffsetDeleteRequest, _client: Connection
+    broker: Broker, request: OffsetDeleteRequest, client: Connection
 ) -> OffsetDeleteResponse:
     schema = response_schema(OFFSET_DELETE, request.__version__)
     topic_cls = nested(schema, "topics")
@@ -164,13 +210,27 @@ async def offset_delete(
         (t.name, p.partition_index) for t in request.topics for p in t.partitions
     ]
     code = broker.groups.coordinator_error(request.group_id)
+    topics_refused: set[str] = set()
+    if (authorizer := broker.authorizer) is not None:
+        if not allowed(authorizer, client, OFFSET_DELETE, GROUP, request.group_id):
+            code = ErrorCode.group_authorization_failed
+        else:
+            topics_refused = denied(
+                authorizer, client, OFFSET_DELETE, TOPIC, (t for t, _ in wanted)
+            )
     codes: list[ErrorCode] = []
     if code is ErrorCode.none:
         code, codes = broker.groups.offsets(request.group_id).delete_offsets(
-            request.group_id, wanted
+            request.group_id, [w for w in wanted if w[0] not in topics_refused]
         )
     if code is ErrorCode.none:
         code = await broker.groups.replicated(request.group_id)
+    if topics_refused and code is ErrorCode.none:
+        answered = iter(codes)
+        codes = [
+            ErrorCode.topic_authorization_failed if t in topics_refused else next(answered)
+            for t, _ in wanted
+        ]
     results = iter(codes)
     topics = (
         ()

@@ -68,8 +68,12 @@ from sluice.broker.protocol.response_schema import response_schema
 from sluice.broker.records import batch as rb
 from sluice.broker.records.codec import decode_records, recompress
 from sluice.broker.replication.leadership import Leadership
+from sluice.broker.security.access import allowed, denied
+from sluice.broker.security.acls import ResourceType
 from sluice.broker.topics import Partition
 from sluice.errors import StorageError
+
+TOPIC, TXN_ID = ResourceType.TOPIC, ResourceType.TRANSACTIONAL_ID
 
 if TYPE_CHECKING:  # the unions import every version's classes: types only (start-up)
     from sluice.broker.protocol.messages import ProduceRequest, ProduceResponse
@@ -88,9 +92,17 @@ _WAIT_ERRORS = {
 
 
 async def handle(
-    broker: Broker, request: ProduceRequest, _client: Connection
+    broker: Broker, request: ProduceRequest, client: Connection
 ) -> ProduceResponse | Deferred[ProduceResponse] | None:
     acks = request.acks
+    refused: set[str] = set()
+    txn_refused = False
+    if (authorizer := broker.authorizer) is not None:
+        txn_id = request.transactional_id
+        txn_refused = txn_id is not None and not allowed(
+            authorizer, client, PRODUCE, TXN_ID, txn_id, "transactional"
+        )
+        refused = denied(authorizer, client, PRODUCE, TOPIC, (t.name for t in request.topic_data))
     schema = response_schema(PRODUCE, request.__version__)
     topic_cls = nested(schema, "responses")
     partition_cls = nested(schema, "responses", "partition_responses")
@@ -108,6 +120,10 @@ async def handle(
             record_errors: tuple[Any, ...] = ()
             if acks not in (0, 1, -1):
                 code = ErrorCode.invalid_required_acks
+            elif txn_refused:
+                code = ErrorCode.transactional_id_authorization_failed
+            elif topic_data.name in refused:
+                code = ErrorCode.topic_authorization_failed
             elif (partition := broker.topics.partition(topic_data.name, data.index)) is None:
                 code = ErrorCode.unknown_topic_or_partition
             elif partition.offline:

@@ -32,6 +32,7 @@ from sluice.broker.protocol.api_keys import (
 from sluice.broker.protocol.codec import make, nested
 from sluice.broker.protocol.context import Connection
 from sluice.broker.protocol.response_schema import response_schema
+from sluice.broker.security.access import CLUSTER_DENIED, refuses_cluster
 
 if TYPE_CHECKING:  # the unions import every version's classes: types only (start-up)
     from sluice.broker.protocol.messages import (
@@ -45,9 +46,17 @@ _Answer = tuple[ErrorCode, str | None]
 
 
 async def alter(
-    broker: Broker, request: AlterPartitionReassignmentsRequest, _client: Connection
+    broker: Broker, request: AlterPartitionReassignmentsRequest, client: Connection
 ) -> AlterPartitionReassignmentsResponse:
     schema = response_schema(ALTER_PARTITION_REASSIGNMENTS, request.__version__)
+    if refuses_cluster(broker.authorizer, client, ALTER_PARTITION_REASSIGNMENTS):
+        return make(
+            schema,
+            throttle_time=0,
+            error_code=ErrorCode.cluster_authorization_failed,
+            error_message=CLUSTER_DENIED,
+            responses=(),
+        )
     may_resize = getattr(request, "allow_replication_factor_change", True)
     answers: list[tuple[str, dict[int, _Answer]]] = []
     for topic in request.topics:
@@ -106,9 +115,17 @@ def _one_node(broker: Broker, target: list[int] | None) -> _Answer:
 
 
 async def list_(
-    broker: Broker, request: ListPartitionReassignmentsRequest, _client: Connection
+    broker: Broker, request: ListPartitionReassignmentsRequest, client: Connection
 ) -> ListPartitionReassignmentsResponse:
     schema = response_schema(LIST_PARTITION_REASSIGNMENTS, request.__version__)
+    if refuses_cluster(broker.authorizer, client, LIST_PARTITION_REASSIGNMENTS):
+        return make(
+            schema,
+            throttle_time=0,
+            error_code=ErrorCode.cluster_authorization_failed,
+            error_message=CLUSTER_DENIED,
+            topics=(),
+        )
     ongoing = broker.cluster.admin.reassignments() if broker.cluster is not None else {}
     wanted = (
         None

@@ -8,8 +8,16 @@ with the server's (:mod:`sluice.broker.security.sasl`). A failure answers
 SASL_AUTHENTICATION_FAILED with the mechanism's message, and the connection is closed
 ``connection.failed.authentication.delay.ms`` later. The server refuses every other request
 before the exchange completes (:mod:`sluice.broker.server`). On a PLAINTEXT listener, or once
-authenticated (no re-authentication: ``connections.max.reauth.ms`` is 0), both APIs answer
-ILLEGAL_SASL_STATE, as Kafka's ``KafkaApis`` does; ``session_lifetime_ms`` is 0.
+authenticated on a session that never ends, both APIs answer ILLEGAL_SASL_STATE, as Kafka's
+``KafkaApis`` does.
+
+Re-authentication (KIP-368): SaslAuthenticate v1+ answers ``session_lifetime_ms``, the least
+of the mechanism's ``connections.max.reauth.ms`` on the listener and the time left on the
+credential (an OAUTHBEARER token's ``exp``); 0 when neither limits it. A session that ends
+may be renewed on the same connection with SaslHandshake (v1, the same mechanism) and
+SaslAuthenticate again, at most once a second, as the same principal (else
+SASL_AUTHENTICATION_FAILED and the connection closed); a request other than SaslHandshake
+after the end closes the connection (:mod:`sluice.broker.server`), Kafka's behaviour.
 
 A v0 SaslHandshake (clients before Kafka 1.0; librdkafka 2.0 needs v0 advertised) is followed by
 raw tokens without Kafka's framing: the server reads those (:func:`evaluate`) and answers raw
@@ -23,6 +31,7 @@ JWKS URL is fetched by the validator).
 from __future__ import annotations
 
 import logging
+import time
 from typing import TYPE_CHECKING
 
 from kio.schema.errors import ErrorCode
@@ -33,6 +42,7 @@ from sluice.broker.protocol.api_keys import SASL_AUTHENTICATE, SASL_HANDSHAKE
 from sluice.broker.protocol.codec import make
 from sluice.broker.protocol.context import Connection
 from sluice.broker.protocol.response_schema import response_schema
+from sluice.broker.security.audit import audit_log
 from sluice.broker.security.credential_store import Credentials
 from sluice.broker.security.sasl import SaslAuthenticationError
 
@@ -46,21 +56,53 @@ if TYPE_CHECKING:  # the unions import every version's classes: types only (star
 
 log = logging.getLogger(__name__)
 
+REAUTH_INTERVAL_S = 1.0
+"""Kafka's least time between two re-authentications of a connection."""
+
 
 async def handshake(
     _broker: Broker, request: SaslHandshakeRequest, client: Connection
 ) -> SaslHandshakeResponse:
     schema = response_schema(SASL_HANDSHAKE, request.__version__)
     sasl = client.listener.sasl if client.listener is not None else None
-    if sasl is None or client.authenticated or client.mechanism is not None:
+    if sasl is None or (client.mechanism is not None and not client.authenticated):
         return make(schema, error_code=ErrorCode.illegal_sasl_state, mechanisms=())
     mechanisms = sasl.mechanisms
+    if client.authenticated:  # re-authentication (KIP-368), when the session can end
+        now = time.monotonic()
+        if (
+            client.session_expires_at is None
+            or request.__version__ == 0
+            or (
+                client.reauthenticated_at is not None
+                and now - client.reauthenticated_at < REAUTH_INTERVAL_S
+            )
+        ):
+            return make(schema, error_code=ErrorCode.illegal_sasl_state, mechanisms=())
+        if request.mechanism != client.mechanism:
+            log.info(
+                "refused re-authentication with %r from %s: the session is %s's",
+                request.mechanism,
+                client.client_host,
+                client.mechanism,
+            )
+            client.close_after_ms = sasl.failed_delay_ms
+            return make(
+                schema, error_code=ErrorCode.unsupported_sasl_mechanism, mechanisms=mechanisms
+            )
+        client.reauthenticated_at = now
+        client.reauthenticating_from, client.principal = client.principal, None
+        client.authenticator = None
+        return make(schema, error_code=ErrorCode.none, mechanisms=mechanisms)
     if request.mechanism not in mechanisms:
         log.info(
             "refused SASL mechanism %r from %s (enabled: %s)",
             request.mechanism,
             client.client_host,
             ", ".join(mechanisms),
+        )
+        audit_log.authentication_failed(
+            None, client.client_host.lstrip("/"), request.mechanism, "mechanism not enabled"
         )
         client.close_after_ms = sasl.failed_delay_ms
         return make(schema, error_code=ErrorCode.unsupported_sasl_mechanism, mechanisms=mechanisms)
@@ -93,7 +135,13 @@ async def authenticate(
             error_message=str(error),
             auth_bytes=b"",
         )
-    return make(schema, error_code=ErrorCode.none, error_message=None, auth_bytes=answer)
+    return make(
+        schema,
+        error_code=ErrorCode.none,
+        error_message=None,
+        auth_bytes=answer,
+        session_lifetime=client.session_lifetime_ms if client.authenticated else 0,
+    )
 
 
 async def evaluate(broker: Broker, client: Connection, token: bytes) -> bytes:
@@ -124,7 +172,40 @@ async def evaluate(broker: Broker, client: Connection, token: bytes) -> bytes:
             client.listener.name,
             error,
         )
+        audit_log.authentication_failed(None, client.client_host.lstrip("/"), mechanism, str(error))
         raise
     if server.complete:
-        client.principal = server.principal
+        previous = client.reauthenticating_from
+        if previous is not None and server.principal != previous:
+            log.info(
+                "failed re-authentication with %s from %s on listener %s: %s became %s",
+                mechanism,
+                client.client_host,
+                client.listener.name,
+                previous,
+                server.principal,
+            )
+            audit_log.authentication_failed(
+                server.principal, client.client_host, mechanism, "principal changed"
+            )
+            raise SaslAuthenticationError(
+                f"Cannot change principals during re-authentication from {previous}: "
+                f"{server.principal}"
+            )
+        client.principal, client.reauthenticating_from = server.principal, None
+        _start_session(client, sasl.max_reauth_ms.get(mechanism, 0), server.expires_at_ms)
     return answer
+
+
+def _start_session(client: Connection, max_reauth_ms: int, expires_at_ms: int | None) -> None:
+    """Kafka's ``calcCompletionTimesAndReturnSessionLifetimeMs``: the session lasts the least
+    of ``connections.max.reauth.ms`` (when above 0) and the credential's time left."""
+    now_ms = time.time() * 1000
+    limits = [max_reauth_ms] if max_reauth_ms > 0 else []
+    if expires_at_ms is not None:
+        limits.append(max(0, int(expires_at_ms - now_ms)))
+    if not limits:
+        client.session_expires_at, client.session_lifetime_ms = None, 0
+        return
+    client.session_lifetime_ms = min(limits)
+    client.session_expires_at = time.monotonic() + client.session_lifetime_ms / 1000

@@ -31,6 +31,7 @@ from sluice.broker.protocol.api_keys import (
 from sluice.broker.protocol.codec import make, nested
 from sluice.broker.protocol.context import Connection
 from sluice.broker.protocol.response_schema import response_schema
+from sluice.broker.security.access import CLUSTER_DENIED, refuses_cluster
 from sluice.broker.security.credentials import ScramCredential
 
 if TYPE_CHECKING:  # the unions import every version's classes: types only (start-up)
@@ -49,9 +50,17 @@ _Refusal = tuple[ErrorCode, str]
 
 
 async def describe(
-    broker: Broker, request: DescribeUserScramCredentialsRequest, _client: Connection
+    broker: Broker, request: DescribeUserScramCredentialsRequest, client: Connection
 ) -> DescribeUserScramCredentialsResponse:
     schema = response_schema(DESCRIBE_USER_SCRAM_CREDENTIALS, request.__version__)
+    if refuses_cluster(broker.authorizer, client, DESCRIBE_USER_SCRAM_CREDENTIALS):
+        return make(
+            schema,
+            throttle_time=0,
+            error_code=ErrorCode.cluster_authorization_failed,
+            error_message=CLUSTER_DENIED,
+            results=(),
+        )
     result_cls = nested(schema, "results")
     info_cls = nested(schema, "results", "credential_infos")
     stored = await run_blocking(broker.scram_credentials.users)
@@ -90,7 +99,7 @@ async def describe(
 
 
 async def alter(
-    broker: Broker, request: AlterUserScramCredentialsRequest, _client: Connection
+    broker: Broker, request: AlterUserScramCredentialsRequest, client: Connection
 ) -> AlterUserScramCredentialsResponse:
     schema = response_schema(ALTER_USER_SCRAM_CREDENTIALS, request.__version__)
     result_cls = nested(schema, "results")
@@ -103,6 +112,11 @@ async def alter(
     refusals: dict[str, _Refusal] = {}
     upserts: dict[str, dict[str, ScramCredential]] = {}
     deletes: dict[str, set[str]] = {}
+    if refuses_cluster(broker.authorizer, client, ALTER_USER_SCRAM_CREDENTIALS):
+        refusals = dict.fromkeys(
+            (user for user, _, _ in changes),
+            (ErrorCode.cluster_authorization_failed, CLUSTER_DENIED),
+        )
     for user, code, upsertion in changes:
         if user in refusals:
             continue

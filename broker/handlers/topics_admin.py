@@ -32,7 +32,11 @@ from sluice.broker.protocol.api_keys import CREATE_PARTITIONS, CREATE_TOPICS, DE
 from sluice.broker.protocol.codec import make, millis, nested
 from sluice.broker.protocol.context import Connection
 from sluice.broker.protocol.response_schema import response_schema
+from sluice.broker.security.access import allowed, allowed_operation
+from sluice.broker.security.acls import AclOperation, ResourceType
 from sluice.broker.topics import MAX_PARTITIONS_PER_REQUEST, check_partitions_added
+
+TOPIC, CLUSTER = ResourceType.TOPIC, ResourceType.CLUSTER
 
 if TYPE_CHECKING:  # the unions import every version's classes: types only (start-up)
     from sluice.broker.protocol.messages import (
@@ -46,7 +50,7 @@ if TYPE_CHECKING:  # the unions import every version's classes: types only (star
 
 
 async def create_topics(
-    broker: Broker, request: CreateTopicsRequest, _client: Connection
+    broker: Broker, request: CreateTopicsRequest, client: Connection
 ) -> CreateTopicsResponse:
     schema = response_schema(CREATE_TOPICS, request.__version__)
     result_cls = nested(schema, "topics")
@@ -55,6 +59,10 @@ async def create_topics(
     cluster = broker.cluster
     results = []
     created: list[str] = []
+    authorizer = broker.authorizer
+    cluster_create = authorizer is None or allowed_operation(
+        authorizer, client, CREATE_TOPICS, AclOperation.CREATE, CLUSTER, audit=False
+    )
     for wanted in request.topics:
         partitions: int = wanted.num_partitions
         factor: int = wanted.replication_factor
@@ -68,6 +76,18 @@ async def create_topics(
             "configs": None,
         }
         try:
+            if not cluster_create and not allowed(
+                authorizer,  # type: ignore[arg-type]  # not None when not cluster_create
+                client,
+                CREATE_TOPICS,
+                TOPIC,
+                wanted.name,
+                "or",
+            ):
+                raise KafkaError(
+                    ErrorCode.topic_authorization_failed,
+                    "Authorization failed: CREATE on the cluster or the topic is needed",
+                )
             if wanted.assignments:
                 if partitions != -1 or factor != -1:
                     raise KafkaError(
@@ -150,7 +170,7 @@ async def create_topics(
 
 
 async def delete_topics(
-    broker: Broker, request: DeleteTopicsRequest, _client: Connection
+    broker: Broker, request: DeleteTopicsRequest, client: Connection
 ) -> DeleteTopicsResponse:
     """Delete topics by name, or from v6 by topic id (one of the two per topic, as Kafka)."""
     schema = response_schema(DELETE_TOPICS, request.__version__)
@@ -171,6 +191,8 @@ async def delete_topics(
             code, message = ErrorCode.invalid_request, "give a topic name or a topic id, not both"
         elif asked_id is None and asked_name is None:
             code, message = ErrorCode.invalid_request, "give a topic name or a topic id"
+        elif asked_name is not None and not _may(broker, client, DELETE_TOPICS, asked_name):
+            code = ErrorCode.topic_authorization_failed
         elif not broker.config["delete.topic.enable"]:
             code, message = ErrorCode.topic_deletion_disabled, "delete.topic.enable is false"
         elif asked_id is not None:
@@ -178,6 +200,8 @@ async def delete_topics(
             if topic is None:
                 code = ErrorCode.unknown_topic_id
                 message = f"unknown topic id {format_topic_id(asked_id)}"
+            elif not _may(broker, client, DELETE_TOPICS, topic.name):
+                code = ErrorCode.topic_authorization_failed
         elif topic is None:
             code, message = ErrorCode.unknown_topic_or_partition, f"unknown topic {name!r}"
         if code == ErrorCode.none and topic is not None:
@@ -210,13 +234,17 @@ async def delete_topics(
 
 
 async def create_partitions(
-    broker: Broker, request: CreatePartitionsRequest, _client: Connection
+    broker: Broker, request: CreatePartitionsRequest, client: Connection
 ) -> CreatePartitionsResponse:
     schema = response_schema(CREATE_PARTITIONS, request.__version__)
     result_cls = nested(schema, "results")
     results = []
     for wanted in request.topics:
         code, message = ErrorCode.none, None
+        if not _may(broker, client, CREATE_PARTITIONS, wanted.name):
+            code = ErrorCode.topic_authorization_failed
+            results.append(make(result_cls, name=wanted.name, error_code=code, error_message=None))
+            continue
         if broker.cluster is not None:
             try:
                 await broker.cluster.admin.add_partitions(
@@ -253,3 +281,8 @@ async def create_partitions(
             broker.topics.add_partitions(topic, wanted.count)
         results.append(make(result_cls, name=wanted.name, error_code=code, error_message=message))
     return make(schema, throttle_time=0, results=tuple(results))
+
+
+def _may(broker: Broker, client: Connection, api_key: int, topic: str) -> bool:
+    """Whether the API's operation on ``topic`` is allowed (always, without an authorizer)."""
+    return broker.authorizer is None or allowed(broker.authorizer, client, api_key, TOPIC, topic)

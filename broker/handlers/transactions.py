@@ -25,6 +25,11 @@ from sluice.broker.protocol.api_keys import (
 from sluice.broker.protocol.codec import make, nested
 from sluice.broker.protocol.context import Connection
 from sluice.broker.protocol.response_schema import response_schema
+from sluice.broker.security.access import allowed, allowed_operation, denied
+from sluice.broker.security.acls import AclOperation, ResourceType
+
+TOPIC, GROUP = ResourceType.TOPIC, ResourceType.GROUP
+TXN_ID = ResourceType.TRANSACTIONAL_ID
 
 if TYPE_CHECKING:  # the unions import every version's classes: types only (start-up)
     from sluice.broker.protocol.messages import (
@@ -44,7 +49,7 @@ if TYPE_CHECKING:  # the unions import every version's classes: types only (star
 
 
 async def add_partitions_to_txn(
-    broker: Broker, request: AddPartitionsToTxnRequest, _client: Connection
+    broker: Broker, request: AddPartitionsToTxnRequest, client: Connection
 ) -> AddPartitionsToTxnResponse:
     # v0-3 (the versions served) name their fields `v3_and_below_*` in kio's schemas
     schema = response_schema(ADD_PARTITIONS_TO_TXN, request.__version__)
@@ -53,8 +58,23 @@ async def add_partitions_to_txn(
     wanted: list[tuple[str, int]] = [(t.name, p) for t in topics for p in t.partitions]
     refused = broker.transactions.coordinator_error(txn_id)
     codes: dict[tuple[str, int], ErrorCode]
+    topics_refused: set[str] = set()
+    if (authorizer := broker.authorizer) is not None:
+        if not allowed(authorizer, client, ADD_PARTITIONS_TO_TXN, TXN_ID, txn_id):
+            refused = ErrorCode.transactional_id_authorization_failed
+        else:
+            topics_refused = denied(
+                authorizer, client, ADD_PARTITIONS_TO_TXN, TOPIC, (t for t, _ in wanted)
+            )
     if refused is not ErrorCode.none:
         codes = dict.fromkeys(wanted, refused)
+    elif topics_refused:  # Kafka's: the refused ones fail, the others are not added
+        codes = {
+            w: ErrorCode.topic_authorization_failed
+            if w[0] in topics_refused
+            else ErrorCode.operation_not_attempted
+            for w in wanted
+        }
     else:
         codes = broker.transactions.add_partitions(
             txn_id,
@@ -83,11 +103,16 @@ async def add_partitions_to_txn(
 
 
 async def add_offsets_to_txn(
-    broker: Broker, request: AddOffsetsToTxnRequest, _client: Connection
+    broker: Broker, request: AddOffsetsToTxnRequest, client: Connection
 ) -> AddOffsetsToTxnResponse:
     schema = response_schema(ADD_OFFSETS_TO_TXN, request.__version__)
     txn_id = request.transactional_id
     code = broker.transactions.coordinator_error(txn_id)
+    if (authorizer := broker.authorizer) is not None:
+        if not allowed(authorizer, client, ADD_OFFSETS_TO_TXN, TXN_ID, txn_id):
+            code = ErrorCode.transactional_id_authorization_failed
+        elif not allowed(authorizer, client, ADD_OFFSETS_TO_TXN, GROUP, request.group_id):
+            code = ErrorCode.group_authorization_failed
     if code is ErrorCode.none:
         code = broker.transactions.add_offsets(
             txn_id, request.producer_id, request.producer_epoch, request.group_id
@@ -97,8 +122,15 @@ async def add_offsets_to_txn(
     return make(schema, throttle_time=0, error_code=code)
 
 
-async def end_txn(broker: Broker, request: EndTxnRequest, _client: Connection) -> EndTxnResponse:
+async def end_txn(broker: Broker, request: EndTxnRequest, client: Connection) -> EndTxnResponse:
     schema = response_schema(END_TXN, request.__version__)
+    authorizer = broker.authorizer
+    if authorizer is not None and not allowed(
+        authorizer, client, END_TXN, TXN_ID, request.transactional_id
+    ):
+        return make(
+            schema, throttle_time=0, error_code=ErrorCode.transactional_id_authorization_failed
+        )
     code = await broker.transactions.end_txn(
         request.transactional_id, request.producer_id, request.producer_epoch, request.committed
     )
@@ -106,11 +138,21 @@ async def end_txn(broker: Broker, request: EndTxnRequest, _client: Connection) -
 
 
 async def txn_offset_commit(
-    broker: Broker, request: TxnOffsetCommitRequest, _client: Connection
+    broker: Broker, request: TxnOffsetCommitRequest, client: Connection
 ) -> TxnOffsetCommitResponse:
     entries = commit_entries(request)
     # the group's coordinator answers (Kafka checks the producer there, from its own state)
     check = broker.groups.coordinator_error(request.group_id)
+    topics_refused: set[str] = set()
+    if (authorizer := broker.authorizer) is not None:
+        if not allowed(authorizer, client, TXN_OFFSET_COMMIT, TXN_ID, request.transactional_id):
+            check = ErrorCode.transactional_id_authorization_failed
+        elif not allowed(authorizer, client, TXN_OFFSET_COMMIT, GROUP, request.group_id):
+            check = ErrorCode.group_authorization_failed
+        else:
+            topics_refused = denied(
+                authorizer, client, TXN_OFFSET_COMMIT, TOPIC, (e[0] for e in entries)
+            )
     if (
         check is ErrorCode.none
         and broker.transactions.coordinator_error(request.transactional_id) is ErrorCode.none
@@ -128,14 +170,20 @@ async def txn_offset_commit(
             member_id=getattr(request, "member_id", ""),
             instance_id=getattr(request, "group_instance_id", None),
             generation=getattr(request, "generation_id", -1),
-            offsets=entries,
+            offsets=[e for e in entries if e[0] not in topics_refused],
         )
         codes = await when_replicated(broker, request.group_id, codes)
+        if topics_refused:  # the others are committed, as Kafka's
+            answered = iter(codes)
+            codes = [
+                ErrorCode.topic_authorization_failed if e[0] in topics_refused else next(answered)
+                for e in entries
+            ]
     return commit_response(response_schema(TXN_OFFSET_COMMIT, request.__version__), request, codes)
 
 
 async def describe_transactions(
-    broker: Broker, request: DescribeTransactionsRequest, _client: Connection
+    broker: Broker, request: DescribeTransactionsRequest, client: Connection
 ) -> DescribeTransactionsResponse:
     schema = response_schema(DESCRIBE_TRANSACTIONS, request.__version__)
     state_cls = nested(schema, "transaction_states")
@@ -143,6 +191,11 @@ async def describe_transactions(
     states = []
     for txn_id in request.transactional_ids:
         refused = broker.transactions.coordinator_error(txn_id)
+        authorizer = broker.authorizer
+        if authorizer is not None and not allowed(
+            authorizer, client, DESCRIBE_TRANSACTIONS, TXN_ID, txn_id
+        ):
+            refused = ErrorCode.transactional_id_authorization_failed
         meta = None if refused is not ErrorCode.none else broker.transactions.describe(txn_id)
         if meta is None:
             states.append(
@@ -183,7 +236,7 @@ async def describe_transactions(
 
 
 async def list_transactions(
-    broker: Broker, request: ListTransactionsRequest, _client: Connection
+    broker: Broker, request: ListTransactionsRequest, client: Connection
 ) -> ListTransactionsResponse:
     schema = response_schema(LIST_TRANSACTIONS, request.__version__)
     state_cls = nested(schema, "transaction_states")
@@ -203,6 +256,20 @@ async def list_transactions(
     loading = broker.transactions.loading()
     if loading or (wanted and not wanted & known):
         found = []
+    if (authorizer := broker.authorizer) is not None:  # those the principal may DESCRIBE
+        found = [
+            m
+            for m in found
+            if allowed_operation(
+                authorizer,
+                client,
+                LIST_TRANSACTIONS,
+                AclOperation.DESCRIBE,
+                TXN_ID,
+                m.transactional_id,
+                audit=False,
+            )
+        ]
     return make(
         schema,
         throttle_time=0,

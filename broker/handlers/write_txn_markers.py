@@ -21,6 +21,7 @@ from sluice.broker.protocol.api_keys import WRITE_TXN_MARKERS
 from sluice.broker.protocol.codec import make, nested
 from sluice.broker.protocol.context import Connection
 from sluice.broker.protocol.response_schema import response_schema
+from sluice.broker.security.access import refuses_cluster
 from sluice.broker.txn.markers import TxnMarker, write_marker
 
 if TYPE_CHECKING:  # the unions import every version's classes: types only (start-up)
@@ -28,7 +29,7 @@ if TYPE_CHECKING:  # the unions import every version's classes: types only (star
 
 
 async def handle(
-    broker: Broker, request: WriteTxnMarkersRequest, _client: Connection
+    broker: Broker, request: WriteTxnMarkersRequest, client: Connection
 ) -> WriteTxnMarkersResponse:
     schema = response_schema(WRITE_TXN_MARKERS, request.__version__)
     result_cls = nested(schema, "markers")
@@ -36,6 +37,7 @@ async def handle(
     partition_cls = nested(schema, "markers", "topics", "partitions")
     timeout_ms = int(broker.config["offsets.commit.timeout.ms"])
     results = []
+    denied = refuses_cluster(broker.authorizer, client, WRITE_TXN_MARKERS)
     for m in request.markers:
         marker = TxnMarker(
             m.producer_id, m.producer_epoch, m.transaction_result, m.coordinator_epoch
@@ -44,6 +46,15 @@ async def handle(
         for t in m.topics:
             partitions = []
             for index in t.partition_indexes:
+                if denied:
+                    partitions.append(
+                        make(
+                            partition_cls,
+                            partition_index=index,
+                            error_code=ErrorCode.cluster_authorization_failed,
+                        )
+                    )
+                    continue
                 code = write_marker(
                     broker.topics,
                     t.name,

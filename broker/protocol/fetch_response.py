@@ -131,6 +131,8 @@ class FetchAnswer:
     error_code: int = 0
     session_id: int = 0
     throttle_time_ms: int = 0
+    waited_s: float = 0.0
+    """Seconds the handler waited for records (``min_bytes``): not handling time (quotas)."""
 
     def frame(self, correlation_id: int) -> OutgoingFrame:
         """The response frame (which then owns the regions)."""

@@ -12,16 +12,21 @@ if TYPE_CHECKING:  # the unions import every version's classes: types only (star
     from sluice.broker.protocol.messages import (
         AddOffsetsToTxnResponse,
         AddPartitionsToTxnResponse,
+        AlterClientQuotasResponse,
         AlterConfigsResponse,
         AlterPartitionReassignmentsResponse,
         AlterReplicaLogDirsResponse,
         AlterUserScramCredentialsResponse,
         ApiVersionsResponse,
+        CreateAclsResponse,
         CreatePartitionsResponse,
         CreateTopicsResponse,
+        DeleteAclsResponse,
         DeleteGroupsResponse,
         DeleteRecordsResponse,
         DeleteTopicsResponse,
+        DescribeAclsResponse,
+        DescribeClientQuotasResponse,
         DescribeClusterResponse,
         DescribeConfigsResponse,
         DescribeGroupsResponse,
@@ -112,6 +117,12 @@ def response_schema(api_key: Literal[27], version: int) -> type[WriteTxnMarkersR
 @overload
 def response_schema(api_key: Literal[28], version: int) -> type[TxnOffsetCommitResponse]: ...
 @overload
+def response_schema(api_key: Literal[29], version: int) -> type[DescribeAclsResponse]: ...
+@overload
+def response_schema(api_key: Literal[30], version: int) -> type[CreateAclsResponse]: ...
+@overload
+def response_schema(api_key: Literal[31], version: int) -> type[DeleteAclsResponse]: ...
+@overload
 def response_schema(api_key: Literal[32], version: int) -> type[DescribeConfigsResponse]: ...
 @overload
 def response_schema(api_key: Literal[33], version: int) -> type[AlterConfigsResponse]: ...
@@ -141,6 +152,10 @@ def response_schema(
 ) -> type[ListPartitionReassignmentsResponse]: ...
 @overload
 def response_schema(api_key: Literal[47], version: int) -> type[OffsetDeleteResponse]: ...
+@overload
+def response_schema(api_key: Literal[48], version: int) -> type[DescribeClientQuotasResponse]: ...
+@overload
+def response_schema(api_key: Literal[49], version: int) -> type[AlterClientQuotasResponse]: ...
 @overload
 def response_schema(
     api_key: Literal[50], version: int

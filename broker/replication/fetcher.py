@@ -71,6 +71,7 @@ from sluice.broker.replication.leader_fetcher import (
     PartitionKey,
 )
 from sluice.broker.replication.quota import ReplicationThrottles
+from sluice.broker.security.inter_broker import PLAINTEXT, InterBrokerSecurity
 from sluice.broker.topics import Partition
 
 __all__ = ["FetchState", "ReplicaFetcherManager", "fetcher_id"]
@@ -106,8 +107,11 @@ class ReplicaFetcherManager:
         *,
         request_timeout_s: float = REQUEST_TIMEOUT_S,
         throttles: ReplicationThrottles | None = None,
+        security: InterBrokerSecurity = PLAINTEXT,
     ) -> None:
         self.broker_id = broker_id
+        self.security = security
+        """How the connections to the leaders are secured (the inter-broker listener's)."""
         self.config = config
         self.clock = clock
         self.request_timeout_s = request_timeout_s

@@ -296,6 +296,7 @@ class LeaderFetcher:
                 port,
                 client_id=f"sluice-replica-fetcher-{self.manager.broker_id}-{self.fetcher_id}",
                 timeout_s=self.manager.request_timeout_s,
+                security=self.manager.security,
             )
         except BrokerConnectionError as exc:
             self._connection_failed(exc)

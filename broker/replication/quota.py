@@ -45,9 +45,10 @@ False
 from __future__ import annotations
 
 import time
-from collections import deque
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
+
+from sluice.broker.quotas.rate import SampledRate, throttle_s
 
 if TYPE_CHECKING:
     from sluice.broker.topics import Partition
@@ -94,9 +95,10 @@ class Settings(Protocol):
     def __getitem__(self, key: str, /) -> Any: ...
 
 
-class ReplicationQuota:
+class ReplicationQuota(SampledRate):
     """A byte rate bounded by ``rate`` bytes/s, measured over ``samples`` windows of
-    ``window_s`` seconds (module docs). ``rate`` :data:`UNLIMITED`: never exceeded."""
+    ``window_s`` seconds (:class:`~sluice.broker.quotas.rate.SampledRate`, the client quotas'
+    too). ``rate`` :data:`UNLIMITED`: never exceeded."""
 
     def __init__(
         self,
@@ -106,42 +108,13 @@ class ReplicationQuota:
         window_s: float = 1.0,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
+        super().__init__(samples=samples, window_s=window_s, clock=clock)
         self.bound = rate
-        self.samples = samples
-        self.window_s = window_s
-        self._clock = clock
-        self._windows: deque[list[int]] = deque()
-        """[index, bytes] of the windows with bytes, oldest first (at most ``samples``); window
-        ``i`` covers the clock's ``[i × window_s, (i + 1) × window_s)``."""
 
     @property
     def limited(self) -> bool:
         """Whether a bound is set (the rate is not :data:`UNLIMITED`)."""
         return self.bound < UNLIMITED
-
-    def record(self, size: int) -> None:
-        """``size`` bytes went through now."""
-        index = int(self._clock() // self.window_s)
-        windows = self._windows
-        if not windows or windows[-1][0] != index:
-            windows.append([index, 0])
-            while len(windows) > self.samples:
-                windows.popleft()
-        windows[-1][1] += size
-
-    def rate(self) -> float:
-        """The measured rate in bytes/s: the bytes of the last ``samples`` windows (the
-        current one included) over the ``samples - 1`` full windows and the elapsed part of
-        the current one."""
-        now = self._clock()
-        current = int(now // self.window_s)
-        windows = self._windows
-        while windows and windows[0][0] <= current - self.samples:
-            windows.popleft()
-        if not windows:
-            return 0.0
-        elapsed = (self.samples - 1) * self.window_s + (now - current * self.window_s)
-        return sum(w[1] for w in windows) / elapsed if elapsed > 0 else 0.0
 
     def exceeded(self) -> bool:
         """Whether the measured rate is above the bound (never, unlimited)."""
@@ -153,18 +126,13 @@ class ReplicationQuota:
         is not exceeded."""
         if self.bound >= UNLIMITED:
             return 0.0
-        measured = self.rate()
-        if measured <= self.bound:
-            return 0.0
-        span = max(self.samples - 1, 1) * self.window_s
-        return (measured - self.bound) / max(self.bound, 1) * span
+        return throttle_s(self.rate(), max(self.bound, 1), max(self.samples - 1, 1) * self.window_s)
 
     def configure(self, rate: int, samples: int, window_s: float) -> None:
         """New bound and windows (dynamic broker configs); a new window size starts the
         measurement over."""
-        if (samples, window_s) != (self.samples, self.window_s):
-            self._windows.clear()
-        self.bound, self.samples, self.window_s = rate, samples, window_s
+        self.reconfigure(samples, window_s)
+        self.bound = rate
 
 
 class ReplicationThrottles:

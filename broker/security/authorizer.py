@@ -94,6 +94,11 @@ class Authorizer:
                 self._literal.setdefault(key, set()).add(binding.entry)
         self.version += 1
 
+    def replace(self, bindings: Iterable[AclBinding]) -> None:
+        """Hold exactly ``bindings`` (a reload from the ACL store)."""
+        self._literal, self._prefixed, self._prefix_lengths = {}, {}, {}
+        self.add(bindings)
+
     def bindings(self, found: AclBindingFilter | None = None) -> list[AclBinding]:
         """Every binding, or those ``found`` matches (DescribeAcls), in a stable order."""
         every = [
@@ -156,6 +161,31 @@ class Authorizer:
                 elif exact or entry.operation in implied:
                     allowed = True
         return allowed
+
+    def authorize_any(
+        self, principal: str, host: str, operation: AclOperation, resource_type: ResourceType
+    ) -> bool:
+        """Whether some ALLOW lets ``principal`` do ``operation`` on some resource of the type
+        (Kafka's ``authorizeByResourceType``, simplified: a DENY on the same pattern cancels
+        it): an idempotent producer needs WRITE on any topic (KIP-679)."""
+        if principal in self.super_users:
+            return True
+        for table in (self._literal, self._prefixed):
+            for (rtype, _name), entries in table.items():
+                if rtype != resource_type:
+                    continue
+                applies = [
+                    e
+                    for e in entries
+                    if e.principal in (principal, WILDCARD_PRINCIPAL)
+                    and e.host in (host, WILDCARD)
+                    and e.operation in (operation, AclOperation.ALL)
+                ]
+                if any(e.permission == AclPermissionType.ALLOW for e in applies) and not any(
+                    e.permission == AclPermissionType.DENY for e in applies
+                ):
+                    return True
+        return False
 
     def authorized_operations(
         self,

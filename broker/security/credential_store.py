@@ -104,8 +104,10 @@ class ZooKeeperScramStore:
         return found
 
     def alter(self, user: str, upsert: Mapping[str, ScramCredential], delete: set[str]) -> None:
-        config = {
-            k: v for k, v in self.store.entity_config("users", user).items() if k not in delete
-        }
-        config.update({m: c.to_text() for m, c in upsert.items()})
-        self.store.set_entity_config("users", user, config)
+        def change(config: dict[str, str]) -> dict[str, str]:
+            kept = {k: v for k, v in config.items() if k not in delete}
+            kept.update({m: c.to_text() for m, c in upsert.items()})
+            return kept
+
+        # read and written at the znode's version: a quota set meanwhile is kept
+        self.store.update_entity_config("users", user, change)

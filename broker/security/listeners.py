@@ -23,8 +23,8 @@ An SSL or SASL_SSL listener's server context comes from the ``ssl.*`` keys, each
 ``ssl.client.auth`` a client certificate's subject is its principal, through
 ``ssl.principal.mapping.rules``.
 
-Not yet: named listeners in a cluster (a cluster member serves its first listener, which must
-be PLAINTEXT): refused with a configuration error.
+A cluster member serves all its listeners too and registers every advertised endpoint; which
+one the brokers use among themselves is :mod:`sluice.broker.security.inter_broker`'s matter.
 
 >>> from sluice.broker.config import BrokerConfig
 >>> config = BrokerConfig.from_properties({
@@ -77,6 +77,8 @@ class ListenerSasl:
     validator: TokenValidator | None = None
     failed_delay_ms: int = 100
     """``connection.failed.authentication.delay.ms``."""
+    max_reauth_ms: Mapping[str, int] = field(default_factory=dict)
+    """``connections.max.reauth.ms`` by mechanism (KIP-368; 0 or missing: no limit)."""
 
     def server(
         self, mechanism: str, scram_lookup: Callable[[str], ScramCredential | None]
@@ -117,9 +119,8 @@ class ListenerTls:
         return peer_principal(ssl_object, self.mapper)
 
 
-def parse_listeners(config: BrokerConfig, *, cluster: bool = False) -> tuple[Listener, ...]:
-    """The listeners of ``config``, checked; ConfigError names the key that is wrong.
-    ``cluster``: the broker is a cluster member (only its first, PLAINTEXT listener)."""
+def parse_listeners(config: BrokerConfig) -> tuple[Listener, ...]:
+    """The listeners of ``config``, checked; ConfigError names the key that is wrong."""
     protocols: dict[str, str] = {}
     for entry in config["listener.security.protocol.map"]:
         name, _, protocol = entry.partition(":")
@@ -141,12 +142,6 @@ def parse_listeners(config: BrokerConfig, *, cluster: bool = False) -> tuple[Lis
                 f"listener {name} has no security protocol (add {name}:<PROTOCOL>; the "
                 f"protocols are PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL)",
                 key="listener.security.protocol.map",
-            )
-        if cluster and (found or protocol != "PLAINTEXT"):
-            raise ConfigError(
-                f"listener {name}: a cluster member serves one PLAINTEXT listener (named and "
-                "SASL listeners in a cluster are not implemented yet)",
-                key="listeners",
             )
         own = ("127.0.0.1" if host in ("", "0.0.0.0") else host), port
         sasl = _sasl(config, name) if protocol.startswith("SASL_") else None
@@ -191,7 +186,11 @@ def _sasl(config: BrokerConfig, listener: str) -> ListenerSasl:
             )
     validator = _validator(config, listener) if "OAUTHBEARER" in mechanisms else None
     return ListenerSasl(
-        mechanisms, users, validator, int(config["connection.failed.authentication.delay.ms"])
+        mechanisms,
+        users,
+        validator,
+        int(config["connection.failed.authentication.delay.ms"]),
+        {m: int(_value(config, listener, "connections.max.reauth.ms", m)) for m in mechanisms},
     )
 
 

@@ -39,7 +39,14 @@ from typing import Final
 
 from cryptography import x509
 
-__all__ = ["ANONYMOUS", "PrincipalMapper", "TlsConfigError", "peer_principal", "server_context"]
+__all__ = [
+    "ANONYMOUS",
+    "PrincipalMapper",
+    "TlsConfigError",
+    "client_context",
+    "peer_principal",
+    "server_context",
+]
 
 ANONYMOUS: Final = "User:ANONYMOUS"
 
@@ -169,6 +176,27 @@ def server_context(keys: Mapping[str, str | None]) -> ssl.SSLContext:
         raise TlsConfigError(f"ssl.enabled.protocols: {unknown or wanted} (TLSv1.2, TLSv1.3)")
     versions = sorted(_PROTOCOLS[p] for p in wanted)
     context.minimum_version, context.maximum_version = versions[0], versions[-1]
+    return context
+
+
+def client_context(keys: Mapping[str, str | None]) -> ssl.SSLContext:
+    """A broker's client context towards another broker's TLS listener, from the same keys:
+    the other broker's certificate is verified against ``ssl.truststore.*`` (else the system's
+    CAs) and its host name; ``ssl.keystore.*``, when set, is presented to a broker that asks for
+    a client certificate."""
+    if keys.get("ssl.truststore.location") or keys.get("ssl.truststore.certificates"):
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)  # verifies, host name included
+        _load_truststore(context, keys, needed=True)
+    else:
+        context = ssl.create_default_context()
+    if keys.get("ssl.keystore.location") or keys.get("ssl.keystore.key"):
+        _load_keystore(context, keys)
+    wanted = [
+        p.strip() for p in (keys.get("ssl.enabled.protocols") or "TLSv1.2,TLSv1.3").split(",")
+    ]
+    versions = sorted(_PROTOCOLS[p] for p in wanted if p in _PROTOCOLS)
+    if versions:
+        context.minimum_version, context.maximum_version = versions[0], versions[-1]
     return context
 
 

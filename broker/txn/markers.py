@@ -31,6 +31,7 @@ from kio.static.primitive import i16, i32, i64
 
 from sluice.broker.log.errors import InvalidProducerEpochError
 from sluice.broker.replication.client import BrokerClient, BrokerConnectionError
+from sluice.broker.security.inter_broker import PLAINTEXT, InterBrokerSecurity
 from sluice.broker.topics import TopicManager
 from sluice.errors import StorageError
 
@@ -123,6 +124,9 @@ class MarkerChannel:
     def __init__(self, broker_id: int, routes: MarkerRoutes | None = None) -> None:
         self.broker_id = broker_id
         self.routes = routes
+        self.security: InterBrokerSecurity = PLAINTEXT
+        """How connections to the other brokers are secured (the inter-broker listener's;
+        set by the cluster member)."""
         self._sends: dict[str, asyncio.Task[None]] = {}
         self._clients: dict[int, BrokerClient] = {}
 
@@ -235,6 +239,7 @@ class MarkerChannel:
                     port,
                     client_id=f"broker-{self.broker_id}-txn-markers",
                     timeout_s=REQUEST_TIMEOUT_S,
+                    security=self.security,
                 )
                 self._clients[node_id] = client
             response = await client.call(request, timeout_s=REQUEST_TIMEOUT_S)

@@ -84,6 +84,7 @@ class ThreadBroker:
         self.server = Server(broker, sendfile=self.sendfile, copy_below=self.copy_below)
         try:
             await self.server.start("127.0.0.1", self.port)
+            self.server.serve_requests()
             self._ready.set()
             await self._stop.wait()
         finally:

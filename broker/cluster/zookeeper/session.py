@@ -104,9 +104,9 @@ class BoundedClient:
         """Set ``path``'s data if at ``version`` (-1: any); the new stat."""
         return self.kazoo.set_async(path, value, version).get(timeout=self._timeout_s)
 
-    def delete(self, path: str) -> None:
-        """Delete ``path``."""
-        self.kazoo.delete_async(path).get(timeout=self._timeout_s)
+    def delete(self, path: str, version: int = -1) -> None:
+        """Delete ``path`` if at ``version`` (-1: any)."""
+        self.kazoo.delete_async(path, version).get(timeout=self._timeout_s)
 
     def ensure_path(self, path: str) -> None:
         """Create ``path`` and its parents where missing."""

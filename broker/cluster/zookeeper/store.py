@@ -33,10 +33,12 @@ from typing import Any, TypeVar
 
 from kazoo.client import KazooClient, KazooState
 from kazoo.exceptions import (
+    BadVersionError,
     NodeExistsError,
     NoNodeError,
     RolledBackError,
 )
+from kazoo.recipe.watchers import ChildrenWatch
 
 from sluice.broker.cluster import znodes
 from sluice.broker.cluster.metadata_store import (
@@ -481,6 +483,48 @@ class ZooKeeperMetadataStore:
         except NoNodeError:
             return frozenset()
 
+    @translate_errors
+    def update_entity_config(
+        self,
+        entity_type: str,
+        name: str,
+        change: Callable[[dict[str, str]], dict[str, str]],
+    ) -> None:
+        """A versioned read-modify-write of ``/config/<type>/<name>`` (retried on a concurrent
+        write), then Kafka's change notification ``<type>/<name>``."""
+        entity_type = _entity_type(entity_type)
+        path = znodes.config_path(entity_type, name)
+        while True:
+            try:
+                data, stat = self._client.get(path)
+            except NoNodeError:
+                data, stat = None, None
+            current = {} if data is None else znodes.decode_entity_config(path, data)
+            wanted = znodes.encode_entity_config(change(dict(current)))
+            try:
+                if stat is None:
+                    self._client.create(path, wanted, makepath=True)
+                else:
+                    self._client.set(path, wanted, version=stat.version)
+                break
+            except (NodeExistsError, BadVersionError):
+                continue
+        self._client.create(
+            f"{znodes.CONFIG_CHANGES}/{znodes.CONFIG_CHANGE_PREFIX}",
+            znodes.encode_config_change(f"{entity_type}/{name}"),
+            sequence=True,
+        )
+        self._purge_config_changes()
+
+    @translate_errors
+    def child_entities(self, entity_type: str, name: str, child_type: str) -> frozenset[str]:
+        """The children of ``/config/<type>/<name>/<child_type>`` (empty when it is missing)."""
+        path = f"{znodes.config_path(_entity_type(entity_type), name)}/{child_type}"
+        try:
+            return frozenset(self._client.get_children(path))
+        except NoNodeError:
+            return frozenset()
+
     def _purge_config_changes(self) -> None:
         horizon = self._clock_ms() - CONFIG_CHANGE_EXPIRATION_MS
         for child in self._client.get_children(znodes.CONFIG_CHANGES):
@@ -520,6 +564,80 @@ class ZooKeeperMetadataStore:
             znodes.CONFIG_CHANGES,
             lambda children: callback(self._read_config_changes(children, -1)),
         )
+
+    # ACLs
+
+    @translate_errors
+    def acl_znodes(self) -> dict[str, bytes]:
+        """The children of each ``<root>/<Type>`` of :data:`znodes.ACL_ROOTS`, with their data."""
+        found: dict[str, bytes] = {}
+        for root in znodes.ACL_ROOTS:
+            try:
+                types = self._client.get_children(root)
+            except NoNodeError:
+                continue
+            for rtype in types:
+                try:
+                    names = self._client.get_children(f"{root}/{rtype}")
+                except NoNodeError:
+                    continue
+                for name in names:
+                    path = f"{root}/{rtype}/{name}"
+                    try:
+                        found[path], _ = self._client.get(path)
+                    except NoNodeError:  # removed since the listing
+                        continue
+        return found
+
+    @translate_errors
+    def update_acl_znode(
+        self, path: str, change: Callable[[bytes | None], bytes | None], notification: str
+    ) -> None:
+        """Kafka's ``updateResourceAcls``: a versioned write (create, set or delete) retried
+        while another broker moves the znode, then a sequential change notification."""
+        while True:
+            try:
+                current, stat = self._client.get(path)
+            except NoNodeError:
+                current, stat = None, None
+            wanted = change(current)
+            try:
+                if stat is None:
+                    if wanted is None:
+                        break
+                    self._client.create(path, wanted, makepath=True)
+                elif wanted is None:
+                    self._client.delete(path, version=stat.version)
+                else:
+                    self._client.set(path, wanted, version=stat.version)
+                break
+            except (NodeExistsError, NoNodeError, BadVersionError):
+                continue
+        changes = znodes.acl_changes_path(path)
+        self._client.ensure_path(changes)
+        self._client.create(
+            f"{changes}/{znodes.ACL_CHANGE_PREFIX}", notification.encode(), sequence=True
+        )
+        self._purge_acl_changes(changes)
+
+    def _purge_acl_changes(self, changes: str) -> None:
+        horizon = self._clock_ms() - CONFIG_CHANGE_EXPIRATION_MS
+        for child in self._client.get_children(changes):
+            path = f"{changes}/{child}"
+            stat = self._client.exists(path)
+            if stat is not None and stat.ctime < horizon:
+                with contextlib.suppress(NoNodeError):
+                    self._client.delete(path)
+
+    @translate_errors
+    def watch_acl_changes(self, callback: Callable[[], None]) -> KazooWatch:
+        """Watch both change paths (literal and extended); ``callback`` at each new child."""
+        for changes in znodes.ACL_CHANGE_ROOTS:
+            self._client.ensure_path(changes)
+        watch = KazooWatch("ACL changes")
+        for changes in znodes.ACL_CHANGE_ROOTS:
+            ChildrenWatch(self._client.kazoo, changes, lambda _children: watch.deliver(callback))
+        return watch
 
     # producer ids
 

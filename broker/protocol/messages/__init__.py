@@ -9,7 +9,7 @@ so mypy checks each field a handler reads against every version it may receive.
 serves.
 
 One module per concept — :mod:`.records`, :mod:`.groups`, :mod:`.transactions`,
-:mod:`.admin`, :mod:`.security` — all re-exported here.
+:mod:`.admin`, :mod:`.security`, :mod:`.quotas` — all re-exported here.
 """
 
 from __future__ import annotations
@@ -68,6 +68,12 @@ from sluice.broker.protocol.messages.groups import (
     SyncGroupRequest,
     SyncGroupResponse,
 )
+from sluice.broker.protocol.messages.quotas import (
+    AlterClientQuotasRequest,
+    AlterClientQuotasResponse,
+    DescribeClientQuotasRequest,
+    DescribeClientQuotasResponse,
+)
 from sluice.broker.protocol.messages.records import (
     DeleteRecordsRequest,
     DeleteRecordsResponse,
@@ -83,6 +89,12 @@ from sluice.broker.protocol.messages.records import (
 from sluice.broker.protocol.messages.security import (
     AlterUserScramCredentialsRequest,
     AlterUserScramCredentialsResponse,
+    CreateAclsRequest,
+    CreateAclsResponse,
+    DeleteAclsRequest,
+    DeleteAclsResponse,
+    DescribeAclsRequest,
+    DescribeAclsResponse,
     DescribeUserScramCredentialsRequest,
     DescribeUserScramCredentialsResponse,
     SaslAuthenticateRequest,
@@ -114,6 +126,8 @@ __all__ = [
     "AddOffsetsToTxnResponse",
     "AddPartitionsToTxnRequest",
     "AddPartitionsToTxnResponse",
+    "AlterClientQuotasRequest",
+    "AlterClientQuotasResponse",
     "AlterConfigsRequest",
     "AlterConfigsResponse",
     "AlterPartitionReassignmentsRequest",
@@ -124,16 +138,24 @@ __all__ = [
     "AlterUserScramCredentialsResponse",
     "ApiVersionsRequest",
     "ApiVersionsResponse",
+    "CreateAclsRequest",
+    "CreateAclsResponse",
     "CreatePartitionsRequest",
     "CreatePartitionsResponse",
     "CreateTopicsRequest",
     "CreateTopicsResponse",
+    "DeleteAclsRequest",
+    "DeleteAclsResponse",
     "DeleteGroupsRequest",
     "DeleteGroupsResponse",
     "DeleteRecordsRequest",
     "DeleteRecordsResponse",
     "DeleteTopicsRequest",
     "DeleteTopicsResponse",
+    "DescribeAclsRequest",
+    "DescribeAclsResponse",
+    "DescribeClientQuotasRequest",
+    "DescribeClientQuotasResponse",
     "DescribeClusterRequest",
     "DescribeClusterResponse",
     "DescribeConfigsRequest",

@@ -163,7 +163,8 @@ def test_configuration_errors_name_their_key(props: dict[str, str], key: str, wo
     [
         ("sasl.enabled.mechanisms", "GSSAPI", "GSSAPI/Kerberos is not implemented"),
         ("listener.name.client.sasl.enabled.mechanisms", "PLAIN,MAGIC", "MAGIC not supported"),
-        ("connections.max.reauth.ms", "60000", "not implemented yet"),
+        ("connections.max.reauth.ms", "-1", "at least 0"),
+        ("security.inter.broker.protocol", "TLS", "must be one of PLAINTEXT"),
         ("listener.security.protocol.map", "CLIENT:TLS", "PROTOCOL one of"),
     ],
 )
@@ -172,26 +173,6 @@ def test_bad_values_are_refused_when_read(key: str, value: str, words: str) -> N
         BrokerConfig.from_properties({key: value})
     assert caught.value.key == key, caught.value
     assert words in str(caught.value), caught.value
-
-
-def test_a_cluster_member_serves_one_plaintext_listener() -> None:
-    config = BrokerConfig.from_properties(
-        {
-            "listeners": "SASL_PLAINTEXT://127.0.0.1:9093",
-            "listener.name.sasl_plaintext.plain.sasl.jaas.config": PLAIN_JAAS,
-        }
-    )
-    with pytest.raises(ConfigError, match="not implemented yet"):
-        parse_listeners(config, cluster=True)
-    two = BrokerConfig.from_properties(
-        {
-            "listeners": "PLAINTEXT://127.0.0.1:9092,OTHER://127.0.0.1:9093",
-            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,OTHER:PLAINTEXT",
-        }
-    )
-    with pytest.raises(ConfigError, match="one PLAINTEXT listener"):
-        parse_listeners(two, cluster=True)
-    assert len(parse_listeners(two)) == 2
 
 
 def test_oauthbearer_validates_against_a_jwks_when_one_is_configured(tmp_path: Path) -> None:
