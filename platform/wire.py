@@ -2,8 +2,9 @@
 
 Everything above the broker talks to it through confluent-kafka (DESIGN.md §1). A few admin APIs
 are not exposed there (ListTransactions, DescribeTransactions); this module speaks them itself,
-with kio's message classes, over one plain TCP connection per broker (PLAINTEXT only: no TLS, no
-SASL). Like any Kafka client it works against Sluice and Apache Kafka alike::
+with kio's message classes, over one TCP connection per broker: PLAINTEXT, or TLS and SASL
+(PLAIN, SCRAM-SHA-256/512) as :class:`Security` says, from librdkafka's property names. Like
+any Kafka client it works against Sluice and Apache Kafka alike::
 
     from sluice import wire
 
@@ -26,9 +27,11 @@ from __future__ import annotations
 import datetime
 import io
 import socket
+import ssl
 import struct
 import typing
-from dataclasses import dataclass, fields, is_dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields, is_dataclass
 from functools import cache
 from types import TracebackType
 from typing import Any, Final, cast
@@ -53,9 +56,11 @@ __all__ = [
     "LIST_TRANSACTIONS",
     "METADATA",
     "Api",
+    "AuthenticationError",
     "BrokerUnreachableError",
     "Connection",
     "Node",
+    "Security",
     "UnsupportedApiError",
     "WireError",
     "brokers",
@@ -84,6 +89,74 @@ class UnsupportedApiError(WireError):
     """The broker serves no version of an API that this client can speak."""
 
 
+class AuthenticationError(WireError):
+    """The broker refused the SASL mechanism or the credentials."""
+
+
+SECURITY_KEYS: Final = (
+    "security.protocol", "sasl.mechanism", "sasl.mechanisms", "sasl.username", "sasl.password",
+    "ssl.ca.location", "ssl.certificate.location", "ssl.key.location", "ssl.key.password",
+    "ssl.endpoint.identification.algorithm",
+)  # fmt: skip
+"""The client properties (librdkafka's names) that :meth:`Security.from_config` applies."""
+_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+
+
+@dataclass(frozen=True)
+class Security:
+    """How a connection secures itself: TLS (``context``) and SASL (``mechanism``)."""
+
+    protocol: str = "PLAINTEXT"
+    context: ssl.SSLContext | None = field(default=None, compare=False)
+    mechanism: str | None = None
+    username: str = ""
+    password: str = field(default="", repr=False)
+
+    @classmethod
+    def from_config(cls, config: Mapping[str, str]) -> Security:
+        """From librdkafka's properties (:data:`SECURITY_KEYS`); ``ValueError`` names a key it
+        cannot apply or a value it refuses.
+
+        >>> Security.from_config({"security.protocol": "sasl_plaintext", "sasl.username": "a"})
+        Security(protocol='SASL_PLAINTEXT', context=None, mechanism='PLAIN', username='a')
+        """
+        unknown = [key for key in config if key not in SECURITY_KEYS]
+        if unknown:
+            raise ValueError(
+                f"{unknown[0]}: not applied by sluice.wire (it applies {', '.join(SECURITY_KEYS)})"
+            )
+        protocol = config.get("security.protocol", "PLAINTEXT").upper()
+        if protocol not in _PROTOCOLS:
+            raise ValueError(f"security.protocol={protocol}: expected one of {_PROTOCOLS}")
+        context = None
+        if protocol in ("SSL", "SASL_SSL"):
+            context = ssl.create_default_context(cafile=config.get("ssl.ca.location"))
+            verify = config.get("ssl.endpoint.identification.algorithm", "https").lower()
+            context.check_hostname = verify != "none"
+            certificate = config.get("ssl.certificate.location")
+            if certificate:
+                context.load_cert_chain(
+                    certificate, config.get("ssl.key.location"), config.get("ssl.key.password")
+                )
+        mechanism = None
+        if protocol.startswith("SASL"):
+            names = config.get("sasl.mechanism") or config.get("sasl.mechanisms") or "PLAIN"
+            mechanism = names.upper()
+            if mechanism not in _MECHANISMS:
+                raise ValueError(f"sasl.mechanism={names}: sluice.wire speaks {_MECHANISMS}")
+        return cls(
+            protocol,
+            context,
+            mechanism,
+            config.get("sasl.username", ""),
+            config.get("sasl.password", ""),
+        )
+
+
+PLAINTEXT: Final = Security()
+
+
 @dataclass(frozen=True, slots=True)
 class Api:
     """An API key with the versions this client speaks (the fields it uses exist in all)."""
@@ -95,6 +168,8 @@ class Api:
 
 
 API_VERSIONS: Final = Api(18, "ApiVersions", 0, 3)
+SASL_HANDSHAKE: Final = Api(17, "SaslHandshake", 1, 1)
+SASL_AUTHENTICATE: Final = Api(36, "SaslAuthenticate", 0, 2)
 METADATA: Final = Api(3, "Metadata", 1, 12)
 FIND_COORDINATOR: Final = Api(10, "FindCoordinator", 1, 3)  # v4 batches keys: other shape
 DESCRIBE_TRANSACTIONS: Final = Api(65, "DescribeTransactions", 0, 0)
@@ -278,7 +353,15 @@ def _lenient_reader(schema: type[Any]) -> _Reader:
 class Connection:
     """One blocking connection to one broker; not thread-safe. Use as a context manager."""
 
-    def __init__(self, host: str, port: int, *, timeout: float, client_id: str) -> None:
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        *,
+        timeout: float,
+        client_id: str,
+        security: Security = PLAINTEXT,
+    ) -> None:
         self.host = host
         self.port = port
         self.address = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
@@ -299,8 +382,16 @@ class Connection:
                 self.address, f"Connect to {self.address} failed: {exc.strerror or exc}"
             ) from None
         self._sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        if security.context is not None:
+            try:
+                self._sock = security.context.wrap_socket(self._sock, server_hostname=host)
+            except (OSError, ssl.SSLError) as exc:
+                self._sock.close()
+                raise BrokerUnreachableError(self.address, f"TLS handshake failed: {exc}") from None
         try:
             self.versions = self._api_versions()
+            if security.mechanism is not None:
+                self._authenticate(security)
         except BaseException:
             self.close()
             raise
@@ -352,6 +443,37 @@ class Connection:
             raise WireError(f"{self.address} refused ApiVersions: {answer.error_code.name}")
         return {int(k.api_key): (int(k.min_version), int(k.max_version)) for k in answer.api_keys}
 
+    def _authenticate(self, security: Security) -> None:
+        """SaslHandshake, then SaslAuthenticate with PLAIN or SCRAM (``scramp``'s client)."""
+        mechanism = cast(str, security.mechanism)
+        answer = self.call(SASL_HANDSHAKE, mechanism=mechanism)
+        if answer.error_code != ErrorCode.none:
+            raise AuthenticationError(
+                f"{self.address} does not take SASL {mechanism} ({answer.error_code.name}; "
+                f"it takes {', '.join(answer.mechanisms) or 'none'})"
+            )
+
+        def step(token: bytes) -> bytes:
+            answer = self.call(SASL_AUTHENTICATE, auth_bytes=token)
+            if answer.error_code != ErrorCode.none:
+                raise AuthenticationError(
+                    f"{self.address} refused the credentials: "
+                    f"{answer.error_message or answer.error_code.name}"
+                )
+            return bytes(answer.auth_bytes)
+
+        if mechanism == "PLAIN":
+            step(f"\0{security.username}\0{security.password}".encode())
+            return
+        from scramp import ScramClient, ScramException
+
+        client = ScramClient([mechanism], security.username, security.password)
+        try:
+            client.set_server_first(step(client.get_client_first().encode()).decode())
+            client.set_server_final(step(client.get_client_final().encode()).decode())
+        except ScramException as exc:
+            raise AuthenticationError(f"SCRAM with {self.address} failed: {exc}") from None
+
     def _exchange(self, api: Api, version: int, request: Any) -> Any:
         self._correlation += 1
         frame = encode_request(request, correlation_id=self._correlation, client_id=self.client_id)
@@ -393,7 +515,13 @@ class Connection:
         return b"".join(chunks)
 
 
-def connect(bootstrap: str, *, timeout: float, client_id: str = "sluice-wire") -> Connection:
+def connect(
+    bootstrap: str,
+    *,
+    timeout: float,
+    client_id: str = "sluice-wire",
+    security: Security = PLAINTEXT,
+) -> Connection:
     """A connection to the first broker of ``bootstrap`` that accepts one.
 
     Raises :class:`BrokerUnreachableError` (with the last address's reason) if none does, and
@@ -402,16 +530,18 @@ def connect(bootstrap: str, *, timeout: float, client_id: str = "sluice-wire") -
     last: BrokerUnreachableError | None = None
     for host, port in parse_bootstrap(bootstrap):
         try:
-            return Connection(host, port, timeout=timeout, client_id=client_id)
+            return Connection(host, port, timeout=timeout, client_id=client_id, security=security)
         except BrokerUnreachableError as exc:
             last = exc
     assert last is not None  # parse_bootstrap never returns an empty list
     raise last
 
 
-def connect_node(node: Node, *, timeout: float, client_id: str = "sluice-wire") -> Connection:
+def connect_node(
+    node: Node, *, timeout: float, client_id: str = "sluice-wire", security: Security = PLAINTEXT
+) -> Connection:
     """A connection to one broker that Metadata or FindCoordinator named."""
-    return Connection(node.host, node.port, timeout=timeout, client_id=client_id)
+    return Connection(node.host, node.port, timeout=timeout, client_id=client_id, security=security)
 
 
 def brokers(conn: Connection) -> list[Node]:

@@ -32,12 +32,14 @@ from confluent_kafka import KafkaException
 
 from sluice import clients
 from sluice.cli import (
+    acls,
     broker,
     brokers,
     cluster,
     connect,
     groups,
     partitions,
+    quotas,
     status,
     topics,
     transactions,
@@ -69,6 +71,8 @@ app.add_typer(partitions.app, name="partitions")
 app.add_typer(groups.app, name="groups")
 app.add_typer(transactions.app, name="transactions")
 app.add_typer(users.app, name="users")
+app.add_typer(acls.app, name="acls")
+app.add_typer(quotas.app, name="quotas")
 app.add_typer(connect.app, name="connect")
 app.command()(produce)
 app.command()(consume)

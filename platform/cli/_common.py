@@ -9,14 +9,19 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
 from confluent_kafka.admin import AdminClient, ClusterMetadata  # type: ignore[attr-defined]
 from rich.console import Console
 
+from sluice.client_properties import load_client_properties
+from sluice.errors import ConfigError
 from sluice.exit_codes import EXIT_USAGE, CliError
+
+if TYPE_CHECKING:
+    from sluice import wire
 
 C = TypeVar("C")
 
@@ -55,6 +60,16 @@ ClientConfig = Annotated[
         "-X",
         metavar="KEY=VALUE",
         help=CLIENT_CONFIG_HELP,
+        rich_help_panel="Connection",
+    ),
+]
+CommandConfig = Annotated[
+    Path | None,
+    typer.Option(
+        "--command-config",
+        metavar="FILE",
+        help="Client properties file, Kafka's (Java client keys such as `sasl.jaas.config`, "
+        "`ssl.truststore.location`, translated; librdkafka's pass through); `-X` wins.",
         rich_help_panel="Connection",
     ),
 ]
@@ -98,6 +113,38 @@ def parse_pairs(values: Iterable[str] | None, option: str) -> dict[str, str]:
             raise typer.BadParameter(f"expected KEY=VALUE, got {item!r}", param_hint=option)
         pairs[key.strip()] = value
     return pairs
+
+
+def client_properties(
+    client_config: list[str] | None, command_config: Path | None
+) -> list[str] | None:
+    """``-X`` pairs after those of ``--command-config`` (translated from Java client keys),
+    so that ``-X`` wins when :func:`parse_pairs` reads them; a bad file is a usage error that
+    names its line and key."""
+    if command_config is None:
+        return client_config
+    try:
+        from_file = load_client_properties(command_config).pairs()
+    except ConfigError as exc:
+        raise CliError(f"--command-config: {exc}", exit_code=EXIT_USAGE) from None
+    return [*from_file, *(client_config or ())]
+
+
+def wire_security(
+    command_config: Path | None, command: str, client_config: list[str] | None = None
+) -> wire.Security:
+    """The TLS and SASL settings of a command that speaks the protocol itself (:mod:`sluice.wire`),
+    from ``--command-config`` then ``-X`` (``client.id`` and ``bootstrap.servers`` left to the
+    command); a property that client cannot apply is a usage error naming it."""
+    from sluice import wire
+
+    pairs = parse_pairs(client_properties(client_config, command_config), "-X")
+    for key in ("client.id", "bootstrap.servers"):
+        pairs.pop(key, None)
+    try:
+        return wire.Security.from_config(pairs)
+    except (ValueError, OSError) as exc:
+        raise CliError(f"{command}: {exc}", exit_code=EXIT_USAGE) from None
 
 
 _ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "0": "\0", "\\": "\\"}
@@ -190,12 +237,15 @@ class Connection:
         self.connected = False
         self._down: KafkaError | None = None
         self._reason: str | None = None
+        self._authentication: str | None = None
         self._warned: set[str] = set()
 
     def error_cb(self, error: KafkaError) -> None:
         code = error.code()
         if code in (KafkaError._TRANSPORT, KafkaError._RESOLVE, KafkaError._SSL):
             self._reason = _strip_broker_prefix(error.str())
+        if code == KafkaError._AUTHENTICATION:
+            self._authentication = _strip_broker_prefix(error.str())
         if code == KafkaError._ALL_BROKERS_DOWN:
             self._down = error
         if self.connected and error.str() not in self._warned:
@@ -203,6 +253,11 @@ class Connection:
             warn(error.str())
 
     def unreachable(self) -> CliError:
+        if self._authentication:
+            return CliError(
+                f"cannot authenticate to {self.bootstrap}: {self._authentication}; check the "
+                "credentials (--command-config, -X sasl.username=… -X sasl.password=…)"
+            )
         reason = f" ({self._reason})" if self._reason else ""
         return CliError(
             f"cannot reach a broker at {self.bootstrap}{reason}; is it running? "
@@ -221,7 +276,7 @@ class Connection:
         while True:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
-                if self._reason:
+                if self._reason or self._authentication:
                     raise self.unreachable()
                 raise CliError(
                     f"no answer from {self.bootstrap} within {self.timeout:g}s (--timeout)"

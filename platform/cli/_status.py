@@ -256,23 +256,28 @@ def topic_rows(
     return rows
 
 
-def reassigning(bootstrap: str, timeout: float) -> list[str] | None:
+def reassigning(bootstrap: str, timeout: float, security: Any = None) -> list[str] | None:
     """The partitions being reassigned, ``topic-partition``; None when the broker does not
     serve ListPartitionReassignments or cannot be asked (over :mod:`sluice.wire`)."""
     from sluice import wire
     from sluice.cli.partitions import ongoing_reassignments
 
     try:
-        with wire.connect(bootstrap, timeout=timeout, client_id="sluice-cli") as conn:
+        with wire.connect(
+            bootstrap, timeout=timeout, client_id="sluice-cli", security=security or wire.PLAINTEXT
+        ) as conn:
             return [f"{t}-{p}" for t, p in sorted(ongoing_reassignments(conn))]
     except wire.WireError:
         return None
 
 
-def log_dir_sizes(nodes: Iterable[Node], timeout: float) -> tuple[Sizes, dict[str, int] | None]:
+def log_dir_sizes(
+    nodes: Iterable[Node], timeout: float, security: Any = None
+) -> tuple[Sizes, dict[str, int] | None]:
     """Bytes per topic summed over every broker's log directories (DescribeLogDirs), or why
     they are unknown. A broker that does not serve the API makes every size unknown.
-    confluent-kafka's AdminClient has no call for it, so it is spoken through
+    ``security``: a :class:`sluice.wire.Security` (PLAINTEXT when None). confluent-kafka's
+    AdminClient has no call for it, so it is spoken through
     :mod:`sluice.wire` (imported here: kio takes a while to import, every command would pay)."""
     from sluice import wire
 
@@ -281,7 +286,10 @@ def log_dir_sizes(nodes: Iterable[Node], timeout: float) -> tuple[Sizes, dict[st
     for node in nodes:
         try:
             with wire.connect_node(
-                wire.Node(node.id, node.host, node.port), timeout=timeout, client_id="sluice-cli"
+                wire.Node(node.id, node.host, node.port),
+                timeout=timeout,
+                client_id="sluice-cli",
+                security=security or wire.PLAINTEXT,
             ) as conn:
                 answer = conn.call(describe_log_dirs, topics=None)
         except wire.UnsupportedApiError:

@@ -28,36 +28,33 @@ RETRIABLE = {
 """Answers that mean "ask again, perhaps elsewhere": the coordinator is moving or loading."""
 
 
-SUPPORTED_CONFIG = ("bootstrap.servers", "client.id", "security.protocol")
-"""The client properties the wire client applies; it speaks PLAINTEXT only."""
+SUPPORTED_CONFIG = ("bootstrap.servers", "client.id", *wire.SECURITY_KEYS)
+"""The client properties the wire client applies: TLS and SASL (PLAIN, SCRAM) among them."""
 
 
-def wire_config(bootstrap: str, overrides: dict[str, str]) -> tuple[str, str]:
-    """The bootstrap servers and client id from ``--bootstrap-server`` and ``-X``; a property
-    the wire client cannot apply is a usage error rather than silently ignored.
+def wire_config(bootstrap: str, overrides: dict[str, str]) -> tuple[str, str, wire.Security]:
+    """The bootstrap servers, client id and security from ``--bootstrap-server``, ``-X`` and
+    ``--command-config``; a property the wire client cannot apply is a usage error rather than
+    silently ignored.
 
-    >>> wire_config("localhost:9092", {"client.id": "ops", "security.protocol": "plaintext"})
-    ('localhost:9092', 'ops')
+    >>> servers, client_id, security = wire_config(
+    ...     "localhost:9092", {"client.id": "ops", "security.protocol": "plaintext"}
+    ... )
+    >>> servers, client_id, security.protocol
+    ('localhost:9092', 'ops', 'PLAINTEXT')
     >>> try:
-    ...     wire_config("localhost:9092", {"security.protocol": "SSL"})
+    ...     wire_config("h:1", {"security.protocol": "SASL_SSL", "sasl.mechanism": "GSSAPI"})
     ... except typer.BadParameter as exc:
     ...     print(exc.message)
-    security.protocol=SSL: sluice transactions speaks PLAINTEXT only
+    sasl.mechanism=GSSAPI: sluice.wire speaks ('PLAIN', 'SCRAM-SHA-256', 'SCRAM-SHA-512')
     """
-    for key, value in overrides.items():
-        if key not in SUPPORTED_CONFIG:
-            raise typer.BadParameter(
-                f"{key}: sluice transactions speaks the Kafka protocol itself and applies only "
-                f"{', '.join(SUPPORTED_CONFIG)} (PLAINTEXT)",
-                param_hint="-X",
-            )
-        if key == "security.protocol" and value.upper() != "PLAINTEXT":
-            raise typer.BadParameter(
-                f"security.protocol={value}: sluice transactions speaks PLAINTEXT only",
-                param_hint="-X",
-            )
+    security = {k: v for k, v in overrides.items() if k not in ("bootstrap.servers", "client.id")}
+    try:
+        found = wire.Security.from_config(security)
+    except (ValueError, OSError) as exc:
+        raise typer.BadParameter(str(exc), param_hint="-X/--command-config") from None
     client_id = overrides.get("client.id") or "sluice-cli"
-    return overrides.get("bootstrap.servers") or bootstrap, client_id
+    return overrides.get("bootstrap.servers") or bootstrap, client_id, found
 
 
 def timestamp(moment: datetime) -> str:
@@ -91,14 +88,23 @@ def error_text(code: ErrorCode, message: str | None = None) -> str:
 class Admin:
     """Connections to the brokers, reused, and the retries until ``--timeout`` runs out."""
 
-    def __init__(self, bootstrap: str, timeout: float, client_id: str = "sluice-cli") -> None:
+    def __init__(
+        self,
+        bootstrap: str,
+        timeout: float,
+        client_id: str = "sluice-cli",
+        security: wire.Security = wire.PLAINTEXT,
+    ) -> None:
         self.bootstrap = bootstrap
+        self.security = security
         self.timeout = timeout
         self.client_id = client_id
         self.deadline = time.monotonic() + timeout
         self._connections: dict[tuple[str, int], wire.Connection] = {}
         try:
-            self._bootstrap = wire.connect(bootstrap, timeout=timeout, client_id=client_id)
+            self._bootstrap = wire.connect(
+                bootstrap, timeout=timeout, client_id=client_id, security=security
+            )
         except ValueError as exc:
             raise typer.BadParameter(str(exc), param_hint="--bootstrap-server") from None
         except wire.BrokerUnreachableError as exc:
@@ -127,7 +133,9 @@ class Admin:
         key = node.host, node.port
         if (conn := self._connections.get(key)) is None:
             try:
-                conn = wire.connect_node(node, timeout=self.timeout, client_id=self.client_id)
+                conn = wire.connect_node(
+                    node, timeout=self.timeout, client_id=self.client_id, security=self.security
+                )
             except wire.BrokerUnreachableError as exc:
                 raise CliError(f"cannot reach broker {node}: {exc.reason}") from None
             except wire.WireError as exc:

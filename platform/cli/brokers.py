@@ -29,7 +29,13 @@ from typing import Annotated, Any
 import typer
 
 from sluice import clients
-from sluice.cli._common import DEFAULT_TIMEOUT, Bootstrap, RequestTimeout
+from sluice.cli._common import (
+    DEFAULT_TIMEOUT,
+    Bootstrap,
+    CommandConfig,
+    RequestTimeout,
+    wire_security,
+)
 from sluice.cli.partitions import (
     Plan,
     alter_reassignments,
@@ -57,16 +63,20 @@ def decommission(
     ] = False,
     wait_timeout: WaitTimeout = 600.0,
     bootstrap: Bootstrap = clients.DEFAULT_BOOTSTRAP,
+    command_config: CommandConfig = None,
     timeout: RequestTimeout = DEFAULT_TIMEOUT,
 ) -> None:
     """Move every replica off broker ID (one reassignment), e.g. before removing it.
 
     Example: `sluice brokers decommission 3 --wait`
     """
+    security = wire_security(command_config, "sluice brokers decommission")
     from sluice import wire
 
     try:
-        with wire.connect(bootstrap, timeout=timeout, client_id="sluice-cli") as conn:
+        with wire.connect(
+            bootstrap, timeout=timeout, client_id="sluice-cli", security=security
+        ) as conn:
             current, racks = current_assignment(conn, None)
             if broker_id not in racks:
                 raise CliError(f"broker {broker_id} is not in the cluster")
@@ -101,6 +111,7 @@ def rebalance(
     wait: Annotated[bool, typer.Option("--wait", help="Return once the moves are done.")] = False,
     wait_timeout: WaitTimeout = 600.0,
     bootstrap: Bootstrap = clients.DEFAULT_BOOTSTRAP,
+    command_config: CommandConfig = None,
     timeout: RequestTimeout = DEFAULT_TIMEOUT,
 ) -> None:
     """Even out replicas and preferred leaders over the brokers (e.g. onto an added one), with
@@ -108,10 +119,13 @@ def rebalance(
 
     Example: `sluice brokers rebalance --wait`
     """
+    security = wire_security(command_config, "sluice brokers rebalance")
     from sluice import wire
 
     try:
-        with wire.connect(bootstrap, timeout=timeout, client_id="sluice-cli") as conn:
+        with wire.connect(
+            bootstrap, timeout=timeout, client_id="sluice-cli", security=security
+        ) as conn:
             current, racks = current_assignment(conn, None)
             over = sorted(racks) if brokers is None else _broker_ids(brokers)
             unknown = [b for b in over if b not in racks]

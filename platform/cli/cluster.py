@@ -30,7 +30,9 @@ from sluice.cli._common import (
     DEFAULT_TIMEOUT,
     Bootstrap,
     ClientConfig,
+    CommandConfig,
     RequestTimeout,
+    client_properties,
     describe_error,
     error_of,
     heading,
@@ -51,6 +53,7 @@ def describe(
     *,
     bootstrap: Bootstrap = clients.DEFAULT_BOOTSTRAP,
     client_config: ClientConfig = None,
+    command_config: CommandConfig = None,
     timeout: RequestTimeout = DEFAULT_TIMEOUT,
 ) -> None:
     """Show the cluster id, the controller, and each broker with its rack and how many
@@ -58,6 +61,7 @@ def describe(
 
     Example: `sluice cluster describe -b 127.0.0.1:9092,127.0.0.1:9093`
     """
+    client_config = client_properties(client_config, command_config)
     admin = _Admin(bootstrap, client_config, timeout)
     metadata = admin.metadata()  # unreachable: a clear error before anything else
     future = admin.client.describe_cluster(**admin.options)

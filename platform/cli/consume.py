@@ -42,7 +42,9 @@ from sluice.cli._common import (
     DEFAULT_TIMEOUT,
     Bootstrap,
     ClientConfig,
+    CommandConfig,
     Connection,
+    client_properties,
     describe_error,
     make_client,
     parse_pairs,
@@ -185,6 +187,7 @@ def consume(
     ] = None,
     bootstrap: Bootstrap = clients.DEFAULT_BOOTSTRAP,
     client_config: ClientConfig = None,
+    command_config: CommandConfig = None,
 ) -> None:
     r"""Print records of TOPIC to stdout, one per line.
 
@@ -196,6 +199,7 @@ def consume(
 
     Example: `sluice consume orders --from-beginning -n 10 -f '%p/%o %k\t%v'`
     """
+    client_config = client_properties(client_config, command_config)
     render = compile_format(fmt)
     start: int | None = None
     if offset is not None:

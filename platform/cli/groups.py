@@ -27,7 +27,9 @@ from sluice.cli._common import (
     DEFAULT_TIMEOUT,
     Bootstrap,
     ClientConfig,
+    CommandConfig,
     RequestTimeout,
+    client_properties,
     describe_error,
     error_of,
     heading,
@@ -77,9 +79,11 @@ def list_(
     *,
     bootstrap: Bootstrap = clients.DEFAULT_BOOTSTRAP,
     client_config: ClientConfig = None,
+    command_config: CommandConfig = None,
     timeout: RequestTimeout = DEFAULT_TIMEOUT,
 ) -> None:
     """List consumer groups with their state and protocol type (ListGroups)."""
+    client_config = client_properties(client_config, command_config)
     admin = GroupAdmin(bootstrap, client_config, timeout)
     try:
         result = admin.wait(admin.client.list_consumer_groups(**admin.options))
@@ -124,6 +128,7 @@ def describe(
     *,
     bootstrap: Bootstrap = clients.DEFAULT_BOOTSTRAP,
     client_config: ClientConfig = None,
+    command_config: CommandConfig = None,
     timeout: RequestTimeout = DEFAULT_TIMEOUT,
 ) -> None:
     """Show a group's state, members and, per partition, its committed offset and lag.
@@ -133,6 +138,7 @@ def describe(
 
     Example: `sluice groups describe readers`
     """
+    client_config = client_properties(client_config, command_config)
     admin = GroupAdmin(bootstrap, client_config, timeout)
     description = admin.describe(group)
     committed = admin.committed(group)
@@ -256,6 +262,7 @@ def reset_offsets(
     ] = False,
     bootstrap: Bootstrap = clients.DEFAULT_BOOTSTRAP,
     client_config: ClientConfig = None,
+    command_config: CommandConfig = None,
     timeout: RequestTimeout = DEFAULT_TIMEOUT,
 ) -> None:
     """Set a group's committed offsets; refused while the group has members.
@@ -265,6 +272,7 @@ def reset_offsets(
 
     Example: `sluice groups reset-offsets readers -t orders:0,1 --to-datetime 2024-05-01T12:00`
     """
+    client_config = client_properties(client_config, command_config)
     modes = {
         "--to-earliest": ResetPlan("earliest") if to_earliest else None,
         "--to-latest": ResetPlan("latest") if to_latest else None,
@@ -374,9 +382,11 @@ def delete(
     *,
     bootstrap: Bootstrap = clients.DEFAULT_BOOTSTRAP,
     client_config: ClientConfig = None,
+    command_config: CommandConfig = None,
     timeout: RequestTimeout = DEFAULT_TIMEOUT,
 ) -> None:
     """Delete consumer groups and their committed offsets; refused while a group has members."""
+    client_config = client_properties(client_config, command_config)
     admin = GroupAdmin(bootstrap, client_config, timeout)
     futures = admin.client.delete_consumer_groups(groups, **admin.options)
     failed = False

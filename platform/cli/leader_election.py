@@ -27,7 +27,9 @@ from sluice.cli._common import (
     DEFAULT_TIMEOUT,
     Bootstrap,
     ClientConfig,
+    CommandConfig,
     RequestTimeout,
+    client_properties,
     describe_error,
     error_of,
     print_table,
@@ -59,12 +61,14 @@ def leader_election(
     ] = False,
     bootstrap: Bootstrap = clients.DEFAULT_BOOTSTRAP,
     client_config: ClientConfig = None,
+    command_config: CommandConfig = None,
     timeout: RequestTimeout = DEFAULT_TIMEOUT,
 ) -> None:
     """Elect partition leaders: `--preferred` or `--unclean`.
 
     Example: `sluice leader-election --preferred orders:0 payments`
     """
+    client_config = client_properties(client_config, command_config)
     if preferred == unclean:
         raise typer.BadParameter("give one of --preferred and --unclean", param_hint="--preferred")
     if unclean and not partitions:

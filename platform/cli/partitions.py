@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import datetime
 import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -44,8 +45,19 @@ import typer
 from kio.schema.errors import ErrorCode
 
 from sluice import clients
-from sluice.cli._common import DEFAULT_TIMEOUT, Bootstrap, RequestTimeout
+from sluice.cli._common import (
+    DEFAULT_TIMEOUT,
+    Bootstrap,
+    CommandConfig,
+    RequestTimeout,
+    client_properties,
+    parse_pairs,
+    wire_security,
+)
 from sluice.exit_codes import EXIT_FAILED, EXIT_USAGE, CliError
+
+Client = Mapping[str, str]
+"""librdkafka properties for the AdminClient that sets throttles (from --command-config)."""
 
 __all__ = [
     "Plan",
@@ -106,12 +118,15 @@ def reassign(
         ),
     ] = None,
     bootstrap: Bootstrap = clients.DEFAULT_BOOTSTRAP,
+    command_config: CommandConfig = None,
     timeout: RequestTimeout = DEFAULT_TIMEOUT,
 ) -> None:
     """Generate, execute, verify or cancel a reassignment plan (Kafka's JSON format).
 
     Example: `sluice partitions reassign --generate --topics orders --brokers 2,3 > plan.json`
     """
+    security = wire_security(command_config, "sluice partitions reassign")
+    client = parse_pairs(client_properties(None, command_config), "--command-config")
     modes = [m for m, on in (("--generate", generate), ("--execute", execute),
                              ("--verify", verify), ("--cancel", cancel)) if on]  # fmt: skip
     if len(modes) != 1:
@@ -123,13 +138,15 @@ def reassign(
     from sluice import wire
 
     try:
-        with wire.connect(bootstrap, timeout=timeout, client_id="sluice-cli") as conn:
+        with wire.connect(
+            bootstrap, timeout=timeout, client_id="sluice-cli", security=security
+        ) as conn:
             if generate:
                 _generate(conn, _names(topics, "--topics"), _ids(brokers), disable_rack_aware)
             elif execute is not None:
-                _execute(conn, _read_plan(execute), timeout, bootstrap, throttle)
+                _execute(conn, _read_plan(execute), timeout, bootstrap, throttle, client)
             elif verify is not None:
-                _verify(conn, _read_plan(verify), bootstrap, timeout)
+                _verify(conn, _read_plan(verify), bootstrap, timeout, client)
             elif cancel is not None:
                 _cancel(conn, _read_plan(cancel), timeout)
     except wire.WireError as exc:
@@ -301,7 +318,9 @@ def alter_reassignments(
     return refused
 
 
-def _execute(conn: Any, plan: Plan, timeout: float, bootstrap: str, throttle: int | None) -> None:
+def _execute(
+    conn: Any, plan: Plan, timeout: float, bootstrap: str, throttle: int | None, client: Client
+) -> None:
     current, _ = current_assignment(conn, {t for t, _ in plan})
     missing = sorted(f"{t}-{p}" for t, p in plan if (t, p) not in current)
     if missing:
@@ -312,7 +331,7 @@ def _execute(conn: Any, plan: Plan, timeout: float, bootstrap: str, throttle: in
     typer.echo()
     typer.echo("Save this to use as the --execute plan during rollback")
     if throttle is not None:
-        brokers = _set_throttles(bootstrap, plan, current, throttle, timeout)
+        brokers = _set_throttles(bootstrap, plan, current, throttle, timeout, client)
         typer.echo(
             f"Warning: You must run --verify periodically, until the reassignment completes, "
             f"to ensure the throttle is removed. The inter-broker throttle limit was set to "
@@ -360,7 +379,10 @@ def throttled_replicas(plan: Plan, current: Plan) -> dict[str, tuple[list[str], 
 
 
 def _alter_configs(
-    bootstrap: str, changes: dict[tuple[str, str], dict[str, str | None]], timeout: float
+    bootstrap: str,
+    changes: dict[tuple[str, str], dict[str, str | None]],
+    timeout: float,
+    client: Client,
 ) -> None:
     """IncrementalAlterConfigs: per (resource type "topic" or "broker", name), keys to set (a
     value) or delete (None); a refusal is a :class:`CliError`."""
@@ -372,7 +394,7 @@ def _alter_configs(
         ResourceType,
     )
 
-    admin = clients.admin(bootstrap, **{"client.id": "sluice-cli"})
+    admin = clients.admin(bootstrap, **{"client.id": "sluice-cli", **client})
     resources = []
     for (kind, name), keys in changes.items():
         entries = [
@@ -403,7 +425,7 @@ _REPLICAS = ("leader.replication.throttled.replicas", "follower.replication.thro
 
 
 def _set_throttles(
-    bootstrap: str, plan: Plan, current: Plan, rate: int, timeout: float
+    bootstrap: str, plan: Plan, current: Plan, rate: int, timeout: float, client: Client
 ) -> list[int]:
     """Throttle the plan's moves (Kafka's ``modifyTopicThrottles`` and
     ``modifyBrokerThrottles``): the throttled replicas of each moving topic, and both rates on
@@ -419,11 +441,13 @@ def _set_throttles(
     )
     for broker in brokers:
         changes[("broker", str(broker))] = dict.fromkeys(_RATES, str(rate))
-    _alter_configs(bootstrap, changes, timeout)
+    _alter_configs(bootstrap, changes, timeout, client)
     return brokers
 
 
-def _clear_throttles(bootstrap: str, plan: Plan, brokers: list[int], timeout: float) -> None:
+def _clear_throttles(
+    bootstrap: str, plan: Plan, brokers: list[int], timeout: float, client: Client
+) -> None:
     """Remove the throttles of a finished reassignment (Kafka's ``clearAllThrottles``): both
     rates on every broker, the throttled replicas of the plan's topics."""
     changes: dict[tuple[str, str], dict[str, str | None]] = {
@@ -432,12 +456,12 @@ def _clear_throttles(bootstrap: str, plan: Plan, brokers: list[int], timeout: fl
     topics = sorted({t for t, _ in plan})
     for topic in topics:
         changes[("topic", topic)] = dict.fromkeys(_REPLICAS)
-    _alter_configs(bootstrap, changes, timeout)
+    _alter_configs(bootstrap, changes, timeout, client)
     typer.echo(f"Clearing broker-level throttles on brokers {','.join(map(str, brokers))}")
     typer.echo(f"Clearing topic-level throttles on topic {','.join(topics)}")
 
 
-def _verify(conn: Any, plan: Plan, bootstrap: str, timeout: float) -> None:
+def _verify(conn: Any, plan: Plan, bootstrap: str, timeout: float, client: Client) -> None:
     ongoing = ongoing_reassignments(conn)
     current, live = current_assignment(conn, {t for t, _ in plan})
     typer.echo("Status of partition reassignment:")
@@ -453,7 +477,7 @@ def _verify(conn: Any, plan: Plan, bootstrap: str, timeout: float) -> None:
         typer.echo(f"Reassignment of partition {topic}-{index} {status}.")
     if unfinished:
         raise typer.Exit(EXIT_FAILED)
-    _clear_throttles(bootstrap, plan, sorted(live), timeout)
+    _clear_throttles(bootstrap, plan, sorted(live), timeout, client)
 
 
 def _cancel(conn: Any, plan: Plan, timeout: float) -> None:

@@ -27,7 +27,9 @@ from sluice import clients
 from sluice.cli._common import (
     Bootstrap,
     ClientConfig,
+    CommandConfig,
     Connection,
+    client_properties,
     describe_error,
     make_client,
     parse_pairs,
@@ -159,6 +161,7 @@ def produce(
     ] = 30.0,
     bootstrap: Bootstrap = clients.DEFAULT_BOOTSTRAP,
     client_config: ClientConfig = None,
+    command_config: CommandConfig = None,
 ) -> None:
     r"""Produce records to TOPIC, one per line of stdin or --file.
 
@@ -169,6 +172,7 @@ def produce(
     Examples: `sluice produce orders < orders.txt`, or with keys
     `sluice produce orders -f '%k:%v' --file keyed.txt` (lines like `customer-7:order-1`).
     """
+    client_config = client_properties(client_config, command_config)
     if key_separator is not None:
         if fmt is not None:
             raise typer.BadParameter("give --key-separator or --format, not both")

@@ -18,7 +18,7 @@ import json
 import time
 from dataclasses import asdict
 from datetime import datetime
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -28,8 +28,10 @@ from sluice.cli._common import (
     DEFAULT_TIMEOUT,
     Bootstrap,
     ClientConfig,
+    CommandConfig,
     Home,
     RequestTimeout,
+    client_properties,
     heading,
     parse_pairs,
     print_table,
@@ -99,6 +101,7 @@ def status(
         ),
     ] = False,
     client_config: ClientConfig = None,
+    command_config: CommandConfig = None,
     timeout: RequestTimeout = DEFAULT_TIMEOUT,
 ) -> None:
     """Show the broker, topics, consumer groups, connectors and Streams apps on one screen.
@@ -110,6 +113,7 @@ def status(
 
     Example: `sluice status --json | jq '.groups[] | {group, lag}'`
     """
+    client_config = client_properties(client_config, command_config)
     supervisor = read_supervisor(home)
     given = {
         name: _source_name(ctx.get_parameter_source(name)) == "COMMANDLINE"
@@ -169,20 +173,34 @@ def _gather(
     components = supervisor.components if supervisor is not None else []
     expected = [int(c.name[7:]) for c in components if c.kind == "broker" and c.name[7:].isdigit()]
     report.broker, ids = describe_broker(admin, expected)
-    report.broker.reassigning = reassigning(bootstrap, timeout)
+    overrides = parse_pairs(client_config, "-X")
+    security = _wire_security(overrides)
+    report.broker.reassigning = reassigning(bootstrap, timeout, security)
     partitions: list[Partition] = [(t, p) for t, ps in sorted(ids.items()) for p in ps]
     marks: Watermarks = sample_watermarks(admin, partitions, interval)
-    report.sizes, sizes = log_dir_sizes(report.broker.brokers, timeout)
+    report.sizes, sizes = log_dir_sizes(report.broker.brokers, timeout, security)
     report.topics = topic_rows(ids, marks, sizes)
     report.groups = consumer_groups(admin, marks.latest)
     messages = {t.name: t.messages for t in report.topics}
-    overrides = parse_pairs(client_config, "-X")
     for topic in {c.dead_letter_topic for c in components if c.dead_letter_topic}:
         if topic in ids:  # what a read_committed consumer reads: no transaction markers
             partitions = [(topic, p) for p in ids[topic]]
             messages[topic] = committed_records(bootstrap, overrides, partitions, marks, timeout)
     report.streams = streams_apps(supervisor, report.groups, ids, messages)
     return report
+
+
+def _wire_security(overrides: dict[str, str]) -> Any:
+    """The TLS and SASL settings for what is asked through :mod:`sluice.wire` (reassignments,
+    log directory sizes); PLAINTEXT when it cannot apply the properties (those figures are then
+    shown as unknown, with the reason)."""
+    from sluice import wire
+
+    wanted = {k: v for k, v in overrides.items() if k not in ("client.id", "debug")}
+    try:
+        return wire.Security.from_config(wanted)
+    except (ValueError, OSError):
+        return wire.PLAINTEXT
 
 
 # -- rendering -----------------------------------------------------------------------------

@@ -27,8 +27,10 @@ from sluice.cli._common import (
     DEFAULT_TIMEOUT,
     Bootstrap,
     ClientConfig,
+    CommandConfig,
     Connection,
     RequestTimeout,
+    client_properties,
     describe_error,
     error_of,
     heading,
@@ -63,7 +65,7 @@ class _Admin:
         self.connection = Connection(bootstrap, timeout)
         self.timeout = timeout
         overrides = parse_pairs(client_config, "-X")
-        self.protocol = overrides.get("security.protocol", "PLAINTEXT").upper()
+        self.overrides = overrides
         self.client = make_client(
             clients.admin,
             bootstrap,
@@ -159,12 +161,14 @@ def create(
     ] = False,
     bootstrap: Bootstrap = clients.DEFAULT_BOOTSTRAP,
     client_config: ClientConfig = None,
+    command_config: CommandConfig = None,
     timeout: RequestTimeout = DEFAULT_TIMEOUT,
 ) -> None:
     """Create topics.
 
     Example: `sluice topics create orders -p 6 -c retention.ms=86400000`
     """
+    client_config = client_properties(client_config, command_config)
     if partitions == 0 or partitions < -1:
         raise typer.BadParameter("must be at least 1", param_hint="--partitions")
     if replication_factor == 0 or replication_factor < -1:
@@ -210,6 +214,7 @@ def list_(
     ] = False,
     bootstrap: Bootstrap = clients.DEFAULT_BOOTSTRAP,
     client_config: ClientConfig = None,
+    command_config: CommandConfig = None,
     timeout: RequestTimeout = DEFAULT_TIMEOUT,
 ) -> None:
     """List topics with their partition count and replication factor.
@@ -217,6 +222,7 @@ def list_(
     With `--under-replicated` and/or `--unavailable`, list instead the partitions in either
     state, as `kafka-topics --describe --under-replicated-partitions` does.
     """
+    client_config = client_properties(client_config, command_config)
     admin = _Admin(bootstrap, client_config, timeout)
     metadata = admin.metadata()
     topics = metadata.topics
@@ -255,6 +261,7 @@ def describe(
     *,
     bootstrap: Bootstrap = clients.DEFAULT_BOOTSTRAP,
     client_config: ClientConfig = None,
+    command_config: CommandConfig = None,
     timeout: RequestTimeout = DEFAULT_TIMEOUT,
 ) -> None:
     """Show a topic's partitions, offsets and configs.
@@ -263,6 +270,7 @@ def describe(
     earliest and latest offsets; configs with where each value comes from (topic override,
     broker, default).
     """
+    client_config = client_properties(client_config, command_config)
     admin = _Admin(bootstrap, client_config, timeout)
     topic = admin.topic_metadata(name)
     partitions = sorted(topic.partitions.values(), key=lambda p: p.id)
@@ -324,15 +332,18 @@ def _ids(ids: list[int]) -> str:
 def _leader_epochs(admin: _Admin, name: str) -> dict[int, tuple[int, list[int]]] | None:
     """``partition -> (leader epoch, offline replicas)`` from a Metadata request through
     :mod:`sluice.wire` (confluent-kafka shows neither); ``None`` (with a warning) when they
-    cannot be read. Skipped, with a warning, on a listener other than PLAINTEXT (the wire
-    client speaks no TLS or SASL): ``-`` is shown."""
-    if admin.protocol != "PLAINTEXT":
-        warn(
-            f"leader epochs and offline replicas are read over PLAINTEXT only, not {admin.protocol}"
-        )
+    cannot be read. Skipped, with a warning, when the client properties ask for something the
+    wire client does not apply (it speaks TLS and SASL PLAIN/SCRAM): ``-`` is shown."""
+    wanted = {k: v for k, v in admin.overrides.items() if k not in ("client.id", "debug")}
+    try:
+        security = wire.Security.from_config(wanted)
+    except (ValueError, OSError) as exc:
+        warn(f"leader epochs and offline replicas are not read: {exc}")
         return {}
     try:
-        with wire.connect(admin.connection.bootstrap, timeout=admin.timeout) as conn:
+        with wire.connect(
+            admin.connection.bootstrap, timeout=admin.timeout, security=security
+        ) as conn:
             version = conn.version_of(wire.METADATA)
             answer = conn.call(
                 wire.METADATA,
@@ -425,12 +436,14 @@ def alter(
     ] = None,
     bootstrap: Bootstrap = clients.DEFAULT_BOOTSTRAP,
     client_config: ClientConfig = None,
+    command_config: CommandConfig = None,
     timeout: RequestTimeout = DEFAULT_TIMEOUT,
 ) -> None:
     """Set or remove topic configs (other keys keep their values), or add partitions.
 
     Example: `sluice topics alter orders -c retention.ms=3600000 -d cleanup.policy`
     """
+    client_config = client_properties(client_config, command_config)
     to_set = parse_pairs(config, "--config")
     to_delete = list(delete_config or ())
     if not to_set and not to_delete and partitions is None:
@@ -482,9 +495,11 @@ def delete(
     ] = False,
     bootstrap: Bootstrap = clients.DEFAULT_BOOTSTRAP,
     client_config: ClientConfig = None,
+    command_config: CommandConfig = None,
     timeout: RequestTimeout = DEFAULT_TIMEOUT,
 ) -> None:
     """Delete topics and all their records."""
+    client_config = client_properties(client_config, command_config)
     admin = _Admin(bootstrap, client_config, timeout)
     admin.metadata()
     futures = admin.client.delete_topics(names, operation_timeout=timeout, **admin.options)

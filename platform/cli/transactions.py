@@ -20,7 +20,9 @@ from sluice.cli._common import (
     DEFAULT_TIMEOUT,
     Bootstrap,
     ClientConfig,
+    CommandConfig,
     RequestTimeout,
+    client_properties,
     parse_pairs,
     print_table,
     warn,
@@ -70,21 +72,23 @@ def list_(
     ] = None,
     bootstrap: Bootstrap = clients.DEFAULT_BOOTSTRAP,
     client_config: ClientConfig = None,
+    command_config: CommandConfig = None,
     timeout: RequestTimeout = DEFAULT_TIMEOUT,
 ) -> None:
     """List transactional ids with their producer id and state (ListTransactions).
 
     Example: `sluice transactions list --state Ongoing`
     """
+    client_config = client_properties(client_config, command_config)
     from kio.schema.errors import ErrorCode
 
     from sluice import wire
     from sluice.cli._transactions import Admin, error_text, wire_config
 
-    servers, client_id = wire_config(bootstrap, parse_pairs(client_config, "-X"))
+    servers, client_id, security = wire_config(bootstrap, parse_pairs(client_config, "-X"))
     rows: list[tuple[str, int, int, str]] = []
     errors: list[str] = []
-    with Admin(servers, timeout, client_id) as admin:
+    with Admin(servers, timeout, client_id, security) as admin:
         for node in admin.brokers():
             try:
                 answer = admin.call_until(
@@ -121,6 +125,7 @@ def describe(
     *,
     bootstrap: Bootstrap = clients.DEFAULT_BOOTSTRAP,
     client_config: ClientConfig = None,
+    command_config: CommandConfig = None,
     timeout: RequestTimeout = DEFAULT_TIMEOUT,
 ) -> None:
     """Show a transactional id's state, producer id and epoch, timeout, and the start time and
@@ -128,10 +133,11 @@ def describe(
 
     Example: `sluice transactions describe orders-app-0`
     """
+    client_config = client_properties(client_config, command_config)
     from sluice.cli._transactions import Admin, timestamp, wire_config
 
-    servers, client_id = wire_config(bootstrap, parse_pairs(client_config, "-X"))
-    with Admin(servers, timeout, client_id) as admin:
+    servers, client_id, security = wire_config(bootstrap, parse_pairs(client_config, "-X"))
+    with Admin(servers, timeout, client_id, security) as admin:
         node, txn = admin.describe(transactional_id)
     partitions = ((t.topic, int(p)) for t in txn.topics for p in t.partitions)
     print_table(

@@ -34,7 +34,9 @@ from sluice.cli._common import (
     DEFAULT_TIMEOUT,
     Bootstrap,
     ClientConfig,
+    CommandConfig,
     RequestTimeout,
+    client_properties,
     error_of,
     make_client,
     parse_pairs,
@@ -111,12 +113,14 @@ def set_(
     ] = None,
     bootstrap: Bootstrap = clients.DEFAULT_BOOTSTRAP,
     client_config: ClientConfig = None,
+    command_config: CommandConfig = None,
     timeout: RequestTimeout = DEFAULT_TIMEOUT,
 ) -> None:
     """Set (or replace) USER's credential for one mechanism.
 
     Example: `sluice users scram set alice --password-file alice.txt`
     """
+    client_config = client_properties(client_config, command_config)
     info = ScramCredentialInfo(_mechanism(mechanism), iterations)
     upsertion = UserScramCredentialUpsertion(user, info, _password(password_file).encode())
     admin = _admin(bootstrap, client_config)
@@ -131,12 +135,14 @@ def delete(
     mechanism: Mechanism = "SCRAM-SHA-256",
     bootstrap: Bootstrap = clients.DEFAULT_BOOTSTRAP,
     client_config: ClientConfig = None,
+    command_config: CommandConfig = None,
     timeout: RequestTimeout = DEFAULT_TIMEOUT,
 ) -> None:
     """Delete USER's credential for one mechanism.
 
     Example: `sluice users scram delete alice --mechanism SCRAM-SHA-512`
     """
+    client_config = client_properties(client_config, command_config)
     deletion = UserScramCredentialDeletion(user, _mechanism(mechanism))
     admin = _admin(bootstrap, client_config)
     _wait(admin.alter_user_scram_credentials([deletion], request_timeout=timeout), timeout)
@@ -151,12 +157,14 @@ def describe(
     *,
     bootstrap: Bootstrap = clients.DEFAULT_BOOTSTRAP,
     client_config: ClientConfig = None,
+    command_config: CommandConfig = None,
     timeout: RequestTimeout = DEFAULT_TIMEOUT,
 ) -> None:
     """List users' SCRAM mechanisms and iteration counts (never a secret).
 
     Example: `sluice users scram describe`
     """
+    client_config = client_properties(client_config, command_config)
     admin = _admin(bootstrap, client_config)
     try:
         if users:

@@ -1,5 +1,6 @@
 """``sluice transactions`` takes client config (``-X``) like every other command; what its
-PLAINTEXT wire client cannot apply is refused, never ignored."""
+wire client cannot apply is refused, never ignored (its TLS and SASL settings:
+``tests/cli/test_command_config.py``)."""
 
 from __future__ import annotations
 
@@ -42,9 +43,9 @@ def test_x_properties_are_applied(run: Callable[..., Result], bootstrap: str) ->
 @pytest.mark.parametrize(
     ("setting", "message"),
     [
-        ("security.protocol=SSL", "security.protocol=SSL: sluice transactions speaks PLAINTEXT"),
-        ("sasl.mechanism=PLAIN", "sasl.mechanism: sluice transactions speaks the Kafka protocol"),
-        ("no.such.property=1", "no.such.property: sluice transactions speaks the Kafka"),
+        ("security.protocol=SSH", "security.protocol=SSH: expected one of"),
+        ("ssl.ca.pem=PEM", "ssl.ca.pem: not applied by sluice.wire"),
+        ("no.such.property=1", "no.such.property: not applied by sluice.wire"),
         ("client.id", "expected KEY=VALUE, got 'client.id'"),
     ],
 )
