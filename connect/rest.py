@@ -27,13 +27,16 @@ Same paths, status codes and bodies as Kafka Connect (3.6), so that its tooling 
 
 Errors are ``{"error_code": <status>, "message": "..."}``: 400 for an invalid config or body,
 404 for an unknown connector, task, plugin or path, 409 for an existing connector or while the
-herder is rebalancing, 500 otherwise. :func:`serve` runs the API with uvicorn in a thread.
+herder is rebalancing, 500 otherwise (401 without credentials when basic authentication is
+on). :func:`serve` runs the API with uvicorn in a thread, over HTTPS when asked
+(:mod:`sluice.connect.rest_security`).
 """
 
 from __future__ import annotations
 
 import logging
 import socket
+import ssl
 import threading
 import time
 from collections.abc import Awaitable, Callable
@@ -46,6 +49,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
 
+from sluice.connect.rest_security import RestSecurity
 from sluice.connect.runtime.herder import BadRequestError, Herder, HerderError
 
 __all__ = ["RestServer", "create_app", "serve"]
@@ -88,9 +92,26 @@ def _named(name: str, config: dict[str, str]) -> dict[str, str]:
     return {**config, "name": name}
 
 
-def create_app(herder: Herder) -> FastAPI:
-    """The REST API of ``herder``; see the module docstring."""
+def create_app(herder: Herder, security: RestSecurity | None = None) -> FastAPI:
+    """The REST API of ``herder``; see the module docstring. With ``security``'s basic
+    authentication, a request without a known user's credentials is answered 401."""
     app = FastAPI(title="Sluice Connect", docs_url=None, redoc_url=None)
+    basic = security.basic_auth if security is not None else None
+
+    if basic is not None:
+
+        @app.middleware("http")
+        async def authenticate(
+            request: Request, call_next: Callable[[Request], Awaitable[Response]]
+        ) -> Response:
+            if basic.allows(request.headers.get("authorization")):
+                return await call_next(request)
+            log.info("REST request %s %s refused: no valid credentials from %s",
+                     request.method, request.url.path,
+                     request.client.host if request.client else "?")  # fmt: skip
+            response = _error(401, "User cannot access the resource.")
+            response.headers["WWW-Authenticate"] = 'Basic realm="Kafka Connect"'
+            return response
 
     @app.middleware("http")
     async def unexpected(
@@ -261,17 +282,20 @@ def create_app(herder: Herder) -> FastAPI:
 class RestServer:
     """A running REST API (see :func:`serve`); stop it with :meth:`stop` or ``with``."""
 
-    def __init__(self, server: uvicorn.Server, thread: threading.Thread, address: Any) -> None:
+    def __init__(
+        self, server: uvicorn.Server, thread: threading.Thread, address: Any, scheme: str = "http"
+    ) -> None:
         self.server = server
         self.thread = thread
         self.host: str = address[0]
         self.port: int = address[1]
+        self.scheme = scheme
 
     @property
     def url(self) -> str:
-        """``http://host:port``."""
+        """``http://host:port`` (``https://`` with TLS)."""
         host = f"[{self.host}]" if ":" in self.host else self.host
-        return f"http://{host}:{self.port}"
+        return f"{self.scheme}://{host}:{self.port}"
 
     def stop(self, timeout_s: float = 10.0) -> None:
         """Finish the requests under way, close the socket and wait for the thread."""
@@ -294,9 +318,15 @@ class RestServer:
 
 
 def serve(
-    herder: Herder, host: str = "127.0.0.1", port: int = 8083, *, timeout_s: float = 10.0
+    herder: Herder,
+    host: str = "127.0.0.1",
+    port: int = 8083,
+    *,
+    timeout_s: float = 10.0,
+    security: RestSecurity | None = None,
 ) -> RestServer:
-    """Serve the REST API of ``herder`` on ``host:port`` (0: any free port) in a thread.
+    """Serve the REST API of ``herder`` on ``host:port`` (0: any free port) in a thread, with
+    ``security``'s TLS and basic authentication (:mod:`sluice.connect.rest_security`).
 
     The socket is bound before this returns (an address in use raises ``OSError`` here), and
     the server accepts requests once it returns.
@@ -309,15 +339,24 @@ def serve(
     except OSError:
         sock.close()
         raise
+    tls = security.tls if security is not None else None
     config = uvicorn.Config(
-        create_app(herder), log_config=None, log_level="warning", lifespan="off", access_log=False
+        create_app(herder, security),
+        log_config=None,
+        log_level="warning",
+        lifespan="off",
+        access_log=False,
+        ssl_certfile=None if tls is None else str(tls.keystore),
+        ssl_keyfile_password=None if tls is None else tls.key_password,
+        ssl_ca_certs=None if tls is None or tls.truststore is None else str(tls.truststore),
+        ssl_cert_reqs=ssl.CERT_NONE if tls is None else tls.client_auth,
     )
     server = uvicorn.Server(config)
     thread = threading.Thread(
         target=server.run, kwargs={"sockets": [sock]}, name="connect-rest", daemon=True
     )
     thread.start()
-    running = RestServer(server, thread, sock.getsockname())
+    running = RestServer(server, thread, sock.getsockname(), "http" if tls is None else "https")
     deadline = time.monotonic() + timeout_s
     while not server.started and thread.is_alive() and time.monotonic() < deadline:
         time.sleep(0.01)

@@ -107,7 +107,11 @@ class App:
             "dead_letter_topic": dead_letter_topic,
         }
         merged = settings_of({**{k: v for k, v in given.items() if v is not None}, **settings})
-        merged.update(_deployed_settings())
+        for name, deployed in _deployed_settings().items():
+            # client settings (dicts): the deployment's on top of the code's
+            merged[name] = (
+                {**merged.get(name, {}), **deployed} if isinstance(deployed, dict) else deployed
+            )
         instance = os.environ.get(ENV_INSTANCE)
         if "state_dir" not in merged and instance:
             merged["state_dir"] = Path(".sluice") / "streams" / f"instance-{instance}"

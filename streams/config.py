@@ -21,15 +21,18 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Literal, get_type_hints
 
+from sluice.client_security import client_settings, is_security_key
 from sluice.errors import ConfigError
 from sluice.metrics import parse_listen
 from sluice.streams.errors import HandlerSpec, StreamsError, handler_from
 
 __all__ = [
+    "CLIENT_PREFIXES",
     "ENV_CONFIG",
     "KAFKA_NAMES",
     "ProcessingGuarantee",
     "StreamsConfig",
+    "client_role",
     "settings_from_text",
     "settings_of",
 ]
@@ -69,7 +72,13 @@ def settings_of(settings: Mapping[str, Any]) -> dict[str, Any]:
     known = {f.name for f in fields(StreamsConfig)}
     named: dict[str, str] = {}
     result: dict[str, Any] = {}
+    clients: dict[str, dict[str, Any]] = {}  # field → Java client settings to translate
     for name, value in settings.items():
+        role = client_role(name)
+        if role is not None:
+            target, key = role
+            clients.setdefault(target, {})[key] = value
+            continue
         target = KAFKA_NAMES.get(name, name)
         if target not in known:
             raise StreamsError(
@@ -80,7 +89,41 @@ def settings_of(settings: Mapping[str, Any]) -> dict[str, Any]:
             raise StreamsError(f"{target} is given twice: as {named[target]!r} and as {name!r}")
         named[target] = name
         result[target] = value
+    for target, java in clients.items():
+        try:
+            translated = client_settings(java, source="Streams settings")
+        except ConfigError as error:
+            raise StreamsError(str(error)) from None
+        # a key given in the field's own dict (librdkafka's name) wins over the Java one
+        result[target] = {**translated, **result.get(target, {})}
     return result
+
+
+CLIENT_PREFIXES: dict[str, str] = {
+    "consumer.": "consumer_config",
+    "main.consumer.": "consumer_config",
+    "restore.consumer.": "consumer_config",
+    "global.consumer.": "consumer_config",
+    "producer.": "producer_config",
+    "admin.": "admin_config",
+}
+"""Kafka Streams' prefixes for one kind of client's settings, and the field they go to. Sluice's
+app has one consumer setting for all its consumers, so the three consumer prefixes share it."""
+
+
+def client_role(name: str) -> tuple[str, str] | None:
+    """``(field, client key)`` when ``name`` is a client setting rather than a Streams one: a
+    security setting for every client (``client_config``) or a prefixed one for one kind.
+
+    >>> client_role("sasl.mechanism"), client_role("producer.linger.ms"), client_role("poll.ms")
+    (('client_config', 'sasl.mechanism'), ('producer_config', 'linger.ms'), None)
+    """
+    if is_security_key(name):
+        return "client_config", name
+    for prefix in sorted(CLIENT_PREFIXES, key=len, reverse=True):
+        if name.startswith(prefix) and len(name) > len(prefix):
+            return CLIENT_PREFIXES[prefix], name[len(prefix) :]
+    return None
 
 
 ENV_CONFIG = "SLUICE_STREAMS_CONFIG"
@@ -100,7 +143,9 @@ def settings_from_text(values: Mapping[str, str]) -> dict[str, Any]:
     result: dict[str, Any] = {}
     for name, value in settings_of(values).items():
         kind = str(types[name])
-        if "dict" in kind:
+        if "dict" in kind and isinstance(value, dict):
+            result[name] = value  # client settings, already translated by settings_of
+        elif "dict" in kind:
             raise StreamsError(f"{name} cannot be given as text; set it in the app's code")
         if "int" in kind and "Callable" not in kind:
             try:
@@ -119,7 +164,13 @@ class StreamsConfig:
     """``application_id`` is the consumer group id and the prefix of internal topics.
 
     ``consumer_config`` / ``producer_config`` / ``admin_config`` are librdkafka properties that
-    win over Sluice's (for example ``{"security.protocol": "SSL"}``). ``metrics_listen``
+    win over Sluice's (for example ``{"security.protocol": "SSL"}``); ``client_config`` goes to
+    every client, under those three. Kafka's client security settings (``security.protocol``,
+    ``sasl.jaas.config``, ``ssl.truststore.location`` …) and Kafka Streams' prefixed client
+    settings (``producer.``, ``consumer.``, ``main.consumer.``, ``restore.consumer.``,
+    ``global.consumer.``, ``admin.``) are taken by :meth:`of` and :func:`settings_of`, translated
+    to librdkafka's keys (:mod:`sluice.client_security`). The four are left out of ``repr()``:
+    they may hold passwords. ``metrics_listen``
     (``HOST:PORT``) serves Prometheus metrics at ``/metrics`` there while the application runs
     (:mod:`sluice.streams.runtime.metrics`). The three ``*_exception_handler`` settings and
     ``dead_letter_topic`` (Kafka's ``errors.deadletterqueue.topic.name``) are described in
@@ -141,10 +192,11 @@ class StreamsConfig:
     max_poll_records: int = 1000
     transaction_timeout_ms: int = 10_000
     session_timeout_ms: int = 10_000
-    consumer_config: dict[str, Any] = field(default_factory=dict)
-    producer_config: dict[str, Any] = field(default_factory=dict)
-    admin_config: dict[str, Any] = field(default_factory=dict)
+    consumer_config: dict[str, Any] = field(default_factory=dict, repr=False)
+    producer_config: dict[str, Any] = field(default_factory=dict, repr=False)
+    admin_config: dict[str, Any] = field(default_factory=dict, repr=False)
     metrics_listen: str | None = None
+    client_config: dict[str, Any] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
         if self.processing_guarantee not in ("at_least_once", "exactly_once_v2"):
@@ -170,6 +222,10 @@ class StreamsConfig:
                 parse_listen(self.metrics_listen, key="metrics_listen")
             except ConfigError as error:
                 raise StreamsError(str(error)) from None
+        if self.client_config:  # under each kind's own settings, which win
+            self.consumer_config = {**self.client_config, **self.consumer_config}
+            self.producer_config = {**self.client_config, **self.producer_config}
+            self.admin_config = {**self.client_config, **self.admin_config}
         if self.state_dir is None:
             self.state_dir = Path(".sluice") / "streams"
         self.state_dir = Path(self.state_dir)

@@ -46,6 +46,7 @@ from confluent_kafka.admin import AdminClient
 from sluice import clients
 from sluice.connect.api.connector import Connector
 from sluice.connect.api.errors import ConnectError
+from sluice.connect.runtime.client_configs import task_clients
 from sluice.connect.runtime.exactly_once import add_problems, problems
 from sluice.connect.runtime.offset_admin import ConnectorOffsets
 from sluice.connect.runtime.plugins import connector_class, known_plugins, plugin_type
@@ -429,10 +430,11 @@ class Herder:
     # -- offsets -------------------------------------------------------------------------------
 
     def admin(self) -> AdminClient:
-        """The herder's admin client (``admin.*`` worker settings apply), made on first use."""
+        """The herder's admin client (the worker's security and ``admin.*`` settings apply),
+        made on first use."""
         if self._admin is None:
             settings = self.worker_config
-            overrides = {k[6:]: v for k, v in settings.items() if k.startswith("admin.")}
+            overrides = task_clients(settings, "admin")
             self._admin = clients.admin(
                 settings["bootstrap.servers"],
                 **{"client.id": "connect-herder-admin", **overrides},

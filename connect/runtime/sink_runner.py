@@ -29,6 +29,7 @@ from sluice import clients
 from sluice.connect.api.connector import SinkTask, TopicPartition
 from sluice.connect.api.data import Schema, SinkBatch, SinkRecord
 from sluice.connect.api.errors import ConnectError
+from sluice.connect.runtime.client_configs import task_clients
 from sluice.connect.runtime.task_runner import TaskRunner
 from sluice.connect.runtime.tolerance import dead_letter_headers
 
@@ -117,7 +118,7 @@ class SinkTaskRunner(TaskRunner):
                 # looked for again only at librdkafka's periodic metadata refresh, every 5 min by
                 # default; Kafka's Java consumer asks again at once. Look every few seconds.
                 "topic.metadata.refresh.interval.ms": 5_000,
-                **{k[9:]: v for k, v in worker_config.items() if k.startswith("consumer.")},
+                **task_clients(worker_config, "consumer"),
             },
         )
         # rewinds asked by the task during open(), applied when the partitions are assigned
@@ -126,7 +127,9 @@ class SinkTaskRunner(TaskRunner):
         self._by_offset: dict[tuple[str, int, int], Any] | None = None
         self._dead_letters: Producer | None = None
         if self.errors.dead_letter_topic:
-            self._dead_letters = clients.producer(bootstrap, **{"acks": "all"})
+            self._dead_letters = clients.producer(
+                bootstrap, **{"acks": "all", **task_clients(worker_config, "producer")}
+            )
 
     def _topics(self) -> list[str]:
         topics = [t.strip() for t in str(self.config.get("topics", "")).split(",") if t.strip()]

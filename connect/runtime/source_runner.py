@@ -40,6 +40,7 @@ from sluice import clients
 from sluice.connect.api.connector import OffsetStorageReader, SourceTask
 from sluice.connect.api.data import SourceBatch, SourceRecord
 from sluice.connect.api.errors import ConnectError
+from sluice.connect.runtime.client_configs import task_clients
 from sluice.connect.runtime.offsets import OffsetReader, OffsetStore
 from sluice.connect.runtime.task_runner import TaskRunner
 
@@ -98,7 +99,8 @@ class SourceTaskRunner(TaskRunner):
         self._track_records = type(task).commit_record is not SourceTask.commit_record
 
     def producer_settings(self) -> dict[str, Any]:
-        """The task producer's librdkafka settings (the worker's ``producer.*`` on top)."""
+        """The task producer's librdkafka settings (the worker's security settings and its
+        ``producer.*`` on top: :mod:`.client_configs`)."""
         worker_config = self.worker_config
         return {
             "client.id": f"connector-producer-{self.name}",
@@ -107,7 +109,7 @@ class SourceTaskRunner(TaskRunner):
             "linger.ms": 5,
             "delivery.report.only.error": True,
             "on_delivery": _failure_collector(self._failures),
-            **{k[9:]: v for k, v in worker_config.items() if k.startswith("producer.")},
+            **task_clients(worker_config, "producer"),
         }
 
     def execute(self) -> None:

@@ -20,7 +20,8 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Callable
+import uuid
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from confluent_kafka import OFFSET_BEGINNING, KafkaError, TopicPartition
@@ -35,9 +36,17 @@ __all__ = ["TopicMap", "ensure_topic"]
 log = logging.getLogger("sluice.connect")
 
 
-def ensure_topic(bootstrap: str, topic: str, partitions: int, *, compacted: bool = True) -> None:
-    """Create ``topic`` unless it exists, replicated as the broker's default says."""
-    admin = clients.admin(bootstrap)
+def ensure_topic(
+    bootstrap: str,
+    topic: str,
+    partitions: int,
+    *,
+    compacted: bool = True,
+    client_config: Mapping[str, Any] | None = None,
+) -> None:
+    """Create ``topic`` unless it exists, replicated as the broker's default says
+    (``client_config``: librdkafka settings of the admin client, such as its security)."""
+    admin = clients.admin(bootstrap, **(client_config or {}))
     if topic in admin.list_topics(timeout=30).topics:
         return
     config = {"cleanup.policy": "compact"} if compacted else {}
@@ -47,6 +56,17 @@ def ensure_topic(bootstrap: str, topic: str, partitions: int, *, compacted: bool
     except Exception as error:
         if "already exists" not in str(error).lower() and "TOPIC_ALREADY_EXISTS" not in str(error):
             raise ConnectError(f"cannot create {topic}: {error}") from error
+
+
+def _assign_only() -> dict[str, Any]:
+    """An assign-only consumer's settings: librdkafka insists on a group id and looks its
+    coordinator up, which a broker with ACLs allows on groups prefixed ``connect-`` (the worker's
+    usual ACL, as its sinks' groups are ``connect-<connector>``)."""
+    return {
+        "group.id": f"connect-assign-{uuid.uuid4().hex[:12]}",
+        "enable.auto.commit": False,
+        "enable.auto.offset.store": False,
+    }
 
 
 class TopicMap:
@@ -59,16 +79,18 @@ class TopicMap:
         *,
         on_change: Callable[[str, Any], None] | None = None,
         partitions: int = 1,
+        client_config: Mapping[str, Any] | None = None,
     ) -> None:
         self.topic = topic
         self.on_change = on_change
-        ensure_topic(bootstrap, topic, partitions)
+        secured = dict(client_config or {})  # librdkafka settings of every client (security)
+        ensure_topic(bootstrap, topic, partitions, client_config=secured)
         self._records = MemoryMap()
         """What has been read (its ``on_change`` unset: this map calls its own)."""
         self._lock = threading.Condition()
         self._read_offsets: dict[int, int] = {}
-        self._producer = clients.producer(bootstrap, **{"acks": "all", "linger.ms": 0})
-        committed = {"isolation.level": "read_committed"}
+        self._producer = clients.producer(bootstrap, **{"acks": "all", "linger.ms": 0, **secured})
+        committed = {"isolation.level": "read_committed", **_assign_only(), **secured}
         self._consumer = clients.consumer(bootstrap, **{"enable.partition.eof": False, **committed})
         # end offsets are asked by another client: a query on the consumer would wait for
         # the follower thread's consume() to return (read_committed: the last stable offset)

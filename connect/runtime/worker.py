@@ -10,9 +10,11 @@ configs of its config store.
 
 Worker settings use Kafka Connect's names: ``bootstrap.servers``, ``key.converter`` /
 ``value.converter`` (and their ``.schemas.enable``), ``offset.flush.interval.ms``, ``producer.*``
-/ ``consumer.*`` overrides. A source task runs exactly-once (:mod:`.exactly_once`) on a
-distributed worker with ``exactly.once.source.support=enabled``; a standalone worker refuses
-that setting, as Kafka's exactly-once source support is distributed-only.
+/ ``consumer.*`` / ``admin.*`` overrides, and the clients' security settings
+(``security.protocol``, ``sasl.*``, ``ssl.*``: :mod:`.client_configs`). A source task runs
+exactly-once (:mod:`.exactly_once`) on a distributed worker with
+``exactly.once.source.support=enabled``; a standalone worker refuses that setting, as Kafka's
+exactly-once source support is distributed-only.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from typing import Any
 
 from sluice.connect.api.connector import Connector, SinkConnector, SinkTask, SourceTask
 from sluice.connect.api.errors import ConnectError
+from sluice.connect.runtime.client_configs import check_client_settings
 from sluice.connect.runtime.config_providers import resolve_config
 from sluice.connect.runtime.exactly_once import (
     ExactlyOnceSourceTaskRunner,
@@ -117,6 +120,7 @@ class Worker:
         if "bootstrap.servers" not in config:
             raise ConfigError("missing required configuration", key="bootstrap.servers")
         check_worker_config(config, distributed=distributed)
+        check_client_settings(config)
         self.config = config
         self.offsets = offsets
         self.distributed = distributed

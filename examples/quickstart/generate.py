@@ -23,6 +23,8 @@ from pathlib import Path
 
 from confluent_kafka import Consumer, TopicPartition
 
+from sluice.client_properties import load_client_properties
+
 CUSTOMERS = [
     (1, "Alice", "gold"),
     (2, "Bob", "silver"),
@@ -50,8 +52,17 @@ def create_customers(database: Path) -> None:
         )
 
 
+def client_security() -> dict[str, str]:
+    """The client settings ``sluice up`` gives on a secured broker (``--secure``): Kafka's
+    client properties file named by ``SLUICE_CLIENT_PROPERTIES``, as librdkafka's keys."""
+    path = os.environ.get("SLUICE_CLIENT_PROPERTIES")
+    return load_client_properties(Path(path)).config if path else {}
+
+
 def wait_for_customers(bootstrap: str, timeout: float = 180.0) -> None:
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "quickstart-generator"})
+    consumer = Consumer(
+        {"bootstrap.servers": bootstrap, "group.id": "quickstart-generator", **client_security()}
+    )
     try:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:

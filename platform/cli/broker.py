@@ -33,7 +33,8 @@ def start(
         typer.Option(
             "--listen",
             metavar="HOST:PORT",
-            help="Address to accept clients on (overrides listeners).",
+            help="Address to accept clients on (overrides listeners): a PLAINTEXT listener, "
+            "or PROTOCOL://HOST:PORT (SASL_SSL://…) for one of that protocol.",
         ),
     ] = None,
     data_dir: Annotated[
@@ -100,7 +101,7 @@ def start(
             raise typer.BadParameter(
                 f"expected HOST:PORT, got {listen!r}", param_hint="--listen"
             ) from None
-        overrides["listeners"] = f"PLAINTEXT://{listen}"
+        overrides["listeners"] = listen if "://" in listen else f"PLAINTEXT://{listen}"
     if metrics_listen is not None:
         try:
             parse_listen(metrics_listen)

@@ -31,6 +31,7 @@ import typer
 
 from sluice import clients
 from sluice.cli._common import Bootstrap, ClientConfig, parse_pairs, stderr
+from sluice.client_properties import read_entries
 from sluice.connect_rest import ConnectRest, apply_when_ready
 from sluice.errors import ConfigError
 from sluice.exit_codes import EXIT_USAGE, CliError
@@ -42,6 +43,7 @@ if TYPE_CHECKING:
     from prometheus_client import CollectorRegistry
 
     from sluice.connect.rest import RestServer
+    from sluice.connect.rest_security import RestSecurity
     from sluice.connect.runtime.herder import Herder
     from sluice.connect.runtime.task_runner import TaskRunner
 
@@ -55,6 +57,42 @@ MetricsListen = Annotated[
         help="Serve Prometheus metrics at http://HOST:PORT/metrics (default: off).",
     ),
 ]
+
+WorkerConfig = Annotated[
+    Path | None,
+    typer.Option(
+        "--worker-config",
+        metavar="FILE",
+        help="Worker properties (Kafka Connect's worker .properties file: security, "
+        "listeners, converters…); -X wins over it.",
+    ),
+]
+
+
+def _worker_settings(bootstrap: str, path: Path | None, pairs: list[str] | None) -> dict[str, str]:
+    """``bootstrap.servers``, then the worker file's settings, then ``-X``'s."""
+    settings = {"bootstrap.servers": bootstrap}
+    if path is not None:
+        try:
+            text = path.read_text(encoding="utf-8")
+        except OSError as error:
+            raise CliError(f"--worker-config: cannot read {path}: {error.strerror}",
+                           exit_code=EXIT_USAGE) from None  # fmt: skip
+        settings.update({key: value for _, key, value in read_entries(text)})
+    settings.update(parse_pairs(pairs, "-X"))
+    return settings
+
+
+def _rest_security(settings: dict[str, str], rest: str) -> tuple[str, RestSecurity]:
+    """The REST API's address (``listeners`` wins over ``--rest``) and security."""
+    from sluice.connect.rest_security import rest_security
+
+    try:
+        security = rest_security(settings)
+    except ConfigError as error:
+        raise CliError(f"cannot start the worker: {error}", exit_code=EXIT_USAGE) from None
+    return security.listen or rest, security
+
 
 app = typer.Typer(
     help="Run Connect workers; deploy connectors from YAML.",
@@ -73,6 +111,7 @@ def standalone(
         typer.Option("--offsets", metavar="FILE", help="Where source offsets are kept."),
     ] = Path(".sluice/connect.offsets"),
     worker_config: ClientConfig = None,
+    worker_file: WorkerConfig = None,
     rest: Annotated[
         str,
         typer.Option(
@@ -112,7 +151,8 @@ def standalone(
                 problems.extend(error.problems)
         if problems:
             raise CliError("\n".join(str(p) for p in problems), exit_code=EXIT_USAGE)
-        settings = {"bootstrap.servers": bootstrap, **parse_pairs(worker_config, "-X")}
+        settings = _worker_settings(bootstrap, worker_file, worker_config)
+        rest, security = _rest_security(settings, rest)
         runtime = standalone_worker(settings, FileOffsetStore(offsets))
     except (ConfigError, OSError) as error:
         raise CliError(str(error), exit_code=EXIT_USAGE) from None
@@ -142,7 +182,7 @@ def standalone(
     if metrics_listen:
         metrics = (metrics_listen, worker_registry(lambda: list(worker.connectors), tasks))
     try:
-        _serve_until_signal(herder, rest, deploy, metrics)
+        _serve_until_signal(herder, rest, deploy, metrics, security)
     finally:
         runtime.stop()
 
@@ -155,6 +195,7 @@ def start(
     ] = "connect-cluster",
     bootstrap: Bootstrap = clients.DEFAULT_BOOTSTRAP,
     worker_config: ClientConfig = None,
+    worker_file: WorkerConfig = None,
     rest: Annotated[
         str,
         typer.Option("--rest", metavar="HOST:PORT", help="Serve Kafka Connect's REST API there."),
@@ -180,8 +221,9 @@ def start(
 
     _log_to_stderr(log_level)
     _check_listen(metrics_listen)
-    settings = {"bootstrap.servers": bootstrap, **parse_pairs(worker_config, "-X")}
+    settings = _worker_settings(bootstrap, worker_file, worker_config)
     settings["group.id"] = group
+    rest, security = _rest_security(settings, rest)
     try:
         cluster = cluster_worker(settings)
     except (ConfigError, ConnectError, ValueError) as error:
@@ -203,7 +245,7 @@ def start(
         )
         metrics = (metrics_listen, registry)
     try:
-        _serve_until_signal(Herder(cluster), rest, join, metrics)
+        _serve_until_signal(Herder(cluster), rest, join, metrics, security)
     finally:
         cluster.stop()
 
@@ -241,9 +283,10 @@ def _serve_until_signal(
     rest: str,
     started: Callable[[RestServer | None], None],
     metrics: tuple[str, CollectorRegistry] | None = None,
+    security: RestSecurity | None = None,
 ) -> None:
-    """Serve the REST API on ``rest`` ('' for none) and ``metrics`` (address, registry) if
-    given, call ``started``, run until a signal."""
+    """Serve the REST API on ``rest`` ('' for none, with ``security``) and ``metrics``
+    (address, registry) if given, call ``started``, run until a signal."""
     from sluice.connect.rest import serve
 
     stop = threading.Event()
@@ -264,7 +307,7 @@ def _serve_until_signal(
         if rest:
             host, _, port = rest.rpartition(":")
             try:
-                server = serve(herder, host or "127.0.0.1", int(port))
+                server = serve(herder, host or "127.0.0.1", int(port), security=security)
             except (OSError, ValueError) as error:
                 raise CliError(f"cannot serve the REST API on {rest!r}: {error}") from None
         started(server)

@@ -13,6 +13,7 @@ restarts; a cluster's brokers one at a time: a rolling restart, also asked for w
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import sys
@@ -27,9 +28,12 @@ from rich.live import Live
 from rich.table import Table
 
 from sluice.cli._common import DEFAULT_HOME, Home
+from sluice.errors import ConfigError
 from sluice.exit_codes import EXIT_FAILED, EXIT_USAGE, CliError
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from sluice.up import Deployment
     from sluice.up.state import UpState
 
@@ -51,6 +55,14 @@ def up(
         ),
     ] = False,
     home: Home = DEFAULT_HOME,
+    secure: Annotated[
+        bool,
+        typer.Option(
+            "--secure",
+            help="Run it on SASL_SSL: a generated CA and certificate, SCRAM users per "
+            "component and their ACLs (in HOME/secure/).",
+        ),
+    ] = False,
 ) -> None:
     """Start everything FILE declares and supervise it until Ctrl-C.
 
@@ -60,6 +72,15 @@ def up(
     from sluice.up import Supervisor
 
     deployment = _checked(file)
+    transform: Callable[[Deployment], Deployment] | None = None
+    if secure:
+        from sluice.up.secure import secure_deployment
+
+        transform = functools.partial(secure_deployment, home=home)
+        try:
+            deployment = transform(deployment)
+        except ConfigError as error:
+            raise CliError(f"--secure: {error}", exit_code=EXIT_USAGE) from None
     running = _running_supervisor(home)
     if rolling_restart and running is None:
         raise CliError(
@@ -79,13 +100,13 @@ def up(
             def tick(supervisor: Supervisor) -> None:
                 live.update(_table(supervisor.state()), refresh=True)
 
-            code = Supervisor(deployment, home, report).run(on_tick=tick)
+            code = Supervisor(deployment, home, report, transform).run(on_tick=tick)
     else:
 
         def report(line: str) -> None:
             print(f"{time.strftime('%H:%M:%S')} {line}", flush=True)
 
-        code = Supervisor(deployment, home, report).run()
+        code = Supervisor(deployment, home, report, transform).run()
     if code:
         raise typer.Exit(code)
 

@@ -18,6 +18,7 @@ proceed in the background as any reassignment).
 
 from __future__ import annotations
 
+import hashlib
 import subprocess
 from pathlib import Path
 
@@ -26,7 +27,8 @@ from confluent_kafka import KafkaException
 from sluice import clients
 from sluice.up import zookeeper
 from sluice.up.children import Launch, sluice_command
-from sluice.up.spec import EMBEDDED_ZOOKEEPER, BrokerSpec
+from sluice.up.security import private_file
+from sluice.up.spec import EMBEDDED_ZOOKEEPER, BrokerSpec, SecuritySpec
 
 __all__ = [
     "BROKER_STOP_TIMEOUT",
@@ -53,14 +55,21 @@ def zookeeper_launch(broker: BrokerSpec, home: Path) -> Launch | None:
     return Launch(tuple(command), stop_timeout=30.0)
 
 
-def broker_launches(broker: BrokerSpec, home: Path) -> dict[str, Launch]:
+def broker_launches(
+    broker: BrokerSpec, home: Path, security: SecuritySpec | None = None
+) -> dict[str, Launch]:
     """Each broker's launch by child name (none when the brokers are elsewhere)."""
     if not broker.embedded:
         return {}
     if not broker.clustered:
         return {
             "broker": _launch(
-                broker.listen, broker.data_dir, broker.config, broker.metrics, home / "broker"
+                broker.listen,
+                broker.data_dir,
+                broker.config,
+                broker.metrics,
+                home / "broker",
+                security=security,
             )
         }
     launches = {}
@@ -85,7 +94,11 @@ def _launch(
     metrics: str | None,
     properties: Path,
     extra: list[str] | None = None,
+    security: SecuritySpec | None = None,
 ) -> Launch:
+    if security is not None:  # the listener with its protocol; keys and users in the file
+        listen = f"{security.protocol}://{listen}"
+        config = (*config, *security.broker_config())
     command = [
         *sluice_command(),
         "broker",
@@ -97,14 +110,15 @@ def _launch(
         *(extra or []),
     ]
     if config:
-        path = properties.with_suffix(".properties")
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text("".join(f"{k}={v}\n" for k, v in config), encoding="utf-8")
+        # owner-only: with security it holds the admin's password
+        path = private_file(properties.with_suffix(".properties"), config)
         command += ["--config", str(path)]
     if metrics:
         command += ["--metrics-listen", metrics]
-    # the properties file is part of the launch: a changed config restarts the broker
-    return Launch(tuple(command), stop_timeout=BROKER_STOP_TIMEOUT, fingerprint=repr(config))
+    # the properties file is part of the launch: a changed config restarts the broker (its
+    # digest, not its text, is kept: it may hold a password)
+    digest = hashlib.sha256(repr(config).encode()).hexdigest()
+    return Launch(tuple(command), stop_timeout=BROKER_STOP_TIMEOUT, fingerprint=digest)
 
 
 def cluster_problem(broker: BrokerSpec, timeout: float = 5.0) -> str | None:

@@ -19,13 +19,16 @@ __all__ = [
     "EMBEDDED_ZOOKEEPER",
     "RESTART_POLICIES",
     "ZOOKEEPER_CHROOT",
+    "AclSpec",
     "BrokerNode",
     "BrokerSpec",
     "ConnectSpec",
     "Deployment",
     "ProgramSpec",
     "RestartPolicy",
+    "SecuritySpec",
     "TopicSpec",
+    "UserSpec",
 ]
 
 RestartPolicy = Literal["always", "on-failure", "never"]
@@ -191,3 +194,112 @@ class Deployment:
     connectors: tuple[ConnectorSpec, ...] = ()
     programs: tuple[ProgramSpec, ...] = ()
     """Streams apps first, then the other processes, in file order."""
+    security: SecuritySpec | None = None
+    """The ``security:`` section: the broker on SASL and every component a user of it."""
+
+
+SCRAM = "org.apache.kafka.common.security.scram.ScramLoginModule"
+PLAIN = "org.apache.kafka.common.security.plain.PlainLoginModule"
+
+
+def _quoted(value: str) -> str:
+    """A JAAS option value, quoted (``\\`` and ``"`` escaped)."""
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+@dataclass(frozen=True)
+class UserSpec:
+    """A SCRAM user created (or its password set) at start; the password is never shown."""
+
+    name: str
+    password: str = field(repr=False)
+    line: int = 0
+
+
+@dataclass(frozen=True)
+class AclSpec:
+    """An ACL created at start (Kafka's model: principal, host, operation, permission on a
+    resource pattern)."""
+
+    principal: str
+    resource_type: str
+    """``topic``, ``group``, ``cluster`` or ``transactional_id``."""
+    resource_name: str
+    pattern: str = "literal"
+    operations: tuple[str, ...] = ()
+    permission: str = "allow"
+    host: str = "*"
+    line: int = 0
+
+
+@dataclass(frozen=True)
+class SecuritySpec:
+    """The ``security:`` section: the broker's client listener is ``protocol`` (SASL_SSL or
+    SASL_PLAINTEXT) with the ``mechanism`` users log in with, the authorizer on, ``admin`` a
+    super user (PLAIN, ``sluice up``'s own login); ``users`` and ``acls`` are made at start;
+    Connect and Streams apps log in as ``connect_user`` / ``streams_user``."""
+
+    protocol: str = "SASL_SSL"
+    mechanism: str = "SCRAM-SHA-512"
+    keystore: Path | None = None
+    """The broker's PEM key and certificate chain (SASL_SSL)."""
+    truststore: Path | None = None
+    """The CA clients trust the broker's certificate with (PEM)."""
+    admin_user: str = "admin"
+    admin_password: str = field(default="", repr=False)
+    users: tuple[UserSpec, ...] = ()
+    acls: tuple[AclSpec, ...] = ()
+    connect_user: str | None = None
+    streams_user: str | None = None
+
+    @property
+    def tls(self) -> bool:
+        """Whether the listener is TLS."""
+        return self.protocol == "SASL_SSL"
+
+    def password_of(self, user: str) -> str:
+        """The password of ``user`` (the admin or one of ``users``)."""
+        if user == self.admin_user:
+            return self.admin_password
+        return next(u.password for u in self.users if u.name == user)
+
+    def broker_config(self) -> tuple[tuple[str, str], ...]:
+        """The broker's ``server.properties`` keys for this security (its listener is given
+        on the command line as ``<protocol>://HOST:PORT``)."""
+        listener = self.protocol.lower()
+        config = [
+            ("sasl.enabled.mechanisms", ",".join(dict.fromkeys(["PLAIN", self.mechanism]))),
+            (f"listener.name.{listener}.plain.sasl.jaas.config",
+             f"{PLAIN} required user_{self.admin_user}={_quoted(self.admin_password)};"),
+            ("authorizer.class.name", "kafka.security.authorizer.AclAuthorizer"),
+            ("super.users", f"User:{self.admin_user}"),
+        ]  # fmt: skip
+        if self.keystore is not None:
+            config.append(("ssl.keystore.location", str(self.keystore.absolute())))
+        return tuple(config)
+
+    def admin_client(self) -> dict[str, str]:
+        """librdkafka settings of ``sluice up``'s own clients (the admin, PLAIN)."""
+        config = {
+            "security.protocol": self.protocol,
+            "sasl.mechanism": "PLAIN",
+            "sasl.username": self.admin_user,
+            "sasl.password": self.admin_password,
+        }
+        if self.truststore is not None:
+            config["ssl.ca.location"] = str(self.truststore.absolute())
+        return config
+
+    def client(self, user: str) -> dict[str, str]:
+        """Kafka's client settings (Java keys) of a component logging in as ``user``."""
+        mechanism = "PLAIN" if user == self.admin_user else self.mechanism
+        module = PLAIN if mechanism == "PLAIN" else SCRAM
+        password = _quoted(self.password_of(user))
+        config = {
+            "security.protocol": self.protocol,
+            "sasl.mechanism": mechanism,
+            "sasl.jaas.config": f"{module} required username={_quoted(user)} password={password};",
+        }
+        if self.truststore is not None:
+            config["ssl.truststore.location"] = str(self.truststore.absolute())
+        return config

@@ -43,14 +43,25 @@ from sluice.up.brokers import (
 )
 from sluice.up.children import Child, Launch, sluice_command
 from sluice.up.loader import load
-from sluice.up.spec import BrokerSpec, ConnectSpec, Deployment, ProgramKind, ProgramSpec
+from sluice.up.security import apply_security, private_file
+from sluice.up.spec import (
+    BrokerSpec,
+    ConnectSpec,
+    Deployment,
+    ProgramKind,
+    ProgramSpec,
+    SecuritySpec,
+)
 from sluice.up.state import RELOAD_FILE, UpState
 from sluice.up.topics import ensure_topics
 
-__all__ = ["STREAMS_CONFIG", "Supervisor", "UpError"]
+__all__ = ["CLIENT_PROPERTIES", "STREAMS_CONFIG", "Supervisor", "UpError"]
 
 STREAMS_CONFIG = ENV_CONFIG
 """The environment variable that carries a Streams app's ``config:`` (a JSON object)."""
+CLIENT_PROPERTIES = "SLUICE_CLIENT_PROPERTIES"
+"""With ``security:``, the environment variable that gives a process the path of a Kafka client
+properties file (``streams_user``'s login; ``sluice.client_properties`` reads it)."""
 _READY_TIMEOUT = 90.0
 _REPLICATED_TIMEOUT = 300.0
 """How long a cluster may take to be whole again (a restarted broker catching up)."""
@@ -66,9 +77,15 @@ class Supervisor:
     """Runs a :class:`Deployment` as child processes; state and logs under ``home``."""
 
     def __init__(
-        self, deployment: Deployment, home: Path, report: Callable[[str], None] = print
+        self,
+        deployment: Deployment,
+        home: Path,
+        report: Callable[[str], None] = print,
+        transform: Callable[[Deployment], Deployment] | None = None,
     ) -> None:
+        """``transform`` is applied to the file each time it is read again (``--secure``)."""
         self.deployment = deployment
+        self.transform = transform or (lambda deployment: deployment)
         self.home = home.absolute()
         self.report = report
         self.children: dict[str, Child] = {}
@@ -141,7 +158,9 @@ class Supervisor:
         finally:
             self._applying = False
 
-    def _apply_brokers(self, broker: BrokerSpec, rolling: bool) -> None:
+    def _apply_brokers(
+        self, broker: BrokerSpec, rolling: bool, security: SecuritySpec | None = None
+    ) -> None:
         """Start the brokers (and an embedded ZooKeeper) that are missing, together; restart
         the changed ones one at a time, a cluster's each after the last is back in every ISR
         (a rolling restart: SIGTERM makes each move its leaderships away first); brokers added
@@ -153,7 +172,7 @@ class Supervisor:
         self._place(ZOOKEEPER, ZOOKEEPER, launch)
         if ZOOKEEPER in self.children:
             self._wait_zookeeper(broker)
-        wanted = broker_launches(broker, self.home)
+        wanted = broker_launches(broker, self.home, security)
         for name, child in list(self.children.items()):
             if child.kind == "broker" and name not in wanted:
                 self._retire(name)
@@ -187,11 +206,17 @@ class Supervisor:
 
     def _apply(self, deployment: Deployment, rolling: bool = False) -> None:
         broker = deployment.broker
-        self._apply_brokers(broker, rolling)
-        ensure_topics(broker.bootstrap, deployment.topics, self.report)
+        security = deployment.security
+        self._apply_brokers(broker, rolling, security)
+        if security is not None:
+            apply_security(broker.bootstrap, security, self.report)
+        admin = None if security is None else security.admin_client()
+        ensure_topics(broker.bootstrap, deployment.topics, self.report, admin)
         self._place_programs(deployment, "process")
         connect = deployment.connect
-        launch = None if connect is None else _connect_launch(connect, broker.bootstrap)
+        launch = None
+        if connect is not None:
+            launch = _connect_launch(connect, broker.bootstrap, security, self.home)
         self._place("connect", "connect", launch)
         if connect is not None:
             self._apply_connectors(connect, deployment)
@@ -208,7 +233,7 @@ class Supervisor:
             for index in range(program.instances):
                 name = f"{program.name}-{index}"
                 wanted.add(name)
-                launch = _program_launch(program, index, deployment)
+                launch = _program_launch(program, index, deployment, self.home)
                 self._place(name, kind, launch, program)
         for name, child in list(self.children.items()):
             if child.kind == kind and name not in wanted:
@@ -321,7 +346,7 @@ class Supervisor:
             path = Path(request.get("file") or self.deployment.source)
             rolling = bool(request.get("rolling_restart"))
             self.report(f"re-reading {path}" + (" for a rolling restart" if rolling else ""))
-            self.apply(load(path), rolling=rolling)
+            self.apply(self.transform(load(path)), rolling=rolling)
             self.generation += 1
             outcome = {"ok": True, "message": "applied"}
         except (OSError, ValueError) as error:
@@ -373,11 +398,13 @@ class Supervisor:
 
 
 def _listen_of(launch: Launch) -> str:
-    """The ``--listen`` of a broker's command line."""
-    return launch.command[launch.command.index("--listen") + 1]
+    """The ``--listen`` of a broker's command line (``HOST:PORT``, without a protocol)."""
+    return launch.command[launch.command.index("--listen") + 1].rpartition("://")[2]
 
 
-def _connect_launch(connect: ConnectSpec, bootstrap: str) -> Launch:
+def _connect_launch(
+    connect: ConnectSpec, bootstrap: str, security: SecuritySpec | None, home: Path
+) -> Launch:
     command = [
         *sluice_command(),
         "connect",
@@ -389,14 +416,22 @@ def _connect_launch(connect: ConnectSpec, bootstrap: str) -> Launch:
         "--bootstrap-server",
         bootstrap,
     ]
-    for key, value in connect.config:
-        command += ["-X", f"{key}={value}"]
+    if security is not None and security.connect_user is not None:
+        # the worker's settings in an owner-only file: they hold its password
+        settings = {**security.client(security.connect_user), **dict(connect.config)}
+        path = private_file(home / "connect-worker.properties", settings.items(), escape=True)
+        command += ["--worker-config", str(path)]
+    else:
+        for key, value in connect.config:
+            command += ["-X", f"{key}={value}"]
     if connect.metrics:
         command += ["--metrics-listen", connect.metrics]
     return Launch(tuple(command), stop_timeout=45.0)
 
 
-def _program_launch(program: ProgramSpec, index: int, deployment: Deployment) -> Launch:
+def _program_launch(
+    program: ProgramSpec, index: int, deployment: Deployment, home: Path | None = None
+) -> Launch:
     environment = {
         "PYTHONUNBUFFERED": "1",
         "SLUICE_BOOTSTRAP": deployment.broker.bootstrap,
@@ -407,8 +442,18 @@ def _program_launch(program: ProgramSpec, index: int, deployment: Deployment) ->
     if program.metrics:
         host, _, port = program.metrics.rpartition(":")
         environment["SLUICE_METRICS_LISTEN"] = f"{host}:{int(port) + index}"
-    if program.config:
-        environment[STREAMS_CONFIG] = json.dumps(dict(program.config))
+    settings = dict(program.config)
+    security = deployment.security
+    if program.kind == "streams" and security is not None and security.streams_user is not None:
+        settings = {**security.client(security.streams_user), **settings}
+    if settings:
+        environment[STREAMS_CONFIG] = json.dumps(settings)
+    user = None if security is None else security.streams_user
+    if program.kind == "process" and security is not None and user is not None and home:
+        # Kafka's client properties (as --command-config takes), owner-only: a password
+        path = home / f"client-{user}.properties"
+        private_file(path, security.client(user).items(), escape=True)
+        environment[CLIENT_PROPERTIES] = str(path)
     environment.update(program.environment)
     return Launch(tuple(program.command(sys.executable)), tuple(sorted(environment.items())))
 

@@ -8,7 +8,7 @@ replicas: a reassignment).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from confluent_kafka import KafkaException
@@ -29,13 +29,17 @@ _TIMEOUT = 30.0
 
 
 def ensure_topics(
-    bootstrap: str, topics: Sequence[TopicSpec], report: Callable[[str], None]
+    bootstrap: str,
+    topics: Sequence[TopicSpec],
+    report: Callable[[str], None],
+    client_config: Mapping[str, str] | None = None,
 ) -> None:
-    """Create or alter ``topics`` on the cluster at ``bootstrap``; raises KafkaException when
-    the cluster refuses (an invalid config, say), naming the topic."""
+    """Create or alter ``topics`` on the cluster at ``bootstrap`` (``client_config``: the admin
+    client's security); raises KafkaException when the cluster refuses (an invalid config,
+    say), naming the topic."""
     if not topics:
         return
-    admin = clients.admin(bootstrap)
+    admin = clients.admin(bootstrap, **(client_config or {}))
     existing = admin.list_topics(timeout=_TIMEOUT).topics
     missing = [topic for topic in topics if topic.name not in existing]
     if missing:

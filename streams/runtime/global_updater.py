@@ -17,6 +17,7 @@ from sluice import clients
 from sluice.streams.config import StreamsConfig
 from sluice.streams.globals import GlobalStores
 from sluice.streams.runtime.restore import Restoration, restore
+from sluice.streams.runtime.thread_clients import assign_only
 
 __all__ = ["GlobalStoreUpdater"]
 
@@ -55,7 +56,11 @@ class GlobalStoreUpdater:
         restore(restore_consumer, work)
         consumer = clients.consumer(
             self.config.bootstrap_servers,
-            **{"isolation.level": self.config.isolation_level, **self.config.consumer_config},
+            **{
+                "isolation.level": self.config.isolation_level,
+                **assign_only(self.config, "global"),
+                **self.config.consumer_config,
+            },
         )
         consumer.assign(
             [TopicPartition(item.topic, item.partition, max(item.end_offset, 0)) for item in work]

@@ -9,6 +9,7 @@ is the same after a restart.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable
 from typing import Any
 
@@ -18,6 +19,7 @@ from sluice import clients
 from sluice.streams.config import StreamsConfig
 
 __all__ = [
+    "assign_only",
     "client_id",
     "group_consumer",
     "producer",
@@ -30,6 +32,18 @@ __all__ = [
 def client_id(config: StreamsConfig, process_id: str, role: str) -> str:
     """``<application id>-<process id>-<role>``."""
     return f"{config.application_id}-{process_id}-{role}"
+
+
+def assign_only(config: StreamsConfig, role: str) -> dict[str, Any]:
+    """The settings of an assign-only consumer (it never joins a group nor commits). librdkafka
+    insists on a ``group.id`` and looks its coordinator up, which a broker with ACLs allows to a
+    principal with Describe on the group: the id is under the application id (``A-assign-…``),
+    covered by the app's usual ACL on groups prefixed ``A``."""
+    return {
+        "group.id": f"{config.application_id}-assign-{role}-{uuid.uuid4().hex[:12]}",
+        "enable.auto.commit": False,
+        "enable.auto.offset.store": False,
+    }
 
 
 def transactional_id(config: StreamsConfig, process_id: str) -> str:
@@ -63,6 +77,7 @@ def restore_consumer(config: StreamsConfig, process_id: str) -> Consumer:
         config.bootstrap_servers,
         **{
             "client.id": client_id(config, process_id, "restore-consumer"),
+            **assign_only(config, "restore"),
             "enable.partition.eof": True,
             "fetch.wait.max.ms": 20,  # the end of a changelog shows up at once
             "isolation.level": config.isolation_level,
@@ -78,6 +93,7 @@ def standby_consumer(config: StreamsConfig, process_id: str) -> Consumer:
         config.bootstrap_servers,
         **{
             "client.id": client_id(config, process_id, "standby"),
+            **assign_only(config, "standby"),
             "isolation.level": config.isolation_level,
             **config.consumer_config,
         },

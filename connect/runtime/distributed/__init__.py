@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from sluice.connect.runtime.client_configs import check_client_settings, worker_clients
 from sluice.connect.runtime.config_store import ConfigStore
 from sluice.connect.runtime.distributed.membership import GroupAssignment
 from sluice.connect.runtime.exactly_once import check_worker_config
@@ -50,11 +51,14 @@ def cluster_worker(config: Mapping[str, Any]) -> Reconciler:
     settings: dict[str, Any] = {**DEFAULTS, **config}
     check_worker_config(settings, distributed=True)  # before any topic is read
     bootstrap = str(settings["bootstrap.servers"])
+    check_client_settings(settings)
+    secured = worker_clients(settings)
     offsets = KafkaOffsetStore(
         TopicMap(
             bootstrap,
             str(settings["offset.storage.topic"]),
             partitions=int(settings["offset.storage.partitions"]),
+            client_config=secured,
         )
     )
     worker = Worker(settings, offsets, distributed=True)
@@ -63,8 +67,11 @@ def cluster_worker(config: Mapping[str, Any]) -> Reconciler:
         bootstrap,
         str(settings["status.storage.topic"]),
         partitions=int(settings["status.storage.partitions"]),
+        client_config=secured,
     )
-    configs = TopicMap(bootstrap, str(settings["config.storage.topic"]), partitions=1)
+    configs = TopicMap(
+        bootstrap, str(settings["config.storage.topic"]), partitions=1, client_config=secured
+    )
     return Reconciler(
         worker,
         ConfigStore(configs),

@@ -23,6 +23,7 @@ from typing import Any
 from confluent_kafka import Consumer, TopicPartition
 
 from sluice import clients
+from sluice.connect.runtime.client_configs import worker_clients
 
 __all__ = ["GroupAssignment"]
 
@@ -77,6 +78,7 @@ class GroupAssignment:
                 "enable.auto.commit": False,
                 "max.poll.interval.ms": max(int(rebalance_timeout), 300_000),
                 **group_settings,
+                **worker_clients(self.settings),
             },
         )
         topic = consumer.list_topics(self.topic, timeout=30).topics[self.topic]
