@@ -102,7 +102,10 @@ def _stop(proc: subprocess.Popen[bytes], timeout: float = 15.0) -> None:
 
 @contextlib.contextmanager
 def running_broker(
-    name: str, data_root: str | None = None, config: dict[str, str] | None = None
+    name: str,
+    data_root: str | None = None,
+    config: dict[str, str] | None = None,
+    prepare: Callable[[Path], None] | None = None,
 ) -> Iterator[Broker]:
     """Start broker ``name`` on a free loopback port in a fresh temporary directory; stop it by PID.
 
@@ -110,12 +113,19 @@ def running_broker(
     ``/dev/shm`` to keep Sluice's log in memory as tansu's ``memory://`` engine does). The
     broker's output goes to ``broker.log`` there, whose end is shown if the broker fails to start.
     ``config`` (Sluice only): keys written to a ``server.properties`` there and passed with
-    ``--config``; without it the broker runs on its defaults, as before.
+    ``--config``; without it the broker runs on its defaults, as before. ``prepare`` (Sluice
+    only): called with the broker's data directory (made empty) before the broker starts, to
+    put files there (``bench/acl_overhead.py`` writes ``acls.json``).
     """
     with tempfile.TemporaryDirectory(prefix=f"bench-{name}-", dir=data_root) as tmp:
         workdir = Path(tmp)
         address = f"127.0.0.1:{free_port()}"
         log_path = workdir / "broker.log"
+        if prepare is not None:
+            if name != "sluice":
+                raise ValueError(f"{name} takes no prepared data directory here, only sluice does")
+            (workdir / "data").mkdir()
+            prepare(workdir / "data")
         with log_path.open("wb") as log:
             proc = subprocess.Popen(
                 _command(name, address, workdir, config), stdout=log, stderr=subprocess.STDOUT

@@ -8,8 +8,10 @@ which the indexes should make nearly equal, and beside a plain dict lookup of th
 The ACLs are a mix like a shared cluster's: per-team PREFIXED topic and group patterns
 (``team-<n>-``), LITERAL topics for single services, a few ``*`` and DENY entries; each decision
 asks for WRITE or DESCRIBE on a topic of a random team by one of its users. Printed: µs per
-decision (best of 5 runs) for each size, and their ratio. Not yet measured: what the checks add
-to a whole request (issue 22's target, ≤ 5 % at 100 B), until the broker consults them.
+decision (best of 5 runs) for each size, and their ratio. The broker consults the authorizer
+on every request once ``authorizer.class.name`` is set (one decision per resource per request,
+``broker/security/access.py``); what the checks add to whole requests (issue 22's target: ≤ 5 %
+at 100 B) is ``bench/acl_overhead.py``'s figure.
 """
 
 from __future__ import annotations
