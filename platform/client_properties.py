@@ -111,7 +111,9 @@ def _jaas_tokens(text: str) -> Iterator[tuple[str, str]]:
             return
         found = _JAAS_TOKEN.match(text, position)
         if found is None:
-            raise ValueError(f"unexpected {text[position:].strip()[:20]!r}")
+            # only an unclosed quote gets here; what follows it is not shown (a password?)
+            start = position + len(text[position:]) - len(text[position:].lstrip())
+            raise ValueError(f"the quote at character {start + 1} is never closed")
         position = found.end()
         if found["quoted"] is not None:
             yield "value", re.sub(r"\\(.)", r"\1", found["quoted"][1:-1], flags=re.DOTALL)

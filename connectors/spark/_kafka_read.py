@@ -25,8 +25,9 @@ from collections.abc import Callable, Iterator
 from typing import Any, cast
 
 import pyarrow as pa  # type: ignore[import-untyped]  # pyarrow ships no type information
-from confluent_kafka import Consumer, KafkaError, Message, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
 
+from sluice.connectors.spark._metadata import is_security_failure
 from sluice.connectors.spark._offsets import OffsetRange
 
 __all__ = [
@@ -157,7 +158,14 @@ def read_range(
     if rng.size == 0:
         return
     where = f"{rng.topic}-{rng.partition} [{rng.start}, {rng.end})"
-    consumer = Consumer(config)
+    client_errors: list[KafkaError] = []  # the client's own errors (not a partition's)
+    try:
+        consumer = Consumer({**config, "error_cb": client_errors.append})
+    except (KafkaException, ValueError, TypeError) as exc:
+        raise KafkaReadError(
+            f"{where}: librdkafka refuses the source's kafka.* options (option "
+            f"'kafka.<property>' for the property it names): {exc}"
+        ) from None
     try:
         consumer.assign([TopicPartition(rng.topic, rng.partition, rng.start)])
         columns = _Columns(include_headers)
@@ -167,6 +175,10 @@ def read_range(
         while position < rng.end:
             wanted = min(rows_per_batch - len(columns), rng.end - position)
             messages = consumer.consume(max(1, wanted), min(1.0, poll_timeout_s))
+            for client_error in client_errors:  # a failed login or TLS handshake: fail now
+                _check_denied(client_error, rng, where)
+                last_error = client_error.str()
+            client_errors.clear()
             if not messages:
                 if clock() - last_progress > poll_timeout_s:
                     raise KafkaReadError(
@@ -174,6 +186,7 @@ def read_range(
                         f"{position}, broker {config.get('bootstrap.servers')}"
                         f"{', last error: ' + last_error if last_error else ''}); "
                         "the option kafkaConsumer.pollTimeoutMs sets this bound"
+                        f"{_ACL_HINT.format(rng.topic) if _secured(config) else ''}"
                     )
                 continue
             records = [m for m in messages if m.error() is None]
@@ -199,7 +212,8 @@ def read_range(
                     error = msg.error()
                     if error is not None:
                         position = _handle_error(error, msg.offset(), position, rng, where)
-                        last_error = error.str()
+                        if error.code() != KafkaError.GROUP_AUTHORIZATION_FAILED:
+                            last_error = error.str()
             if len(columns) >= rows_per_batch:
                 yield columns.batch(rng.topic, rng.partition)
                 columns = _Columns(include_headers)
@@ -207,6 +221,28 @@ def read_range(
             yield columns.batch(rng.topic, rng.partition)
     finally:
         consumer.close()
+
+
+_ACL_HINT = " (under ACLs: may the source's principal Read topic {}?)"
+
+
+def _secured(config: dict[str, Any]) -> bool:
+    return str(config.get("security.protocol", "plaintext")).lower() != "plaintext"
+
+
+def _check_denied(error: KafkaError, rng: OffsetRange, where: str) -> None:
+    """Raise when the cluster refuses the source's principal: retrying does not cure a wrong
+    password, an untrusted certificate or a missing ACL."""
+    if is_security_failure(error):
+        raise KafkaReadError(
+            f"{where}: {error.str()} (check the options kafka.security.protocol, "
+            "kafka.sasl.mechanism, kafka.sasl.jaas.config and kafka.ssl.truststore.location)"
+        )
+    if error.code() == KafkaError.TOPIC_AUTHORIZATION_FAILED:
+        raise KafkaReadError(
+            f"{where}: not authorized ({error.str()}): the source's principal needs Read on "
+            f"topic {rng.topic}"
+        )
 
 
 def _handle_error(
@@ -228,6 +264,12 @@ def _handle_error(
             "Set the option failOnDataLoss=false to skip to the earliest available offset "
             f"instead. The broker said: {error.str()}"
         )
+    _check_denied(error, rng, where)
+    if code == KafkaError.GROUP_AUTHORIZATION_FAILED:
+        # librdkafka looks up the coordinator of the consumer's group, which the source never
+        # joins nor commits to: without Describe on the group the read works all the same
+        log.debug("%s: %s (the source does not use the group)", where, error.str())
+        return position
     if error.fatal():
         raise KafkaReadError(f"{where}: {error.str()}")
     log.warning("%s: %s", where, error.str())

@@ -4,6 +4,25 @@ Option names are case-insensitive (Spark hands the source a case-insensitive dic
 are lower-cased). ``kafka.*`` options go to the consumer (``kafka.`` stripped); the few that the
 source must own are refused, as Spark refuses them.
 
+Kafka's client security settings come as in Spark's Kafka source, under the Java client's names
+(``kafka.security.protocol``, ``kafka.sasl.mechanism``, ``kafka.sasl.jaas.config``,
+``kafka.ssl.truststore.location`` as a PEM file …), and go through the translation every Sluice
+client uses (:func:`sluice.client_security.client_settings`: JAAS to ``sasl.username`` /
+``sasl.password``, PEM stores to ``ssl.ca.location`` …); librdkafka's own names work too. A
+mistake is a ``ValueError`` naming the option; secrets show as ``[hidden]`` in the options' repr.
+
+>>> jaas = ('org.apache.kafka.common.security.plain.PlainLoginModule required '
+...         'username="u" password="pw";')
+>>> secured = SourceOptions.parse({"kafka.bootstrap.servers": "b:9093", "subscribe": "t",
+...     "kafka.security.protocol": "SASL_SSL", "kafka.sasl.jaas.config": jaas})
+>>> secured.admin_config()["sasl.username"], "pw" in repr(secured)
+('u', False)
+>>> SourceOptions.parse({"kafka.bootstrap.servers": "b:9093", "subscribe": "t",
+...     "kafka.sasl.jaas.config": jaas.replace(' password="pw"', "")})
+Traceback (most recent call last):
+...
+ValueError: option 'kafka.sasl.jaas.config': PlainLoginModule needs password
+
 >>> opts = SourceOptions.parse({"kafka.bootstrap.servers": "b:9092", "subscribe": "a, b"})
 >>> opts.subscription
 Subscription(kind='subscribe', topics=('a', 'b'), pattern='', assign=())
@@ -20,7 +39,9 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from sluice.client_security import client_settings, masked_client, split_security
 from sluice.connectors.spark._offsets import OffsetsOption, TopicPartition, parse_offsets_option
+from sluice.errors import ConfigError
 
 __all__ = ["SourceOptions", "Subscription"]
 
@@ -33,7 +54,10 @@ _REFUSED = {
     "enable.partition.eof": "the source needs partition EOF events to find the end of a range",
 }
 # Connection settings that the metadata client (an AdminClient) takes from the kafka.* options.
-_ADMIN_PREFIXES = ("security.", "sasl.", "ssl.", "socket.", "client.", "broker.", "reconnect.")
+_ADMIN_PREFIXES = (
+    "security.", "sasl.", "ssl.", "enable.sasl.", "enable.ssl.", "socket.", "client.", "broker.",
+    "reconnect.",
+)  # fmt: skip
 _ADMIN_KEYS = {"bootstrap.servers", "metadata.max.age.ms", "api.version.request", "debug"}
 
 
@@ -61,7 +85,18 @@ class SourceOptions:
     include_headers: bool
     poll_timeout_s: float
     rows_per_batch: int
-    kafka: tuple[tuple[str, str], ...]  # consumer settings from kafka.* options, sorted
+    kafka: tuple[tuple[str, str], ...]  # librdkafka settings from kafka.* options, sorted
+
+    def __repr__(self) -> str:
+        """The options with secret settings (passwords, JAAS, keys) shown as ``[hidden]``."""
+        shown = {name: getattr(self, name) for name in self.__dataclass_fields__}
+        shown["kafka"] = tuple(masked_client(dict(self.kafka)).items())
+        return f"SourceOptions({', '.join(f'{k}={v!r}' for k, v in shown.items())})"
+
+    @property
+    def secured(self) -> bool:
+        """Whether the source authenticates (SASL) or speaks TLS to the cluster."""
+        return dict(self.kafka).get("security.protocol", "plaintext").lower() != "plaintext"
 
     @property
     def isolation_level(self) -> str:
@@ -114,6 +149,7 @@ class SourceOptions:
         for key, instead in _REFUSED.items():
             if key in kafka:
                 raise ValueError(f"Kafka option 'kafka.{key}' is not supported: {instead}")
+        kafka = _translate_security(kafka)
         if batch is False and "endingoffsets" in opts:
             raise ValueError("option 'endingOffsets' is for batch queries only (spark.read)")
         return cls(
@@ -136,6 +172,21 @@ class SourceOptions:
             rows_per_batch=_positive_int(opts, "rowsPerBatch") or 10_000,
             kafka=tuple(sorted(kafka.items())),
         )
+
+
+def _translate_security(kafka: dict[str, str]) -> dict[str, str]:
+    """``kafka`` with its security settings written for the Java client translated to
+    librdkafka's (the translation of ``--command-config``); ``ValueError`` names the option."""
+    security, others = split_security(kafka)
+    if not security:
+        return kafka
+    try:
+        translated = client_settings(security, source="the sluice source's options")
+    except ConfigError as exc:
+        if exc.key is None:
+            raise ValueError(str(exc)) from None
+        raise ValueError(f"option 'kafka.{exc.key}': {exc.reason}") from None
+    return {**others, **translated}
 
 
 def _subscription(opts: Mapping[str, str]) -> Subscription:

@@ -27,6 +27,13 @@ slice of it with ``minPartitions``). Options are checked when ``load()`` is call
 looked up when the query starts (a streaming query then fails with the error, which
 ``query.exception()`` / ``awaitTermination()`` report).
 
+On a secured cluster the options carry Kafka's client security settings as Spark's Kafka source
+takes them (``kafka.security.protocol``, ``kafka.sasl.mechanism``, ``kafka.sasl.jaas.config``,
+``kafka.ssl.truststore.location`` as a PEM file …): they are translated once, when the options
+are checked, by the translation every Sluice client uses, and the translated settings travel to
+the executors with the options (a file they name must exist there too). A failed
+authentication fails the query at once, naming the options to check.
+
 Exactly once: Spark writes each micro-batch's end offsets to the checkpoint's ``offsets/`` log
 before running it, and replays the same ranges after a crash; the ranges are read exactly, so a
 sink that commits atomically with Spark's commit log (the Parquet / file sink) holds every record
@@ -107,7 +114,9 @@ class SluiceDataSource(DataSource):
     Options (as Spark's Kafka source): ``kafka.bootstrap.servers``; one of ``subscribe``,
     ``subscribePattern``, ``assign``; ``startingOffsets``, ``endingOffsets`` (batch),
     ``maxOffsetsPerTrigger``, ``minPartitions``, ``failOnDataLoss``, ``includeHeaders``,
-    ``kafkaConsumer.pollTimeoutMs`` and ``kafka.*`` consumer settings. See docs/spark-source.md.
+    ``kafkaConsumer.pollTimeoutMs`` and ``kafka.*`` consumer settings, Kafka's client security
+    settings among them (``kafka.security.protocol``, ``kafka.sasl.jaas.config``,
+    ``kafka.ssl.truststore.location`` …, translated for librdkafka). See docs/connectors.md.
     """
 
     @classmethod
