@@ -4,27 +4,60 @@
 :class:`~sluice.connect.deploy.ConnectorSpec`: validated by the worker first (nothing changes when
 any is wrong), then created, updated, paused/resumed/stopped and, with ``prune``, the others
 deleted.
+
+A REST API served on HTTPS with HTTP basic authentication (:mod:`sluice.connect.rest_security`)
+is reached with a :class:`RestClientSecurity`: the CA that signed its certificate and a user and
+password (never shown: not in a repr, not in a message). :func:`load_rest_config` reads them
+from a client properties file::
+
+    ssl.truststore.location=/etc/sluice/ca.pem      # PEM (ssl.truststore.type PEM)
+    basic.auth.user.info=operator:secret            # Confluent's USER_INFO form
+
+>>> RestClientSecurity(user="ops", password="pw")
+RestClientSecurity(ca_file=None, user='ops')
+>>> RestClientSecurity(user="ops", password="pw").headers()
+{'Authorization': 'Basic b3BzOnB3'}
 """
 
 from __future__ import annotations
 
+import base64
 import json
+import ssl
 import time
 import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from http import HTTPStatus
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from sluice.client_properties import read_entries
 from sluice.exit_codes import EXIT_USAGE, CliError
 
 if TYPE_CHECKING:
     from sluice.connect.deploy import ConnectorSpec
 
-__all__ = ["ConnectRest", "RestError", "apply_specs", "apply_when_ready"]
+__all__ = [
+    "CA_OPTION",
+    "ConnectRest",
+    "RestClientSecurity",
+    "RestError",
+    "apply_specs",
+    "apply_when_ready",
+    "failure_reason",
+    "load_rest_config",
+    "write_rest_config",
+]
 
 _STATE_CALLS = {"running": "resume", "paused": "pause", "stopped": "stop"}
+CA_OPTION = "--rest-ca-file"
+"""The option that names the CA a REST API's certificate is checked with (named in errors)."""
+_TRUSTSTORE = "ssl.truststore.location"
+_USER_INFO = "basic.auth.user.info"
+_CONFIG_KEYS = (_TRUSTSTORE, "ssl.truststore.type", _USER_INFO, "basic.auth.credentials.source")
 
 
 class RestError(CliError):
@@ -35,39 +68,172 @@ class RestError(CliError):
         self.status = status
 
 
-class ConnectRest:
-    """Kafka Connect's REST API at ``url`` (errors become :class:`CliError`)."""
+@dataclass(frozen=True)
+class RestClientSecurity:
+    """How to reach a secured REST API: ``ca_file`` (PEM) to check its certificate with (None:
+    the system's CAs), ``user`` and ``password`` for HTTP basic authentication (None: none)."""
 
-    def __init__(self, url: str, timeout: float = 30.0) -> None:
+    ca_file: Path | None = None
+    user: str | None = None
+    password: str | None = field(default=None, repr=False)
+
+    def context(self) -> ssl.SSLContext:
+        """The TLS context of ``https://`` requests; CliError (exit 2) for an unusable CA file."""
+        try:
+            context = ssl.create_default_context(
+                cafile=None if self.ca_file is None else str(self.ca_file)
+            )
+        except (OSError, ssl.SSLError) as error:
+            reason = error.strerror if isinstance(error, OSError) and error.strerror else error
+            raise CliError(
+                f"{CA_OPTION}: cannot load {self.ca_file} (a PEM CA file): {reason}",
+                exit_code=EXIT_USAGE,
+            ) from None
+        # a CA file may name an intermediate CA or the server's own certificate (curl's --cacert
+        # and Python 3.13 trust those too)
+        context.verify_flags |= ssl.VERIFY_X509_PARTIAL_CHAIN
+        return context
+
+    def headers(self) -> dict[str, str]:
+        """The ``Authorization`` header, when there is a user."""
+        if self.user is None:
+            return {}
+        token = base64.b64encode(f"{self.user}:{self.password or ''}".encode()).decode()
+        return {"Authorization": f"Basic {token}"}
+
+
+def load_rest_config(path: Path) -> RestClientSecurity:
+    """A :class:`RestClientSecurity` from a client properties file (see the module docstring);
+    CliError (exit 2) naming the file, line and key when it cannot be used."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as error:
+        raise CliError(f"{path}: cannot read: {error.strerror}", exit_code=EXIT_USAGE) from None
+    ca_file: Path | None = None
+    user: str | None = None
+    password: str | None = None
+    for line, key, value in read_entries(text):
+        where = f"{path}:{line}: {key}"
+        if key not in _CONFIG_KEYS:
+            raise CliError(f"{where}: unknown key (known: {', '.join(_CONFIG_KEYS)})",
+                           exit_code=EXIT_USAGE)  # fmt: skip
+        if key == "ssl.truststore.type" and value.strip().upper() != "PEM":
+            raise CliError(f"{where}: only PEM files are supported", exit_code=EXIT_USAGE)
+        if key == "basic.auth.credentials.source" and value.strip().upper() != "USER_INFO":
+            raise CliError(f"{where}: only USER_INFO is supported", exit_code=EXIT_USAGE)
+        if key == _TRUSTSTORE:
+            ca_file = Path(value.strip()) if value.strip() else None
+        elif key == _USER_INFO:
+            user, colon, password = value.partition(":")
+            if not colon or not user:
+                raise CliError(f"{where}: expected USER:PASSWORD", exit_code=EXIT_USAGE)
+    return RestClientSecurity(ca_file, user, password)
+
+
+def write_rest_config(path: Path, security: RestClientSecurity) -> Path:
+    """Write ``security`` as :func:`load_rest_config` reads it, readable by its owner only
+    (it holds a password)."""
+    import os
+
+    import javaproperties
+
+    lines = []
+    if security.ca_file is not None:
+        lines.append(javaproperties.join_key_value(_TRUSTSTORE, str(security.ca_file)))
+    if security.user is not None:
+        user_info = f"{security.user}:{security.password or ''}"
+        lines.append(javaproperties.join_key_value(_USER_INFO, user_info))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.fchmod(descriptor, 0o600)  # an existing file keeps its mode through O_CREAT
+    with os.fdopen(descriptor, "w", encoding="utf-8") as file:
+        file.write("".join(f"{line}\n" for line in lines))
+    return path
+
+
+def failure_reason(
+    error: BaseException, url: str, security: RestClientSecurity | None, status: int | None = None
+) -> str | None:
+    """What a refused or failed request means for a user, when it is about security: a 401
+    (credentials missing or refused), a certificate that cannot be verified; None otherwise."""
+    if status == HTTPStatus.UNAUTHORIZED:
+        if security is None or security.user is None:
+            return (
+                "the Connect REST API asks for credentials (HTTP basic authentication): give "
+                "--rest-user and a password (--rest-password-file, SLUICE_CONNECT_PASSWORD) "
+                "or --rest-config"
+            )
+        return f"the Connect REST API refused the credentials of user {security.user!r}"
+    reason = getattr(error, "reason", error)
+    if isinstance(reason, ssl.SSLCertVerificationError):
+        detail = reason.verify_message or str(reason)
+        trusted = (
+            f"the CA of {CA_OPTION} {security.ca_file}"
+            if security is not None and security.ca_file is not None
+            else "the system's CAs"
+        )
+        return (
+            f"the TLS certificate of the Connect REST API at {url} cannot be verified with "
+            f"{trusted} ({detail}): give the CA that signed it with {CA_OPTION} FILE "
+            f"(or {_TRUSTSTORE} in --rest-config)"
+        )
+    return None
+
+
+class ConnectRest:
+    """Kafka Connect's REST API at ``url`` (errors become :class:`CliError`), reached with
+    ``security`` (a CA, basic-auth credentials) when given."""
+
+    def __init__(
+        self, url: str, timeout: float = 30.0, security: RestClientSecurity | None = None
+    ) -> None:
         self.url = url.rstrip("/")
         self.timeout = timeout
+        self.security = security
+        self._context = (
+            (security or RestClientSecurity()).context()
+            if self.url.lower().startswith("https://")
+            else None
+        )
 
     def call(self, method: str, path: str, body: object = None) -> tuple[int, Any]:
         """Status and decoded body of one request (404 is returned, other errors raise)."""
         data = None if body is None else json.dumps(body).encode()
+        headers = {"Content-Type": "application/json"}
+        if self.security is not None:
+            headers.update(self.security.headers())
         request = urllib.request.Request(
-            f"{self.url}{path}",
-            data=data,
-            method=method,
-            headers={"Content-Type": "application/json"},
+            f"{self.url}{path}", data=data, method=method, headers=headers
         )
         try:
-            with urllib.request.urlopen(request, timeout=self.timeout) as response:
+            with urllib.request.urlopen(
+                request, timeout=self.timeout, context=self._context
+            ) as response:
                 raw = response.read()
                 return response.status, json.loads(raw) if raw else None
         except urllib.error.HTTPError as error:
             raw = error.read()
-            decoded = json.loads(raw) if raw else {}
+            try:
+                decoded = json.loads(raw) if raw else {}
+            except ValueError:
+                decoded = raw.decode(errors="replace")
             if error.code == HTTPStatus.NOT_FOUND:
-                return error.code, decoded
-            message = (
-                decoded.get("message", error.reason)
-                if isinstance(decoded, dict)
-                else raw.decode(errors="replace")
+                return error.code, decoded if isinstance(decoded, dict) else {}
+            security = failure_reason(error, self.url, self.security, error.code)
+            message = security or (
+                decoded.get("message", error.reason) if isinstance(decoded, dict) else decoded
             )
             raise RestError(f"{method} {path}: {error.code}: {message}", error.code) from None
         except (urllib.error.URLError, OSError) as error:
-            raise CliError(f"cannot reach the Connect worker at {self.url}: {error}") from None
+            security = failure_reason(error, self.url, self.security)
+            if security is not None:
+                raise CliError(security) from None
+            hint = ""
+            if self._context is None and isinstance(error, ConnectionError):
+                hint = " (a REST API on HTTPS? give --url https://…)"
+            raise CliError(
+                f"cannot reach the Connect worker at {self.url}: {error}{hint}"
+            ) from None
 
     def get(self, path: str) -> Any:
         """GET, 404 raised too."""

@@ -22,6 +22,7 @@ from confluent_kafka.admin import OffsetSpec  # type: ignore[attr-defined]  # no
 from sluice import clients
 from sluice.cli._groups import GroupAdmin, Partition, partition_lags, state_name
 from sluice.cli._status_state import Component, Supervisor
+from sluice.connect_rest import RestClientSecurity, failure_reason
 from sluice.exit_codes import CliError
 
 
@@ -343,19 +344,27 @@ def consumer_groups(admin: GroupAdmin, ends: Mapping[Partition, int]) -> list[Gr
 # -- Connect -------------------------------------------------------------------------------
 
 
-def connect_status(url: str, timeout: float) -> Connect:
-    """Connectors and tasks through Kafka Connect's REST API (``GET /connectors?expand=status``);
-    a worker that cannot be reached or answers nonsense is ``reachable: false``."""
+def connect_status(url: str, timeout: float, security: RestClientSecurity | None = None) -> Connect:
+    """Connectors and tasks through Kafka Connect's REST API (``GET /connectors?expand=status``),
+    reached with ``security`` (HTTPS CA, basic auth) when given; a worker that cannot be reached,
+    refuses the credentials or answers nonsense is ``reachable: false``. A CA file that cannot
+    be loaded is a CliError (exit 2)."""
     address = url.rstrip("/")
+    context = None
+    if address.lower().startswith("https://"):
+        context = (security or RestClientSecurity()).context()
+    headers = {"Accept": "application/json", **(security.headers() if security else {})}
     try:
-        request = urllib.request.Request(
-            f"{address}/connectors?expand=status", headers={"Accept": "application/json"}
-        )
-        with urllib.request.urlopen(request, timeout=timeout) as response:
+        request = urllib.request.Request(f"{address}/connectors?expand=status", headers=headers)
+        with urllib.request.urlopen(request, timeout=timeout, context=context) as response:
             body = json.loads(response.read() or b"null")
     except urllib.error.HTTPError as exc:
-        return Connect(url, False, f"GET /connectors: HTTP {exc.code} {exc.reason}", [])
+        refused = failure_reason(exc, address, security, exc.code)
+        return Connect(url, False, refused or f"GET /connectors: HTTP {exc.code} {exc.reason}", [])
     except (urllib.error.URLError, OSError, ValueError) as exc:
+        untrusted = failure_reason(exc, address, security)
+        if untrusted is not None:
+            return Connect(url, False, untrusted, [])
         reason = getattr(exc, "reason", exc)
         text = reason.strerror if isinstance(reason, OSError) and reason.strerror else reason
         return Connect(url, False, str(text), [])

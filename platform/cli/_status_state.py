@@ -29,6 +29,8 @@ class Supervisor:
     bootstrap: str | None
     connect_url: str | None
     components: list[Component]
+    connect_config: str | None = None
+    """The REST client properties (CA, login) of a worker with a secured REST API."""
 
 
 def read_supervisor(home: Path) -> Supervisor | None:
@@ -48,6 +50,7 @@ def read_supervisor(home: Path) -> Supervisor | None:
         updated=found.updated,
         bootstrap=found.bootstrap,
         connect_url=found.connect_url,
+        connect_config=found.connect_config,
         components=[
             Component(**asdict(c), alive=c.pid is not None and state.pid_alive(c.pid))
             for c in found.components

@@ -4,8 +4,13 @@
 
     sluice connect standalone connectors.yaml [-b HOST:PORT] [--offsets FILE] [--rest HOST:PORT]
     sluice connect start [--group G] [-b HOST:PORT] [--rest HOST:PORT]
-    sluice connect apply connectors.yaml|DIR [--url URL] [--prune] [--watch]
-    sluice connect status [NAME] [--url URL]
+    sluice connect apply connectors.yaml|DIR [--url URL] [--prune] [--watch] [REST OPTIONS]
+    sluice connect status [NAME] [--url URL] [REST OPTIONS]
+
+REST OPTIONS reach a worker whose REST API is on HTTPS with basic authentication:
+``--rest-ca-file FILE``, ``--rest-user USER``, ``--rest-password-file FILE`` (or
+``$SLUICE_CONNECT_PASSWORD``, or a prompt), ``--rest-config FILE``
+(:mod:`sluice.cli._rest_options`).
 
 The standalone worker (Kafka's ``connect-standalone``) runs every connector of the file (or of
 every ``*.yaml`` in a directory) in this process, keeps source offsets in a local file, and
@@ -31,6 +36,13 @@ import typer
 
 from sluice import clients
 from sluice.cli._common import Bootstrap, ClientConfig, parse_pairs, stderr
+from sluice.cli._rest_options import (
+    RestCaFile,
+    RestConfig,
+    RestPasswordFile,
+    RestUser,
+    rest_client_security,
+)
 from sluice.client_properties import read_entries
 from sluice.connect_rest import ConnectRest, apply_when_ready
 from sluice.errors import ConfigError
@@ -332,11 +344,16 @@ def status(
         str,
         typer.Option("--url", envvar="SLUICE_CONNECT_URL", help="A worker's REST API."),
     ] = "http://127.0.0.1:8083",
+    rest_ca_file: RestCaFile = None,
+    rest_user: RestUser = None,
+    rest_password_file: RestPasswordFile = None,
+    rest_config: RestConfig = None,
 ) -> None:
     """Print connectors, their tasks, states and worker ids (through the REST API)."""
     from sluice.cli._common import print_table
 
-    rest = ConnectRest(url)
+    security = rest_client_security(rest_ca_file, rest_user, rest_password_file, rest_config)
+    rest = ConnectRest(url, security=security)
     get = rest.get
     names = [name] if name else list(get("/connectors"))
     rows = []
@@ -369,14 +386,21 @@ def apply(
     watch: Annotated[
         bool, typer.Option("--watch", help="Apply again whenever a file changes.")
     ] = False,
+    rest_ca_file: RestCaFile = None,
+    rest_user: RestUser = None,
+    rest_password_file: RestPasswordFile = None,
+    rest_config: RestConfig = None,
 ) -> None:
     """Make the worker run exactly the connectors of FILE (or of every YAML file in DIR).
 
     New connectors are created, changed ones updated, `state:` applied (running, paused,
     stopped); with `--prune`, connectors no file declares are deleted. Every file is checked
     first (locally and by the worker's validation): with any problem, nothing changes.
+    A REST API on HTTPS with basic authentication: `--rest-ca-file`, `--rest-user` and the
+    password from `--rest-password-file`, `$SLUICE_CONNECT_PASSWORD` or a prompt.
     """
-    rest = ConnectRest(url)
+    security = rest_client_security(rest_ca_file, rest_user, rest_password_file, rest_config)
+    rest = ConnectRest(url, security=security)
     _apply_once(rest, path, prune)
     if not watch:
         return

@@ -3,11 +3,16 @@
 ::
 
     sluice status [--home DIR] [-b HOST:PORT] [--url URL] [--json] [--interval S] [--all]
+                  [--rest-ca-file FILE] [--rest-user USER] [--rest-password-file FILE]
+                  [--rest-config FILE]
 
 Sections: what ``sluice up`` runs (from ``<home>/up.json``), the broker, topics (partitions,
 messages, size, messages/s), consumer groups (state, members, lag), connectors and tasks (Kafka
 Connect's REST API) and Streams apps (instances, group state, lag). Addresses come from
-``up.json`` when there is one; ``-b``/``--url`` given on the command line override it. The
+``up.json`` when there is one; ``-b``/``--url`` given on the command line override it. A worker
+``sluice up`` runs with a secured REST API is reached with the CA and credentials it wrote
+(``connect_config`` of ``up.json``: an owner-only properties file); the ``--rest-*`` options
+(:mod:`sluice.cli._rest_options`) win. The
 reference, with every column and JSON key, is ``docs/cli.md``.
 """
 
@@ -18,6 +23,7 @@ import json
 import time
 from dataclasses import asdict
 from datetime import datetime
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -37,6 +43,13 @@ from sluice.cli._common import (
     print_table,
 )
 from sluice.cli._groups import GroupAdmin, Partition
+from sluice.cli._rest_options import (
+    RestCaFile,
+    RestConfig,
+    RestPasswordFile,
+    RestUser,
+    rest_client_security,
+)
 from sluice.cli._status import (
     Broker,
     Connect,
@@ -103,6 +116,10 @@ def status(
     client_config: ClientConfig = None,
     command_config: CommandConfig = None,
     timeout: RequestTimeout = DEFAULT_TIMEOUT,
+    rest_ca_file: RestCaFile = None,
+    rest_user: RestUser = None,
+    rest_password_file: RestPasswordFile = None,
+    rest_config: RestConfig = None,
 ) -> None:
     """Show the broker, topics, consumer groups, connectors and Streams apps on one screen.
 
@@ -124,10 +141,20 @@ def status(
     connect_url: str | None = url
     if supervisor is not None and not given["url"]:
         connect_url = supervisor.connect_url  # None: `sluice up` runs no Connect worker
+        written = Path(supervisor.connect_config) if supervisor.connect_config else None
+        if rest_config is None and written is not None and written.exists():
+            rest_config = written  # the CA and login of the secured worker it runs
+    rest_security = (
+        rest_client_security(rest_ca_file, rest_user, rest_password_file, rest_config)
+        if connect_url
+        else None
+    )
+    if rest_security is not None and connect_url and connect_url.lower().startswith("https:"):
+        rest_security.context()  # an unusable CA file: a usage error, before anything is asked
 
     with concurrent.futures.ThreadPoolExecutor(1) as pool:
         connect = (
-            pool.submit(connect_status, connect_url, min(timeout, CONNECT_TIMEOUT))
+            pool.submit(connect_status, connect_url, min(timeout, CONNECT_TIMEOUT), rest_security)
             if connect_url
             else None
         )

@@ -137,8 +137,20 @@ class ConnectSpec:
 
     @property
     def url(self) -> str:
-        """The worker's REST API."""
-        return f"http://{self.rest}"
+        """The worker's REST API: ``config``'s ``listeners`` (``https://…``) when set (it replaces
+        ``rest`` for the worker too), a wildcard host asked on ``127.0.0.1``.
+
+        >>> ConnectSpec().url, ConnectSpec(config=(("listeners", "https://0.0.0.0:8443"),)).url
+        ('http://127.0.0.1:8083', 'https://127.0.0.1:8443')
+        """
+        listeners = dict(self.config).get("listeners", "").split(",")[0].strip()
+        scheme, separator, address = listeners.partition("://")
+        if not separator or scheme.lower() not in ("http", "https"):
+            return f"http://{self.rest}"
+        host, _, port = address.rstrip("/").rpartition(":")
+        if host in ("", "0.0.0.0", "[::]", "::"):
+            host = "127.0.0.1"
+        return f"{scheme.lower()}://{host}:{port}"
 
 
 ProgramKind = Literal["streams", "process"]

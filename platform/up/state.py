@@ -6,6 +6,8 @@ and at every change; a reader never sees half a file. One JSON object::
     {"pid": 4242 | null,            # the supervisor (null once it stopped)
      "file": "/abs/sluice.yaml", "updated": 1763781234.5, "generation": 1,
      "bootstrap": "127.0.0.1:9092", "connect_url": "http://127.0.0.1:8083" | null,
+     "connect_config": "/abs/.sluice/connect-rest.properties" | null,  # a secured REST API's
+                                     # CA and login (owner-only; sluice.connect_rest reads it)
      "last_reload": {"id": "...", "at": 1763781234.5, "ok": true, "message": "applied"} | null,
      "components": [{"name": "revenue-0", "kind": "streams", "app": "revenue",
                      "application_id": "shop-revenue", "pid": 4245 | null,
@@ -107,6 +109,9 @@ class UpState:
     generation: int = 0
     last_reload: dict[str, Any] | None = None
     components: list[Component] = field(default_factory=list)
+    connect_config: str | None = None
+    """With a Connect REST API on HTTPS or with basic authentication: the owner-only REST
+    client properties file of its CA and login (:func:`sluice.connect_rest.load_rest_config`)."""
 
 
 def state_path(home: Path) -> Path:
@@ -187,6 +192,7 @@ def _state(data: Any) -> UpState:
         generation=_int(data.get("generation"), "generation") or 0,
         last_reload=last_reload,
         components=[_component(i, c) for i, c in enumerate(components)],
+        connect_config=_str(data.get("connect_config"), "connect_config"),
     )
 
 

@@ -28,8 +28,13 @@ from typing import Any
 from confluent_kafka import KafkaException
 
 from sluice.connect.deploy import DeploymentError
-from sluice.connect_rest import ConnectRest, apply_when_ready
-from sluice.errors import SluiceError
+from sluice.connect_rest import (
+    ConnectRest,
+    RestClientSecurity,
+    apply_when_ready,
+    write_rest_config,
+)
+from sluice.errors import ConfigError, SluiceError
 from sluice.exit_codes import EXIT_FAILED, EXIT_INTERRUPTED, CliError
 from sluice.streams.config import ENV_CONFIG
 from sluice.up import state as state_file
@@ -55,11 +60,17 @@ from sluice.up.spec import (
 from sluice.up.state import RELOAD_FILE, UpState
 from sluice.up.topics import ensure_topics
 
-__all__ = ["CLIENT_PROPERTIES", "STREAMS_CONFIG", "Supervisor", "UpError"]
+__all__ = ["CLIENT_PROPERTIES", "CONNECT_CONFIG", "STREAMS_CONFIG", "Supervisor", "UpError"]
 
 STREAMS_CONFIG = ENV_CONFIG
 """The environment variable that carries a Streams app's ``config:`` (a JSON object)."""
 CLIENT_PROPERTIES = "SLUICE_CLIENT_PROPERTIES"
+CONNECT_CONFIG = "SLUICE_CONNECT_CONFIG"
+"""With a Connect REST API on HTTPS or with basic authentication, the environment variable
+that gives a process the REST client properties (CA, login) to reach it with, as
+``sluice connect … --rest-config`` takes them."""
+REST_CONFIG_FILE = "connect-rest.properties"
+"""Under ``<home>``: those properties (owner-only), also named by ``up.json``."""
 """With ``security:``, the environment variable that gives a process the path of a Kafka client
 properties file (``streams_user``'s login; ``sluice.client_properties`` reads it)."""
 _READY_TIMEOUT = 90.0
@@ -95,6 +106,8 @@ class Supervisor:
         self._reload = False
         self._applying = False
         self._seen_events: dict[str, int] = {}
+        self.rest_config: Path | None = None
+        """The REST client properties of a worker with a secured REST API (else None)."""
 
     @property
     def logs(self) -> Path:
@@ -215,11 +228,14 @@ class Supervisor:
         self._place_programs(deployment, "process")
         connect = deployment.connect
         launch = None
+        rest = None
         if connect is not None:
             launch = _connect_launch(connect, broker.bootstrap, security, self.home)
+            rest = _rest_client(connect, security)
+        self.rest_config = self._write_rest_config(rest)
         self._place("connect", "connect", launch)
         if connect is not None:
-            self._apply_connectors(connect, deployment)
+            self._apply_connectors(connect, deployment, rest)
         self._place_programs(deployment, "streams")
         self.deployment = deployment
         self._print_events()
@@ -233,7 +249,7 @@ class Supervisor:
             for index in range(program.instances):
                 name = f"{program.name}-{index}"
                 wanted.add(name)
-                launch = _program_launch(program, index, deployment, self.home)
+                launch = _program_launch(program, index, deployment, self.home, self.rest_config)
                 self._place(name, kind, launch, program)
         for name, child in list(self.children.items()):
             if child.kind == kind and name not in wanted:
@@ -321,8 +337,20 @@ class Supervisor:
                 said = problem
             time.sleep(0.5)
 
-    def _apply_connectors(self, connect: ConnectSpec, deployment: Deployment) -> None:
-        """Apply the connectors once the worker has joined its group (it answers 409 before)."""
+    def _write_rest_config(self, rest: RestClientSecurity | None) -> Path | None:
+        """``<home>/connect-rest.properties`` (owner-only) for a secured REST API, for
+        ``sluice status`` and the processes; None (and no file) otherwise."""
+        path = self.home / REST_CONFIG_FILE
+        if rest is None:
+            path.unlink(missing_ok=True)
+            return None
+        return write_rest_config(path, rest)
+
+    def _apply_connectors(
+        self, connect: ConnectSpec, deployment: Deployment, rest: RestClientSecurity | None = None
+    ) -> None:
+        """Apply the connectors once the worker has joined its group (it answers 409 before),
+        through its REST API reached with ``rest`` (HTTPS CA, login) when it is secured."""
         child = self.children["connect"]
 
         def alive() -> None:
@@ -330,7 +358,7 @@ class Supervisor:
                 raise UpError(f"the Connect worker exited at start:\n{_tail(child.log)}")
 
         apply_when_ready(
-            ConnectRest(connect.url, timeout=60),
+            ConnectRest(connect.url, timeout=60, security=rest),
             deployment.connectors,
             prune=True,
             report=self.report,
@@ -380,6 +408,7 @@ class Supervisor:
             updated=time.time(),
             bootstrap=self.deployment.broker.bootstrap,
             connect_url=None if connect is None else connect.url,
+            connect_config=None if self.rest_config is None else str(self.rest_config),
             generation=self.generation,
             last_reload=self.last_reload,
             components=[child.record() for child in self.children.values()],
@@ -429,8 +458,44 @@ def _connect_launch(
     return Launch(tuple(command), stop_timeout=45.0)
 
 
+def _rest_client(connect: ConnectSpec, security: SecuritySpec | None) -> RestClientSecurity | None:
+    """How ``sluice up`` reaches the worker's REST API, from the worker's own settings (what
+    Kafka Connect's REST client uses to reach other workers): on HTTPS the CA of its
+    ``listeners.https.ssl.truststore.location`` (or top-level ``ssl.truststore.location``),
+    else the ``security:`` CA, else the worker's own certificate; with basic authentication the
+    first user of its users file. None for a plain REST API (or settings the worker will refuse
+    at start, saying why in its log)."""
+    from sluice.connect.rest_security import rest_security
+
+    settings = dict(connect.config)
+    if security is not None and security.connect_user is not None:
+        settings = {**security.client(security.connect_user), **settings}
+    try:
+        found = rest_security(settings)
+    except ConfigError:
+        return None
+    if found.tls is None and found.basic_auth is None:
+        return None
+    ca = None
+    if found.tls is not None:
+        ca = found.tls.truststore
+        if ca is None and security is not None:
+            ca = security.truststore
+        if ca is None:
+            ca = found.tls.keystore
+    user: str | None = None
+    password: str | None = None
+    if found.basic_auth is not None:
+        user, password = next(iter(found.basic_auth.users.items()))
+    return RestClientSecurity(None if ca is None else ca.absolute(), user, password)
+
+
 def _program_launch(
-    program: ProgramSpec, index: int, deployment: Deployment, home: Path | None = None
+    program: ProgramSpec,
+    index: int,
+    deployment: Deployment,
+    home: Path | None = None,
+    rest_config: Path | None = None,
 ) -> Launch:
     environment = {
         "PYTHONUNBUFFERED": "1",
@@ -439,6 +504,8 @@ def _program_launch(
     }
     if deployment.connect is not None:
         environment["SLUICE_CONNECT_URL"] = deployment.connect.url
+        if rest_config is not None:
+            environment[CONNECT_CONFIG] = str(rest_config)
     if program.metrics:
         host, _, port = program.metrics.rpartition(":")
         environment["SLUICE_METRICS_LISTEN"] = f"{host}:{int(port) + index}"
