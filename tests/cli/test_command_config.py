@@ -117,6 +117,11 @@ def test_commands_run_over_sasl_ssl_with_a_kafka_properties_file(secured: Secure
     assert created.code == 0, str(created)
     listed = sluice("topics", "list", *over)
     assert listed.code == 0 and topic in listed.out, str(listed)
+    quota = ("--entity-type", "clients", "--entity-name", topic)
+    set_quota = sluice("quotas", "set", *quota, "--add-config", "producer_byte_rate=1024", *over)
+    assert set_quota.code == 0, str(set_quota)
+    quotas = sluice("quotas", "describe", *quota, *over)
+    assert quotas.code == 0 and "producer_byte_rate" in quotas.out, str(quotas)
     described = sluice("topics", "describe", topic, *over)
     assert described.code == 0 and topic in described.out, str(described)
 
@@ -188,8 +193,8 @@ def test_a_jks_truststore_is_refused_naming_the_file_line_and_key(secured: Secur
 
 
 def test_commands_that_speak_the_protocol_themselves_use_it_too(secured: Secured) -> None:
-    """transactions, brokers, partitions and the leader epochs of topics describe go through
-    sluice.wire, which does TLS and SASL itself."""
+    """transactions, brokers, partitions, quotas and the leader epochs of topics describe go
+    through sluice.wire, which does TLS and SASL itself."""
     config = str(secured.scram())
     over = ("-b", secured.address("SASL_SSL"), "--command-config", config)
     topic = f"cc-{uuid.uuid4().hex[:8]}"
@@ -245,7 +250,8 @@ def test_every_client_command_takes_command_config() -> None:
         ("users", "scram", "set"), ("users", "scram", "delete"), ("users", "scram", "describe"),
         ("cluster", "describe"), ("leader-election",), ("status",), ("transactions", "list"),
         ("transactions", "describe"), ("brokers", "decommission"), ("brokers", "rebalance"),
-        ("partitions", "reassign"),
+        ("partitions", "reassign"), ("acls", "add"), ("acls", "remove"), ("acls", "list"),
+        ("quotas", "set"), ("quotas", "delete"), ("quotas", "describe"),
     ]  # fmt: skip
     missing = [
         " ".join(command)
