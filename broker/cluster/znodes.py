@@ -24,6 +24,7 @@ b'{"controller_epoch":1,"leader":1,"version":1,"leader_epoch":0,"isr":[1]}'
 from __future__ import annotations
 
 import json
+import urllib.parse
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeVar
 
@@ -558,3 +559,23 @@ def decode_producer_id_block(data: bytes) -> ProducerIdBlock:
         )
 
     return _decode(LATEST_PRODUCER_ID_BLOCK, data, read)
+
+
+def sanitize(name: str) -> str:
+    """A user or client id as a znode name under ``/config/<type>/`` (Kafka's
+    ``Sanitizer.sanitize``: Java's URL encoding of the UTF-8 bytes, with ``*`` as ``%2A`` and a
+    space as ``%20``; only ASCII letters, digits, ``.``, ``-`` and ``_`` stay as they are).
+
+    >>> sanitize("alice"), sanitize("CN=a b,O=c"), sanitize("x~*")
+    ('alice', 'CN%3Da%20b%2CO%3Dc', 'x%7E%2A')
+    """
+    return urllib.parse.quote(name, safe="-_.").replace("~", "%7E")
+
+
+def desanitize(name: str) -> str:
+    """The name a znode under ``/config/<type>/`` stands for (Kafka's ``Sanitizer.desanitize``).
+
+    >>> desanitize(sanitize("CN=a b,O=c~"))
+    'CN=a b,O=c~'
+    """
+    return urllib.parse.unquote(name)

@@ -11,28 +11,26 @@ a cluster, a file of the data directory on one node.
   new quotas; a file that does not parse is refused with its path, not guessed at.
 - :class:`ZooKeeperQuotaStore`: Kafka's layout, ``/config/users/<user>``,
   ``/config/clients/<client-id>`` and ``/config/users/<user>/clients/<client-id>`` (``<default>``
-  for a default, names sanitized as Kafka's ``Sanitizer``), each
+  for a default, names sanitized as Kafka's ``Sanitizer``:
+  :func:`sluice.broker.cluster.znodes.sanitize`), each
   ``{"version":1,"config":{"producer_byte_rate":"1024"}}``, written at the znode's version with
   a change notification ``/config/changes/config_change_<n>`` that every broker watches. A
   user's znode also holds its SCRAM credentials: only the quota keys are touched here.
 
 Both are blocking (file system, ZooKeeper): callers on the event loop use ``run_blocking``.
-
->>> sanitize("alice"), sanitize("CN=a b,O=c"), desanitize(sanitize("x/y*z"))
-('alice', 'CN%3Da%20b%2CO%3Dc', 'x/y*z')
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-import urllib.parse
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Final, Protocol
 
 from sluice.broker.cluster.metadata_store import MetadataStore, Watch
 from sluice.broker.cluster.model import ConfigChange
+from sluice.broker.cluster.znodes import desanitize, sanitize
 from sluice.broker.log.files import write_atomically
 from sluice.broker.quotas.config import (
     DEFAULT,
@@ -48,9 +46,7 @@ __all__ = [
     "FileQuotaStore",
     "QuotaStore",
     "ZooKeeperQuotaStore",
-    "desanitize",
     "follow",
-    "sanitize",
 ]
 
 FILE_NAME: Final = "client-quotas.json"
@@ -68,17 +64,6 @@ class QuotaStore(Protocol):
     def alter(self, entity: Entity, upsert: Mapping[str, float], remove: set[str]) -> None:
         """Set ``upsert``'s quotas of ``entity`` and remove those in ``remove``."""
         ...
-
-
-def sanitize(name: str) -> str:
-    """A user or client id as a znode name (Kafka's ``Sanitizer.sanitize``: URL-encoded, with
-    ``*`` as ``%2A`` and spaces as ``%20``)."""
-    return urllib.parse.quote(name, safe="-_.~")
-
-
-def desanitize(name: str) -> str:
-    """The name a znode stands for (Kafka's ``Sanitizer.desanitize``)."""
-    return urllib.parse.unquote(name)
 
 
 class FileQuotaStore:

@@ -139,12 +139,23 @@ class ScramServer:
                 return str(self._server.get_server_first()).encode()
             if self.complete:
                 raise failed
+            self._accept_repeated_client_nonce(message)
             self._server.set_client_final(message)
             final = str(self._server.get_server_final()).encode()
         except scramp.ScramException:
             raise failed from None
         self.complete, self.principal = True, f"User:{self._user}"
         return final
+
+    def _accept_repeated_client_nonce(self, client_final: str) -> None:
+        """librdkafka before 2.6.1 (kcat on Debian 12 among them) repeats its own nonce in the
+        client-final message: ``r=<client nonce><client nonce + server nonce>``. Kafka accepts
+        a nonce that *ends with* the server's (``ScramSaslServer``, since 3.8.1) and checks the
+        proof over the message as sent; scramp wants equality, so it is told that nonce."""
+        nonce = next((f[2:] for f in client_final.split(",") if f.startswith("r=")), None)
+        expected = str(self._server.nonce)
+        if nonce is not None and nonce != expected and nonce.endswith(expected):
+            self._server.nonce = type(self._server.nonce)(nonce)
 
     def _auth(self, user: str) -> tuple[bytes, bytes, bytes, int]:
         credential = self.lookup(user)

@@ -271,3 +271,11 @@ def test_scram_credentials_live_in_zookeeper_for_every_broker(
     assert list(stored) == ["SCRAM-SHA-512"]
     assert stored["SCRAM-SHA-512"].startswith("salt=") and "secret" not in stored["SCRAM-SHA-512"]
     assert stored["SCRAM-SHA-512"].endswith(",iterations=8192")
+    # a name that is not a plain znode name lands where Kafka's Sanitizer puts it
+    [future] = via_1.alter_user_scram_credentials(
+        [UserScramCredentialUpsertion("CN=dave smith,O=x", info, b"dave-secret")]
+    ).values()
+    future.result(30)
+    assert "CN%3Ddave%20smith%2CO%3Dx" in cluster.store().entities("users")
+    [(_, described)] = via_3.describe_user_scram_credentials(["CN=dave smith,O=x"]).items()
+    assert len(described.result(30).scram_credential_infos) == 1

@@ -97,6 +97,48 @@ def test_scram_refuses_wrong_credentials_with_kafkas_message(user: str, password
         exchange(client, ScramServer(mechanism, scram_lookup(mechanism)))
 
 
+def old_librdkafka_final(client_first: str, server_first: str, password: str, nonce: str) -> str:
+    """The client-final message librdkafka before 2.6.1 sends: ``r=`` is its own nonce followed
+    by the server's whole nonce (which starts with it), and the proof is over that message."""
+    import hashlib
+    import hmac
+
+    fields = dict(f.split("=", 1) for f in server_first.split(","))
+    salted = hashlib.pbkdf2_hmac(
+        "sha256", password.encode(), base64.b64decode(fields["s"]), int(fields["i"])
+    )
+    client_key = hmac.digest(salted, b"Client Key", "sha256")
+    without_proof = f"c=biws,r={nonce}"
+    auth = f"{client_first[3:]},{server_first},{without_proof}".encode()
+    signature = hmac.digest(hashlib.sha256(client_key).digest(), auth, "sha256")
+    proof = bytes(a ^ b for a, b in zip(client_key, signature, strict=True))
+    return f"{without_proof},p={base64.b64encode(proof).decode()}"
+
+
+@pytest.mark.parametrize("password, accepted", [("bob-secret", True), ("wrong", False)])
+def test_scram_accepts_old_librdkafkas_repeated_client_nonce(password: str, accepted: bool) -> None:
+    server = ScramServer("SCRAM-SHA-256", scram_lookup("SCRAM-SHA-256"))
+    client_first = "n,,n=bob,r=fyko+d2lbbFgONRv9qkxdawL"
+    server_first = server.evaluate(client_first.encode()).decode()
+    repeated = "fyko+d2lbbFgONRv9qkxdawL" + server_first.split(",")[0][2:]
+    final = old_librdkafka_final(client_first, server_first, password, repeated)
+    if accepted:
+        assert server.evaluate(final.encode()).startswith(b"v=")
+        assert server.principal == "User:bob"
+    else:
+        with pytest.raises(SaslAuthenticationError):
+            server.evaluate(final.encode())
+
+
+def test_scram_refuses_a_final_nonce_that_does_not_end_with_the_servers() -> None:
+    server = ScramServer("SCRAM-SHA-256", scram_lookup("SCRAM-SHA-256"))
+    client_first = "n,,n=bob,r=fyko+d2lbbFgONRv9qkxdawL"
+    server_first = server.evaluate(client_first.encode()).decode()
+    final = old_librdkafka_final(client_first, server_first, "bob-secret", "fyko+d2lbbFgONRv9qk")
+    with pytest.raises(SaslAuthenticationError):
+        server.evaluate(final.encode())
+
+
 def test_a_credential_of_one_mechanism_does_not_serve_the_other() -> None:
     client = SaslMechanismScram(
         sasl_plain_username="bob", sasl_plain_password="bob-secret", sasl_mechanism="SCRAM-SHA-512"

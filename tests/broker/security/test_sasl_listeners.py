@@ -10,6 +10,8 @@ keeps serving everyone else.
 from __future__ import annotations
 
 import asyncio
+import base64
+import json
 import socket
 import struct
 import subprocess
@@ -46,8 +48,10 @@ READ_TEXT = "(read|open)_text is deprecated"
 with warnings.catch_warnings():
     warnings.filterwarnings("ignore", READ_TEXT, DeprecationWarning)
     from kafka import KafkaConsumer, KafkaProducer
+    from kafka.net.sasl.oauth import AbstractTokenProvider as KafkaPythonTokenProvider
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer  # noqa: E402
+from aiokafka.abc import AbstractTokenProvider as AioKafkaTokenProvider  # noqa: E402
 
 pytestmark = [
     pytest.mark.timeout(120),
@@ -200,21 +204,35 @@ def confluent_config(mechanism: str) -> dict[str, Any]:
     return config
 
 
-def python_config(mechanism: str) -> dict[str, Any]:
+def unsecured_token(principal: str) -> str:
+    """An unsecured JWS (``alg: none``), as Kafka's default OAUTHBEARER validator accepts."""
+
+    def part(value: dict[str, Any]) -> str:
+        return base64.urlsafe_b64encode(json.dumps(value).encode()).rstrip(b"=").decode()
+
+    claims = {"sub": principal, "iat": int(time.time()), "exp": int(time.time()) + 3600}
+    return f"{part({'alg': 'none'})}.{part(claims)}."
+
+
+class KafkaPythonToken(KafkaPythonTokenProvider):
+    def token(self) -> str:
+        return unsecured_token("alice")
+
+
+class AioKafkaToken(AioKafkaTokenProvider):
+    async def token(self) -> str:
+        return unsecured_token("alice")
+
+
+def python_config(mechanism: str, client: str = "kafka-python") -> dict[str, Any]:
+    config: dict[str, Any] = {"security_protocol": "SASL_PLAINTEXT", "sasl_mechanism": mechanism}
+    if mechanism == "OAUTHBEARER":
+        provider = KafkaPythonToken() if client == "kafka-python" else AioKafkaToken()
+        return config | {"sasl_oauth_token_provider": provider}
     user, password = (
-        ("alice", "alice-secret")
-        if mechanism == "PLAIN"
-        else (
-            SCRAM_USER,
-            SCRAM_PASSWORD,
-        )
+        ("alice", "alice-secret") if mechanism == "PLAIN" else (SCRAM_USER, SCRAM_PASSWORD)
     )
-    return {
-        "security_protocol": "SASL_PLAINTEXT",
-        "sasl_mechanism": mechanism,
-        "sasl_plain_username": user,
-        "sasl_plain_password": password,
-    }
+    return config | {"sasl_plain_username": user, "sasl_plain_password": password}
 
 
 @pytest.mark.parametrize("mechanism", ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER"])
@@ -237,7 +255,7 @@ def test_confluent_kafka_produces_and_consumes(broker: SecuredBroker, mechanism:
     assert got == [f"v{i}".encode() for i in range(5)]
 
 
-@pytest.mark.parametrize("mechanism", ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"])
+@pytest.mark.parametrize("mechanism", ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER"])
 def test_kafka_python_produces_and_consumes(broker: SecuredBroker, mechanism: str) -> None:
     topic = new_topic(broker)
     producer = KafkaProducer(bootstrap_servers=broker.sasl, **python_config(mechanism))
@@ -262,12 +280,14 @@ def test_kafka_python_produces_and_consumes(broker: SecuredBroker, mechanism: st
     assert got == [f"k{i}".encode() for i in range(3)]
 
 
-@pytest.mark.parametrize("mechanism", ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"])
+@pytest.mark.parametrize("mechanism", ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER"])
 def test_aiokafka_produces_and_consumes(broker: SecuredBroker, mechanism: str) -> None:
     topic = new_topic(broker)
 
     async def run() -> list[bytes]:
-        producer = AIOKafkaProducer(bootstrap_servers=broker.sasl, **python_config(mechanism))
+        producer = AIOKafkaProducer(
+            bootstrap_servers=broker.sasl, **python_config(mechanism, "aiokafka")
+        )
         await asyncio.wait_for(producer.start(), TIMEOUT)
         try:
             for i in range(3):
@@ -279,7 +299,7 @@ def test_aiokafka_produces_and_consumes(broker: SecuredBroker, mechanism: str) -
             bootstrap_servers=broker.sasl,
             group_id=f"g-{topic}",
             auto_offset_reset="earliest",
-            **python_config(mechanism),
+            **python_config(mechanism, "aiokafka"),
         )
         await asyncio.wait_for(consumer.start(), TIMEOUT)
         got: list[bytes] = []
@@ -295,12 +315,10 @@ def test_aiokafka_produces_and_consumes(broker: SecuredBroker, mechanism: str) -
     assert asyncio.run(run()) == [f"a{i}".encode() for i in range(3)]
 
 
-def test_kcat_produces_and_consumes_with_plain(broker: SecuredBroker, tmp_path: Path) -> None:
+@pytest.mark.parametrize("mechanism", ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER"])
+def test_kcat_produces_and_consumes(broker: SecuredBroker, tmp_path: Path, mechanism: str) -> None:
     topic = new_topic(broker)
-    sasl = [
-        "-X", "security.protocol=SASL_PLAINTEXT", "-X", "sasl.mechanisms=PLAIN",
-        "-X", "sasl.username=alice", "-X", "sasl.password=alice-secret",
-    ]  # fmt: skip
+    sasl = [f"-X{key}={value}" for key, value in confluent_config(mechanism).items()]
     source = tmp_path / "in.txt"
     source.write_text("one\ntwo\n")
     produce = ["kcat", "-P", "-b", broker.sasl, "-t", topic, "-l", str(source), *sasl]
