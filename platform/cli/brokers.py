@@ -165,7 +165,17 @@ def _start(conn: Any, plan: Plan, timeout: float, wait: bool, wait_timeout: floa
         typer.echo("started: `sluice partitions reassign --verify` with the plan above")
         return
     deadline = time.monotonic() + wait_timeout
-    while ongoing_reassignments(conn) & set(plan):
+    topics = {topic for topic, _ in plan}
+
+    def done() -> bool:
+        # both: right after the request the broker asked may not list the move yet, and at its
+        # end the reassignment may be gone from the list before the new replicas are in Metadata
+        if ongoing_reassignments(conn) & set(plan):
+            return False
+        assignment = current_assignment(conn, topics)[0]
+        return all(sorted(assignment.get(tp, [])) == sorted(r) for tp, r in plan.items())
+
+    while not done():
         if time.monotonic() > deadline:
             raise CliError(f"still moving after {wait_timeout:g} s", exit_code=EXIT_FAILED)
         time.sleep(0.5)
