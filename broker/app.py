@@ -138,10 +138,10 @@ async def _open(
         raise
     assert security is not None  # always read in a cluster
     broker.cluster = ClusterMember(broker, store, listeners=listeners, security=security)
-    broker.scram_credentials = ZooKeeperScramStore(store)
-    broker.quota_store = quota_store = ZooKeeperQuotaStore(store)
+    broker.scram_credentials = ZooKeeperScramStore(store.configs)
+    broker.quota_store = quota_store = ZooKeeperQuotaStore(store.configs)
     broker.quota_watch = await follow(quota_store, broker.client_quotas.configure)
-    broker.acl_store = ZooKeeperAclStore(store)
+    broker.acl_store = ZooKeeperAclStore(store.acls)
     await _follow_acls(broker)
     broker.cluster.prepare()
 

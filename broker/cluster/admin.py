@@ -220,7 +220,7 @@ class ClusterAdmin:
     async def set_topic_config(self, name: str, overrides: Mapping[str, str]) -> None:
         """Replace a topic's config overrides in the cluster; every broker hosting it applies
         them when the change notification reaches it."""
-        await run_blocking(self.store.set_entity_config, "topics", name, dict(overrides))
+        await run_blocking(self.store.configs.set, "topics", name, dict(overrides))
         self.cache.topic_configs[name] = dict(overrides)
 
     async def delete_topic(self, name: str) -> None:

@@ -482,7 +482,7 @@ class Controller:
             self._wake.set()
 
     def _unclean(self, topic: str) -> bool:
-        value = self.store.entity_config("topics", topic).get("unclean.leader.election.enable")
+        value = self.store.configs.get("topics", topic).get("unclean.leader.election.enable")
         return self.unclean_default if value is None else value.strip().lower() == "true"
 
     def _watch_assignments(self, topics: frozenset[str]) -> None:

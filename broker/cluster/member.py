@@ -137,7 +137,7 @@ class ClusterMember:
             ),
             await run_blocking(self.store.watch_topics, self._threadsafe(self._topics_changed)),
             await run_blocking(
-                self.store.watch_config_changes, self._threadsafe(self._configs_changed)
+                self.store.configs.watch_changes, self._threadsafe(self._configs_changed)
             ),
             await run_blocking(
                 self.store.watch_log_dir_failures, self._threadsafe(self._log_dirs_changed)
@@ -188,7 +188,7 @@ class ClusterMember:
             if assignment is None:  # deleted since the listing
                 continue
             assignments[topic] = assignment
-            configs[topic] = self.store.entity_config("topics", topic)
+            configs[topic] = self.store.configs.get("topics", topic)
             for index in assignment.value.partitions:
                 state = self.store.partition_state(topic, index)
                 if state is not None:
@@ -263,7 +263,7 @@ class ClusterMember:
                 self._spawn(self._refresh_topic_config(name))
 
     async def _refresh_topic_config(self, name: str) -> None:
-        overrides = await run_blocking(self.store.entity_config, "topics", name)
+        overrides = await run_blocking(self.store.configs.get, "topics", name)
         if name not in self.cache.assignments:
             return
         self.cache.topic_configs[name] = overrides

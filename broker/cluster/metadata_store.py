@@ -199,54 +199,16 @@ class MetadataStore(Protocol):
     def notify_isr_change(self, partitions: Iterable[TopicPartition]) -> None:
         """Tell the controller these partitions' ISR changed (a sequential notification)."""
 
-    # configs
+    # configs and ACLs: collaborators with their own interfaces
 
-    def entity_config(self, entity_type: str, name: str) -> dict[str, str]:
-        """The dynamic config of a topic (``topics``) or broker (``brokers``, the name an id or
-        ``<default>``); empty when none is set."""
+    @property
+    def configs(self) -> EntityConfigStore:
+        """Dynamic configs of topics, brokers, users and clients, and their change
+        notifications."""
 
-    def set_entity_config(self, entity_type: str, name: str, config: Mapping[str, str]) -> None:
-        """Replace the entity's dynamic config and publish a change notification."""
-
-    def entities(self, entity_type: str) -> frozenset[str]:
-        """The names of the entities of ``entity_type`` that have a config znode."""
-
-    def update_entity_config(
-        self,
-        entity_type: str,
-        name: str,
-        change: Callable[[dict[str, str]], dict[str, str]],
-    ) -> None:
-        """Replace the entity's config by ``change(current)``, read and written at the same
-        znode version (retried while another writer moves it: the keys others keep there, a
-        user's SCRAM credentials beside its quotas, survive), then publish a change
-        notification. ``name`` may be nested: ``alice/clients/app``."""
-
-    def child_entities(self, entity_type: str, name: str, child_type: str) -> frozenset[str]:
-        """The names under ``/config/<entity_type>/<name>/<child_type>`` (a user's client
-        ids: ``("users", "alice", "clients")``); empty when there are none."""
-
-    def config_changes(self, after: int) -> list[ConfigChange]:
-        """The change notifications with a sequence number above ``after``, in order."""
-
-    def watch_config_changes(self, callback: Callable[[list[ConfigChange]], None]) -> Watch:
-        """Call ``callback`` with every notification published, now and at every new one."""
-
-    # ACLs (the znodes' meaning is :mod:`sluice.broker.security.acls`')
-
-    def acl_znodes(self) -> dict[str, bytes]:
-        """Every ACL znode (``/kafka-acl/<Type>/<name>``, ``/kafka-acl-extended/prefixed/…``)
-        and its data."""
-
-    def update_acl_znode(
-        self, path: str, change: Callable[[bytes | None], bytes | None], notification: str
-    ) -> None:
-        """Replace the ACL znode ``path`` by ``change(current)`` (None: delete it), retried
-        while another writer moves it, then publish ``notification`` (the resource) as a
-        sequential change under the pattern type's change path."""
-
-    def watch_acl_changes(self, callback: Callable[[], None]) -> Watch:
-        """Call ``callback`` now and at every ACL change notification."""
+    @property
+    def acls(self) -> AclZnodeStore:
+        """The ACL records and their change notifications."""
 
     # producer ids
 
@@ -317,3 +279,58 @@ class MetadataStore(Protocol):
 
     def complete_preferred_election(self, fence: ControllerFence, *, unclean: bool = False) -> None:
         """The controller is done with the pending request of that kind: remove it."""
+
+
+class EntityConfigStore(Protocol):
+    """Kafka's dynamic configs (``/config/<type>/<name>``) and their change notifications: topic
+    and broker overrides, user and client quotas, SCRAM credentials."""
+
+    def get(self, entity_type: str, name: str) -> dict[str, str]:
+        """The dynamic config of a topic (``topics``), broker (``brokers``, the name an id or
+        ``<default>``), user or client; empty when none is set."""
+
+    def set(self, entity_type: str, name: str, config: Mapping[str, str]) -> None:
+        """Replace the entity's dynamic config and publish a change notification."""
+
+    def entities(self, entity_type: str) -> frozenset[str]:
+        """The names of the entities of ``entity_type`` that have a config znode."""
+
+    def update(
+        self,
+        entity_type: str,
+        name: str,
+        change: Callable[[dict[str, str]], dict[str, str]],
+    ) -> None:
+        """Replace the entity's config by ``change(current)``, read and written at the same
+        znode version (retried while another writer moves it: the keys others keep there, a
+        user's SCRAM credentials beside its quotas, survive), then publish a change
+        notification. ``name`` may be nested: ``alice/clients/app``."""
+
+    def children(self, entity_type: str, name: str, child_type: str) -> frozenset[str]:
+        """The names under ``/config/<entity_type>/<name>/<child_type>`` (a user's client
+        ids: ``("users", "alice", "clients")``); empty when there are none."""
+
+    def changes(self, after: int) -> list[ConfigChange]:
+        """The change notifications with a sequence number above ``after``, in order."""
+
+    def watch_changes(self, callback: Callable[[list[ConfigChange]], None]) -> Watch:
+        """Call ``callback`` with every notification published, now and at every new one."""
+
+
+class AclZnodeStore(Protocol):
+    """The ACL records (their meaning is :mod:`sluice.broker.security.acls`') and their change
+    notifications."""
+
+    def read_all(self) -> dict[str, bytes]:
+        """Every ACL znode (``/kafka-acl/<Type>/<name>``, ``/kafka-acl-extended/prefixed/…``)
+        and its data."""
+
+    def update(
+        self, path: str, change: Callable[[bytes | None], bytes | None], notification: str
+    ) -> None:
+        """Replace the ACL znode ``path`` by ``change(current)`` (None: delete it), retried
+        while another writer moves it, then publish ``notification`` (the resource) as a
+        sequential change under the pattern type's change path."""
+
+    def watch_changes(self, callback: Callable[[], None]) -> Watch:
+        """Call ``callback`` now and at every ACL change notification."""

@@ -145,7 +145,7 @@ class ReplicaManager:
             return
         partition = self.broker.topics.partition(topic, index)
         if partition is None:
-            overrides = await run_blocking(self.store.entity_config, "topics", topic)
+            overrides = await run_blocking(self.store.configs.get, "topics", topic)
             partition = self.broker.topics.partition(topic, index)  # may exist by now
             if partition is None:
                 partition = self.broker.topics.host(

@@ -28,7 +28,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Final, Protocol
 
-from sluice.broker.cluster.metadata_store import MetadataStore, Watch
+from sluice.broker.cluster.metadata_store import EntityConfigStore, Watch
 from sluice.broker.cluster.model import ConfigChange
 from sluice.broker.cluster.znodes import desanitize, sanitize
 from sluice.broker.log.files import write_atomically
@@ -120,14 +120,14 @@ def _part(item: Mapping[str, Any], key: str) -> Name | None:
 class ZooKeeperQuotaStore:
     """The cluster's quotas, in Kafka's ``/config/users`` and ``/config/clients`` znodes."""
 
-    def __init__(self, store: MetadataStore) -> None:
+    def __init__(self, store: EntityConfigStore) -> None:
         self.store = store
 
     def load(self) -> Quotas:
         found: Quotas = {}
         for user in self.store.entities("users"):
             self._read(found, "users", user, Entity(_name(user), None))
-            for client in self.store.child_entities("users", user, "clients"):
+            for client in self.store.children("users", user, "clients"):
                 self._read(
                     found, "users", f"{user}/clients/{client}", Entity(_name(user), _name(client))
                 )
@@ -136,7 +136,7 @@ class ZooKeeperQuotaStore:
         return found
 
     def _read(self, found: Quotas, entity_type: str, path: str, entity: Entity) -> None:
-        config = self.store.entity_config(entity_type, path)
+        config = self.store.get(entity_type, path)
         quotas = {k: float(v) for k, v in config.items() if k in QUOTA_KEYS}
         if quotas:
             found[entity] = quotas
@@ -155,12 +155,12 @@ class ZooKeeperQuotaStore:
             kept.update({k: _text(k, v) for k, v in upsert.items()})
             return kept
 
-        self.store.update_entity_config(entity_type, path, change)
+        self.store.update(entity_type, path, change)
 
     def watch(self, callback: Callable[[], None]) -> Watch:
         """Call ``callback`` (from the store's thread) at every change notification of a user
         or client id published after the watch is set."""
-        seen = [max((c.sequence for c in self.store.config_changes(-1)), default=-1)]
+        seen = [max((c.sequence for c in self.store.changes(-1)), default=-1)]
 
         def changed(changes: list[ConfigChange]) -> None:
             fresh = [c for c in changes if c.sequence > seen[0]]
@@ -170,7 +170,7 @@ class ZooKeeperQuotaStore:
             if any(c.entity_path.startswith(("users/", "clients/")) for c in fresh):
                 callback()
 
-        return self.store.watch_config_changes(changed)
+        return self.store.watch_changes(changed)
 
 
 async def follow(store: ZooKeeperQuotaStore, configure: Callable[[Quotas], None]) -> Watch:

@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, Final, Protocol
 
-from sluice.broker.cluster.metadata_store import MetadataStore, Watch
+from sluice.broker.cluster.metadata_store import AclZnodeStore, Watch
 from sluice.broker.log.files import write_atomically
 from sluice.broker.security.acls import (
     AccessControlEntry,
@@ -126,12 +126,12 @@ class FileAclStore:
 class ZooKeeperAclStore:
     """The cluster's ACLs, in Kafka's znodes (see the module docstring)."""
 
-    def __init__(self, store: MetadataStore) -> None:
+    def __init__(self, store: AclZnodeStore) -> None:
         self.store = store
 
     def load(self) -> list[AclBinding]:
         found = []
-        for path, data in self.store.acl_znodes().items():
+        for path, data in self.store.read_all().items():
             pattern = _pattern_of(path)
             if pattern is None:
                 continue
@@ -164,10 +164,10 @@ class ZooKeeperAclStore:
                     }
                 )
             )
-            self.store.update_acl_znode(znode_path(pattern), updated, notification)
+            self.store.update(znode_path(pattern), updated, notification)
 
     def watch(self, callback: Callable[[], None]) -> Watch | None:
-        return self.store.watch_acl_changes(callback)
+        return self.store.watch_changes(callback)
 
 
 def _pattern_of(path: str) -> ResourcePattern | None:

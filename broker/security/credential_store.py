@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Final, Protocol
 
-from sluice.broker.cluster.metadata_store import MetadataStore
+from sluice.broker.cluster.metadata_store import EntityConfigStore
 from sluice.broker.cluster.znodes import desanitize, sanitize
 from sluice.broker.log.files import write_atomically
 from sluice.broker.security.credentials import SCRAM_MECHANISMS, ScramCredential
@@ -89,14 +89,14 @@ class ZooKeeperScramStore:
     """The cluster's credentials, in ``/config/users/<user>`` (the name sanitized as Kafka's
     ``Sanitizer``, as for quotas: one znode per user)."""
 
-    def __init__(self, store: MetadataStore) -> None:
+    def __init__(self, store: EntityConfigStore) -> None:
         self.store = store
 
     def users(self) -> Credentials:
         found: Credentials = {}
         for znode in self.store.entities("users"):
             user = desanitize(znode)
-            config = self.store.entity_config("users", znode)
+            config = self.store.get("users", znode)
             creds = {
                 m: ScramCredential.parse(text, m)
                 for m, text in config.items()
@@ -113,4 +113,4 @@ class ZooKeeperScramStore:
             return kept
 
         # read and written at the znode's version: a quota set meanwhile is kept
-        self.store.update_entity_config("users", sanitize(user), change)
+        self.store.update("users", sanitize(user), change)

@@ -53,7 +53,7 @@ def test_an_acl_made_through_one_broker_is_enforced_by_another_within_a_second(
         assert time.monotonic() - created < 1.0, "broker 2 does not enforce the ACL after 1 s"
         time.sleep(0.02)
     assert via_2.list_topics("open", timeout=10).topics["open"].error is None
-    stored = cluster.store().acl_znodes()
+    stored = cluster.store().acls.read_all()
     [entry] = from_znode(stored["/kafka-acl/Topic/guarded"])
     assert (entry.principal, entry.operation.name, entry.permission.name, entry.host) == (
         "User:ANONYMOUS",

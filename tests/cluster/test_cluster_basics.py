@@ -267,7 +267,7 @@ def test_scram_credentials_live_in_zookeeper_for_every_broker(
     [(_, described)] = via_3.describe_user_scram_credentials(["carol"]).items()
     [credential] = described.result(30).scram_credential_infos
     assert (credential.mechanism, credential.iterations) == (ScramMechanism.SCRAM_SHA_512, 8192)
-    stored = cluster.store().entity_config("users", "carol")
+    stored = cluster.store().configs.get("users", "carol")
     assert list(stored) == ["SCRAM-SHA-512"]
     assert stored["SCRAM-SHA-512"].startswith("salt=") and "secret" not in stored["SCRAM-SHA-512"]
     assert stored["SCRAM-SHA-512"].endswith(",iterations=8192")
@@ -276,6 +276,6 @@ def test_scram_credentials_live_in_zookeeper_for_every_broker(
         [UserScramCredentialUpsertion("CN=dave smith,O=x", info, b"dave-secret")]
     ).values()
     future.result(30)
-    assert "CN%3Ddave%20smith%2CO%3Dx" in cluster.store().entities("users")
+    assert "CN%3Ddave%20smith%2CO%3Dx" in cluster.store().configs.entities("users")
     [(_, described)] = via_3.describe_user_scram_credentials(["CN=dave smith,O=x"]).items()
     assert len(described.result(30).scram_credential_infos) == 1

@@ -67,10 +67,10 @@ def test_quotas_set_through_one_broker_apply_on_another(shared_cluster: BrokerCl
     assert found[(("user", "dave"),)] == {"producer_byte_rate": 1024.0}
     assert found[(("user", "dave"), ("client-id", None))] == {"consumer_byte_rate": 2048.0}
     store = cluster.store()
-    user = store.entity_config("users", "dave")
+    user = store.configs.get("users", "dave")
     assert user["producer_byte_rate"] == "1024" and user["SCRAM-SHA-256"].startswith("salt=")
-    assert store.entity_config("users", "dave/clients/<default>") == {"consumer_byte_rate": "2048"}
-    assert store.entity_config("clients", "slow-app") == {"request_percentage": "0.001"}
+    assert store.configs.get("users", "dave/clients/<default>") == {"consumer_byte_rate": "2048"}
+    assert store.configs.get("clients", "slow-app") == {"request_percentage": "0.001"}
 
     # removing the quota keeps the credential (the znode is shared), and lifts the throttle
     assert (
@@ -83,7 +83,7 @@ def test_quotas_set_through_one_broker_apply_on_another(shared_cluster: BrokerCl
         )
         == [("none", None)] * 2
     )
-    assert list(store.entity_config("users", "dave")) == ["SCRAM-SHA-256"]
+    assert list(store.configs.get("users", "dave")) == ["SCRAM-SHA-256"]
     [(_, described)] = admin.describe_user_scram_credentials(["dave"]).items()
     assert len(described.result(30).scram_credential_infos) == 1
     lifted_at = time.monotonic()

@@ -129,7 +129,7 @@ def test_an_unclean_election_when_the_topic_allows_it(store_factory: StoreFactor
     controller = controller_on(sessions[1], 1)
     try:
         create(sessions[1], "t", {0: (2, 3)})
-        sessions[1].set_entity_config("topics", "t", {"unclean.leader.election.enable": "true"})
+        sessions[1].configs.set("topics", "t", {"unclean.leader.election.enable": "true"})
         state_of(sessions[1], "t", 0, lambda s: s.leader == 2)
         sessions[3].close()
         state_of(sessions[1], "t", 0, lambda s: s.isr == (2,))

@@ -156,7 +156,7 @@ def test_topic_creation_assignment_and_versioned_writes(
     with pytest.raises(TopicExistsError, match=r"Topic 'orders' already exists\."):
         store.create_topic("orders", assignment, {})
     assert store.topics() == frozenset({"orders"})
-    assert store.entity_config("topics", "orders") == {"retention.ms": "1000"}
+    assert store.configs.get("topics", "orders") == {"retention.ms": "1000"}
     read = store.topic_assignment("orders")
     assert read is not None and read.value == assignment and read.version == 0
     assert json.loads(raw(zookeeper, zk_connect, "/brokers/topics/orders"))["version"] == 3
@@ -241,16 +241,16 @@ def test_topic_and_broker_configs_publish_change_notifications(
 ) -> None:
     writer, reader = store_factory(), store_factory()
     changes = Events()
-    reader.watch_config_changes(changes)
+    reader.configs.watch_changes(changes)
     changes.next_matching(lambda v: v == [])
-    writer.set_entity_config("topics", "t", {"retention.ms": "5"})
-    writer.set_entity_config("brokers", "<default>", {"log.retention.ms": "7"})
-    writer.set_entity_config("brokers", "1", {})
+    writer.configs.set("topics", "t", {"retention.ms": "5"})
+    writer.configs.set("brokers", "<default>", {"log.retention.ms": "7"})
+    writer.configs.set("brokers", "1", {})
     latest = changes.next_matching(lambda v: isinstance(v, list) and len(v) == 3)
     assert [c.entity_path for c in latest] == ["topics/t", "brokers/<default>", "brokers/1"]
-    assert reader.config_changes(after=latest[0].sequence) == latest[1:]
-    assert reader.entity_config("brokers", "<default>") == {"log.retention.ms": "7"}
-    assert reader.entity_config("topics", "nope") == {}
+    assert reader.configs.changes(after=latest[0].sequence) == latest[1:]
+    assert reader.configs.get("brokers", "<default>") == {"log.retention.ms": "7"}
+    assert reader.configs.get("topics", "nope") == {}
     assert json.loads(raw(zookeeper, zk_connect, "/config/topics/t")) == {
         "version": 1,
         "config": {"retention.ms": "5"},
@@ -260,7 +260,7 @@ def test_topic_and_broker_configs_publish_change_notifications(
     )
     assert isinstance(latest[0], ConfigChange)
     with pytest.raises(ValueError, match="config entity type 'groups'"):
-        writer.entity_config("groups", "g")
+        writer.configs.get("groups", "g")
 
 
 def test_producer_id_blocks_are_claimed_in_order(
@@ -326,7 +326,7 @@ def test_topic_deletion_is_requested_then_completed_by_the_controller(
     assert admin.topics() == frozenset()
     assert admin.topic_assignment("gone") is None
     assert admin.partition_state("gone", 0) is None
-    assert admin.entity_config("topics", "gone") == {}
+    assert admin.configs.get("topics", "gone") == {}
     # the name is free again
     admin.create_topic("gone", TopicAssignment({0: ReplicaAssignment((1,))}), {})
 

@@ -33,12 +33,10 @@ from typing import Any, TypeVar
 
 from kazoo.client import KazooClient, KazooState
 from kazoo.exceptions import (
-    BadVersionError,
     NodeExistsError,
     NoNodeError,
     RolledBackError,
 )
-from kazoo.recipe.watchers import ChildrenWatch
 
 from sluice.broker.cluster import znodes
 from sluice.broker.cluster.metadata_store import (
@@ -54,7 +52,6 @@ from sluice.broker.cluster.metadata_store import (
 from sluice.broker.cluster.model import (
     BadVersion,
     BrokerRegistration,
-    ConfigChange,
     ControllerFence,
     ControllerRegistration,
     LiveBroker,
@@ -65,6 +62,8 @@ from sluice.broker.cluster.model import (
     Versioned,
 )
 from sluice.broker.cluster.zookeeper import znode_ops
+from sluice.broker.cluster.zookeeper.acls import ZooKeeperAclZnodes
+from sluice.broker.cluster.zookeeper.entity_configs import ZooKeeperEntityConfigs
 from sluice.broker.cluster.zookeeper.session import (
     BoundedClient,
     KazooWatch,
@@ -80,8 +79,6 @@ T = TypeVar("T")
 
 #: How often a producer-id block claim is retried when another broker claims first.
 PRODUCER_ID_BLOCK_ATTEMPTS = 50
-#: Config change notifications older than this are removed (Kafka's ``changeExpirationMs``).
-CONFIG_CHANGE_EXPIRATION_MS = 15 * 60 * 1000
 _MAX_PRODUCER_ID = 2**63 - 1
 
 
@@ -101,6 +98,8 @@ class ZooKeeperMetadataStore:
         self._client = BoundedClient(client, timeout_ms / 1000)
         self._connect = connect
         self._clock_ms = clock_ms
+        self.configs = ZooKeeperEntityConfigs(self._client, clock_ms)
+        self.acls = ZooKeeperAclZnodes(self._client, clock_ms)
         self._closed = False
         self._expiry_callbacks: list[Callable[[], None]] = []
         self._lock = threading.Lock()
@@ -447,198 +446,6 @@ class ZooKeeperMetadataStore:
             sequence=True,
         )
 
-    # configs
-
-    @translate_errors
-    def entity_config(self, entity_type: str, name: str) -> dict[str, str]:
-        """``/config/<type>/<name>``'s config (empty when the znode is missing)."""
-        path = znodes.config_path(_entity_type(entity_type), name)
-        config = znode_ops.read(
-            self._client, path, lambda data: znodes.decode_entity_config(path, data)
-        )
-        return {} if config is None else config.value
-
-    @translate_errors
-    def set_entity_config(self, entity_type: str, name: str, config: Mapping[str, str]) -> None:
-        """Kafka's ``changeConfigs``: write the config, then a change notification; notifications
-        past :data:`CONFIG_CHANGE_EXPIRATION_MS` are removed."""
-        entity_type = _entity_type(entity_type)
-        znode_ops.set_or_create(
-            self._client, znodes.config_path(entity_type, name), znodes.encode_entity_config(config)
-        )
-        self._client.create(
-            f"{znodes.CONFIG_CHANGES}/{znodes.CONFIG_CHANGE_PREFIX}",
-            znodes.encode_config_change(f"{entity_type}/{name}"),
-            sequence=True,
-        )
-        self._purge_config_changes()
-
-    @translate_errors
-    def entities(self, entity_type: str) -> frozenset[str]:
-        """The children of ``/config/<type>`` (empty when it is missing)."""
-        try:
-            return frozenset(
-                self._client.get_children(f"{znodes.CONFIG}/{_entity_type(entity_type)}")
-            )
-        except NoNodeError:
-            return frozenset()
-
-    @translate_errors
-    def update_entity_config(
-        self,
-        entity_type: str,
-        name: str,
-        change: Callable[[dict[str, str]], dict[str, str]],
-    ) -> None:
-        """A versioned read-modify-write of ``/config/<type>/<name>`` (retried on a concurrent
-        write), then Kafka's change notification ``<type>/<name>``."""
-        entity_type = _entity_type(entity_type)
-        path = znodes.config_path(entity_type, name)
-        while True:
-            try:
-                data, stat = self._client.get(path)
-            except NoNodeError:
-                data, stat = None, None
-            current = {} if data is None else znodes.decode_entity_config(path, data)
-            wanted = znodes.encode_entity_config(change(dict(current)))
-            try:
-                if stat is None:
-                    self._client.create(path, wanted, makepath=True)
-                else:
-                    self._client.set(path, wanted, version=stat.version)
-                break
-            except (NodeExistsError, BadVersionError):
-                continue
-        self._client.create(
-            f"{znodes.CONFIG_CHANGES}/{znodes.CONFIG_CHANGE_PREFIX}",
-            znodes.encode_config_change(f"{entity_type}/{name}"),
-            sequence=True,
-        )
-        self._purge_config_changes()
-
-    @translate_errors
-    def child_entities(self, entity_type: str, name: str, child_type: str) -> frozenset[str]:
-        """The children of ``/config/<type>/<name>/<child_type>`` (empty when it is missing)."""
-        path = f"{znodes.config_path(_entity_type(entity_type), name)}/{child_type}"
-        try:
-            return frozenset(self._client.get_children(path))
-        except NoNodeError:
-            return frozenset()
-
-    def _purge_config_changes(self) -> None:
-        horizon = self._clock_ms() - CONFIG_CHANGE_EXPIRATION_MS
-        for child in self._client.get_children(znodes.CONFIG_CHANGES):
-            path = f"{znodes.CONFIG_CHANGES}/{child}"
-            stat = self._client.exists(path)
-            if stat is not None and stat.ctime < horizon:
-                with contextlib.suppress(NoNodeError):
-                    self._client.delete(path)
-
-    @translate_errors
-    def config_changes(self, after: int) -> list[ConfigChange]:
-        """The notifications numbered above ``after``, in order."""
-        return self._read_config_changes(self._client.get_children(znodes.CONFIG_CHANGES), after)
-
-    def _read_config_changes(self, children: Iterable[str], after: int) -> list[ConfigChange]:
-        numbered = sorted(
-            (znodes.sequence_number(c, znodes.CONFIG_CHANGE_PREFIX), c)
-            for c in children
-            if c.startswith(znodes.CONFIG_CHANGE_PREFIX)
-        )
-        changes = []
-        for number, child in numbered:
-            if number <= after:
-                continue
-            try:
-                data, _ = self._client.get(f"{znodes.CONFIG_CHANGES}/{child}")
-            except NoNodeError:  # purged since the listing
-                continue
-            changes.append(znodes.decode_config_change(child, data))
-        return changes
-
-    @translate_errors
-    def watch_config_changes(self, callback: Callable[[list[ConfigChange]], None]) -> KazooWatch:
-        """Call ``callback`` with every notification present, now and at every new one."""
-        return znode_ops.watch_children(
-            self._client,
-            znodes.CONFIG_CHANGES,
-            lambda children: callback(self._read_config_changes(children, -1)),
-        )
-
-    # ACLs
-
-    @translate_errors
-    def acl_znodes(self) -> dict[str, bytes]:
-        """The children of each ``<root>/<Type>`` of :data:`znodes.ACL_ROOTS`, with their data."""
-        found: dict[str, bytes] = {}
-        for root in znodes.ACL_ROOTS:
-            try:
-                types = self._client.get_children(root)
-            except NoNodeError:
-                continue
-            for rtype in types:
-                try:
-                    names = self._client.get_children(f"{root}/{rtype}")
-                except NoNodeError:
-                    continue
-                for name in names:
-                    path = f"{root}/{rtype}/{name}"
-                    try:
-                        found[path], _ = self._client.get(path)
-                    except NoNodeError:  # removed since the listing
-                        continue
-        return found
-
-    @translate_errors
-    def update_acl_znode(
-        self, path: str, change: Callable[[bytes | None], bytes | None], notification: str
-    ) -> None:
-        """Kafka's ``updateResourceAcls``: a versioned write (create, set or delete) retried
-        while another broker moves the znode, then a sequential change notification."""
-        while True:
-            try:
-                current, stat = self._client.get(path)
-            except NoNodeError:
-                current, stat = None, None
-            wanted = change(current)
-            try:
-                if stat is None:
-                    if wanted is None:
-                        break
-                    self._client.create(path, wanted, makepath=True)
-                elif wanted is None:
-                    self._client.delete(path, version=stat.version)
-                else:
-                    self._client.set(path, wanted, version=stat.version)
-                break
-            except (NodeExistsError, NoNodeError, BadVersionError):
-                continue
-        changes = znodes.acl_changes_path(path)
-        self._client.ensure_path(changes)
-        self._client.create(
-            f"{changes}/{znodes.ACL_CHANGE_PREFIX}", notification.encode(), sequence=True
-        )
-        self._purge_acl_changes(changes)
-
-    def _purge_acl_changes(self, changes: str) -> None:
-        horizon = self._clock_ms() - CONFIG_CHANGE_EXPIRATION_MS
-        for child in self._client.get_children(changes):
-            path = f"{changes}/{child}"
-            stat = self._client.exists(path)
-            if stat is not None and stat.ctime < horizon:
-                with contextlib.suppress(NoNodeError):
-                    self._client.delete(path)
-
-    @translate_errors
-    def watch_acl_changes(self, callback: Callable[[], None]) -> KazooWatch:
-        """Watch both change paths (literal and extended); ``callback`` at each new child."""
-        for changes in znodes.ACL_CHANGE_ROOTS:
-            self._client.ensure_path(changes)
-        watch = KazooWatch("ACL changes")
-        for changes in znodes.ACL_CHANGE_ROOTS:
-            ChildrenWatch(self._client.kazoo, changes, lambda _children: watch.deliver(callback))
-        return watch
-
     # producer ids
 
     @translate_errors
@@ -819,14 +626,6 @@ class ZooKeeperMetadataStore:
 
 def _election_path(unclean: bool) -> str:
     return znodes.UNCLEAN_LEADER_ELECTION if unclean else znodes.PREFERRED_REPLICA_ELECTION
-
-
-def _entity_type(entity_type: str) -> str:
-    if entity_type not in znodes.CONFIG_ENTITY_TYPES:
-        raise ValueError(
-            f"config entity type {entity_type!r} is not one of {znodes.CONFIG_ENTITY_TYPES}"
-        )
-    return entity_type
 
 
 def _decode_election(data: bytes) -> frozenset[TopicPartition]:

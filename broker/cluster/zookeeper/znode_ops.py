@@ -8,6 +8,7 @@ creates, watches that deliver decoded values until cancelled, a subtree listed f
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -18,7 +19,9 @@ from sluice.broker.cluster.model import BadVersion, Versioned
 from sluice.broker.cluster.zookeeper.session import BoundedClient, KazooWatch
 
 __all__ = [
+    "CHANGE_EXPIRATION_MS",
     "failed",
+    "purge_changes",
     "read",
     "set_or_create",
     "set_versioned",
@@ -29,6 +32,9 @@ __all__ = [
 ]
 
 T = TypeVar("T")
+
+#: Change notifications older than this are removed (Kafka's ``changeExpirationMs``).
+CHANGE_EXPIRATION_MS = 15 * 60 * 1000
 
 
 def read(client: BoundedClient, path: str, decode: Callable[[bytes], T]) -> Versioned[T] | None:
@@ -116,3 +122,15 @@ def subtree(client: BoundedClient, path: str) -> list[str]:
 def failed(results: list[Any]) -> bool:
     """Whether a ``multi``'s results hold a failure (kazoo returns exceptions in the list)."""
     return any(isinstance(r, Exception) for r in results)
+
+
+def purge_changes(client: BoundedClient, path: str, now_ms: int) -> None:
+    """Remove the change notifications under ``path`` older than :data:`CHANGE_EXPIRATION_MS`
+    (a change notification is read by every broker's watch within seconds), as Kafka's
+    ``ZkNodeChangeNotificationListener`` purges them."""
+    horizon = now_ms - CHANGE_EXPIRATION_MS
+    for child in client.get_children(path):
+        stat = client.exists(f"{path}/{child}")
+        if stat is not None and stat.ctime < horizon:
+            with contextlib.suppress(NoNodeError):
+                client.delete(f"{path}/{child}")
