@@ -18,7 +18,6 @@ the file's folder; connector settings are passed to the worker as written.
 from __future__ import annotations
 
 import difflib
-import os
 import re
 from collections.abc import Callable
 from dataclasses import replace
@@ -30,10 +29,10 @@ from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 from sluice.connect.deploy import ConnectorSpec, DeploymentError, from_nodes
 from sluice.connect.deploy import load as load_connectors
 from sluice.errors import ConfigError
+from sluice.up.security_section import SecuritySection
 from sluice.up.spec import (
     EMBEDDED_ZOOKEEPER,
     RESTART_POLICIES,
-    AclSpec,
     BrokerNode,
     BrokerSpec,
     ConnectSpec,
@@ -41,9 +40,7 @@ from sluice.up.spec import (
     ProgramKind,
     ProgramSpec,
     RestartPolicy,
-    SecuritySpec,
     TopicSpec,
-    UserSpec,
 )
 from sluice.yaml_positions import Entry, compose, entries, is_null, line, text
 
@@ -62,45 +59,6 @@ _BROKER = (
     "rebalance_on_add",
 )
 _NODE = ("id", "listen", "data_dir", "rack", "metrics")
-_SECURITY = (
-    "protocol",
-    "mechanism",
-    "keystore",
-    "truststore",
-    "admin",
-    "users",
-    "acls",
-    "connect_user",
-    "streams_user",
-)
-_USER = ("name", "password", "password_file")
-_ACL = (
-    "principal",
-    "topic",
-    "group",
-    "cluster",
-    "transactional_id",
-    "pattern",
-    "operations",
-    "permission",
-    "host",
-)
-_ACL_RESOURCES = ("topic", "group", "cluster", "transactional_id")
-_ACL_OPERATIONS = (
-    "all",
-    "read",
-    "write",
-    "create",
-    "delete",
-    "alter",
-    "describe",
-    "cluster_action",
-    "describe_configs",
-    "alter_configs",
-    "idempotent_write",
-)
-_MECHANISMS = ("SCRAM-SHA-256", "SCRAM-SHA-512")
-_ENV = re.compile(r"\$\{env:([A-Za-z_][A-Za-z0-9_]*)\}")
 # set for each broker of a cluster by `sluice up` itself
 _PER_BROKER = ("broker.id", "node.id", "zookeeper.connect", "listeners", "log.dirs", "log.dir")
 _TOPIC = ("name", "partitions", "replication_factor", "config")
@@ -177,207 +135,10 @@ class _Reader:
                 programs += self.items(entry, self.program(kind)) or ()
         self.unique([(p.name, "program", p.line) for p in programs], "streams/processes")
         self.unique([(t.name, "topic", t.line) for t in topics], "topics")
-        security = self.section(sections, "security", self.security)
-        if security is not None and broker.clustered:
-            self.problem(
-                "security",
-                "a secured cluster is not supported by sluice up yet: "
-                "secure one broker, or give broker.bootstrap_servers",
-                sections["security"].line,
-            )
+        security = self.section(sections, "security", SecuritySection(self).read)
         return Deployment(
             self.path, broker, tuple(topics), connect, connectors, tuple(programs), security
         )
-
-    # -- security -------------------------------------------------------------------------
-    def security(self, entry: Entry) -> SecuritySpec | None:
-        keys = self.mapping(entry.value, "security.", _SECURITY)
-        if not keys and not isinstance(entry.value, MappingNode):
-            return None
-        protocol = (self.scalar(keys.get("protocol"), "security.protocol") or "SASL_SSL").upper()
-        if protocol not in ("SASL_SSL", "SASL_PLAINTEXT"):
-            self.problem(
-                "security.protocol",
-                f"must be SASL_SSL or SASL_PLAINTEXT, not {protocol!r}",
-                keys["protocol"].line,
-            )
-        mechanism = self.scalar(keys.get("mechanism"), "security.mechanism") or "SCRAM-SHA-512"
-        if mechanism.upper() not in _MECHANISMS:
-            self.problem(
-                "security.mechanism",
-                f"must be one of {', '.join(_MECHANISMS)}, not {mechanism!r}",
-                keys["mechanism"].line,
-            )
-        keystore = self.pem(keys.get("keystore"), "security.keystore")
-        truststore = self.pem(keys.get("truststore"), "security.truststore")
-        if protocol == "SASL_SSL":
-            for key, _found in (("keystore", keystore), ("truststore", truststore)):
-                if key not in keys:
-                    self.problem(
-                        f"security.{key}",
-                        "SASL_SSL needs the broker's PEM key and "
-                        "chain (keystore:) and its CA (truststore:)",
-                        entry.line,
-                    )
-        admin_user, admin_password = "admin", ""
-        if "admin" not in keys:
-            self.problem(
-                "security.admin",
-                "missing: the super user sluice up logs in as (name:, password: or password_file:)",
-                entry.line,
-            )
-        else:
-            admin = self.user(keys["admin"].value, "security.admin")
-            if admin is not None:
-                admin_user, admin_password = admin.name, admin.password
-        users: list[UserSpec] = []
-        if "users" in keys:
-            node = keys["users"].value
-            if not isinstance(node, SequenceNode):
-                self.problem("security.users", "must be a list", keys["users"].line)
-            else:
-                users = [
-                    u
-                    for i, n in enumerate(node.value)
-                    if (u := self.user(n, f"security.users[{i}]")) is not None
-                ]
-        self.unique([(u.name, "user", u.line) for u in users], "security.users")
-        acls: list[AclSpec] = []
-        if "acls" in keys:
-            node = keys["acls"].value
-            if not isinstance(node, SequenceNode):
-                self.problem("security.acls", "must be a list", keys["acls"].line)
-            else:
-                acls = [
-                    a
-                    for i, n in enumerate(node.value)
-                    if (a := self.acl(n, f"security.acls[{i}]")) is not None
-                ]
-        known = {admin_user, *(u.name for u in users)}
-        chosen: dict[str, str | None] = {}
-        for key in ("connect_user", "streams_user"):
-            chosen[key] = self.scalar(keys.get(key), f"security.{key}")
-            if chosen[key] is not None and chosen[key] not in known:
-                self.problem(
-                    f"security.{key}",
-                    f"{chosen[key]!r} is neither the admin nor one of security.users",
-                    keys[key].line,
-                )
-        return SecuritySpec(
-            protocol=protocol,
-            mechanism=mechanism.upper(),
-            keystore=keystore,
-            truststore=truststore,
-            admin_user=admin_user,
-            admin_password=admin_password,
-            users=tuple(users),
-            acls=tuple(acls),
-            connect_user=chosen["connect_user"],
-            streams_user=chosen["streams_user"],
-        )
-
-    def pem(self, entry: Entry | None, key: str) -> Path | None:
-        value = self.scalar(entry, key)
-        if value is None or entry is None:
-            return None
-        path = self.base / value
-        try:
-            pem = b"-----BEGIN " in path.read_bytes()[: 64 * 1024]
-        except OSError as error:
-            self.problem(key, f"cannot read {path}: {error.strerror}", entry.line)
-            return None
-        if not pem:
-            self.problem(key, f"{path} is not a PEM file", entry.line)
-            return None
-        return path
-
-    def user(self, node: Node, where: str) -> UserSpec | None:
-        keys = self.mapping(node, where + ".", _USER)
-        name = self.scalar(keys.get("name"), where + ".name")
-        if "name" not in keys:
-            self.problem(where, "missing: name:", line(node))
-        given = [k for k in ("password", "password_file") if k in keys]
-        if len(given) != 1:
-            self.problem(
-                where,
-                "give one of password: (${env:VAR} for a variable) or password_file:",
-                line(node),
-            )
-            return None
-        password = self.secret(keys[given[0]], f"{where}.{given[0]}", given[0] == "password_file")
-        if name is None or password is None:
-            return None
-        return UserSpec(name, password, line(node))
-
-    def secret(self, entry: Entry, key: str, from_file: bool) -> str | None:
-        """A password from the file (``${env:VAR}`` placeholders) or a file; never shown."""
-        if not isinstance(entry.value, ScalarNode) or not entry.value.value:
-            self.problem(key, "must be a single value", entry.line)
-            return None
-        written = str(entry.value.value)
-        if from_file:
-            path = self.base / written
-            try:
-                return path.read_text(encoding="utf-8").rstrip("\r\n")
-            except (OSError, UnicodeDecodeError) as error:
-                reason = getattr(error, "strerror", None) or "not UTF-8 text"
-                self.problem(key, f"cannot read {path}: {reason}", entry.line)
-                return None
-        missing = [v for v in _ENV.findall(written) if v not in os.environ]
-        if missing:
-            self.problem(key, f"the environment variable {missing[0]} is not set", entry.line)
-            return None
-        return _ENV.sub(lambda m: os.environ[m[1]], written)
-
-    def acl(self, node: Node, where: str) -> AclSpec | None:
-        keys = self.mapping(node, where + ".", _ACL)
-        principal = self.scalar(keys.get("principal"), where + ".principal")
-        if principal is not None and ":" not in principal:
-            self.problem(
-                where + ".principal",
-                f"must be TYPE:NAME (User:alice), not {principal!r}",
-                keys["principal"].line,
-            )
-        resources = [k for k in _ACL_RESOURCES if k in keys]
-        if "principal" not in keys or len(resources) != 1:
-            self.problem(
-                where,
-                "needs principal: and one of topic:, group:, cluster:, transactional_id:",
-                line(node),
-            )
-            return None
-        resource = resources[0]
-        name = self.scalar(keys[resource], f"{where}.{resource}")
-        pattern = (self.scalar(keys.get("pattern"), where + ".pattern") or "literal").lower()
-        if pattern not in ("literal", "prefixed"):
-            self.problem(
-                where + ".pattern",
-                f"must be literal or prefixed, not {pattern!r}",
-                keys["pattern"].line,
-            )
-        permission = (self.scalar(keys.get("permission"), where + ".permission") or "allow").lower()
-        if permission not in ("allow", "deny"):
-            self.problem(
-                where + ".permission",
-                f"must be allow or deny, not {permission!r}",
-                keys["permission"].line,
-            )
-        operations = tuple(
-            o.lower() for o in self.strings(keys.get("operations"), where + ".operations")
-        )
-        if not operations:
-            self.problem(where + ".operations", "missing: a list (read, write, …)", line(node))
-        for operation in operations:
-            if operation not in _ACL_OPERATIONS:
-                self.problem(
-                    where + ".operations",
-                    f"unknown operation {operation!r}; known: {', '.join(_ACL_OPERATIONS)}",
-                    keys["operations"].line,
-                )
-        if principal is None or name is None:
-            return None
-        host = self.scalar(keys.get("host"), where + ".host") or "*"
-        return AclSpec(principal, resource, name, pattern, operations, permission, host, line(node))
 
     # -- sections -------------------------------------------------------------------------
     def section(
