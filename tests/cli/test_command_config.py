@@ -8,19 +8,17 @@ errors with non-zero exits."""
 from __future__ import annotations
 
 import json
-import subprocess
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-import trustme
 from confluent_kafka.admin import AdminClient, ScramCredentialInfo, ScramMechanism
 from confluent_kafka.admin import UserScramCredentialUpsertion as Upsertion
 
 from tests.cli.conftest import Result, run_sluice
-from tests.conftest import SLUICE, free_port, stop_process, wait_for_port
+from tests.security_fixtures import listeners_broker
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -61,47 +59,19 @@ class Secured:
 @pytest.fixture(scope="module")
 def secured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Secured]:
     root = tmp_path_factory.mktemp("command-config")
-    authority = trustme.CA()
-    server_pem, ca_pem, client_pem = root / "server.pem", root / "ca.pem", root / "client.pem"
-    authority.issue_cert("127.0.0.1", "localhost").private_key_and_cert_chain_pem.write_to_path(
-        server_pem
-    )
-    authority.cert_pem.write_to_path(ca_pem)
-    authority.issue_cert(
-        "ops@example.com", common_name="ops"
-    ).private_key_and_cert_chain_pem.write_to_path(client_pem)
-    ports = {name: free_port() for name in ("PLAINTEXT", "SASL_SSL", "MTLS")}
-    props = {
-        "listeners": ",".join(f"{name}://127.0.0.1:{port}" for name, port in ports.items()),
-        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,SASL_SSL:SASL_SSL,MTLS:SSL",
-        "ssl.keystore.location": str(server_pem),
-        "listener.name.mtls.ssl.client.auth": "required",
-        "listener.name.mtls.ssl.truststore.location": str(ca_pem),
-        "listener.name.sasl_ssl.sasl.enabled.mechanisms": "SCRAM-SHA-512",
-        "group.initial.rebalance.delay.ms": "0",
-        "log.dirs": str(root / "data"),
-    }
-    path = root / "server.properties"
-    path.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
-    with (root / "broker.log").open("ab") as log:
-        proc = subprocess.Popen(
-            [str(SLUICE), "broker", "start", "--config", str(path)],
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
-    try:
-        for port in ports.values():
-            wait_for_port(port, proc)
-        admin = AdminClient({"bootstrap.servers": f"127.0.0.1:{ports['PLAINTEXT']}"})
+    for listeners in listeners_broker(
+        root,
+        {"PLAINTEXT": "PLAINTEXT", "SASL_SSL": "SASL_SSL", "MTLS": "SSL"},
+        ("ops@example.com", "ops"),
+        **{"listener.name.sasl_ssl.sasl.enabled.mechanisms": "SCRAM-SHA-512"},
+    ):
+        admin = AdminClient({"bootstrap.servers": listeners.address("PLAINTEXT")})
         info = ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 4096)
         for future in admin.alter_user_scram_credentials(
             [Upsertion(USER, info, PASSWORD.encode())]
         ).values():
             future.result(15)
-        yield Secured(ports, root, ca_pem, client_pem)
-    finally:
-        stop_process(proc)
-        print((root / "broker.log").read_text(errors="replace")[-3000:])
+        yield Secured(listeners.ports, root, listeners.ca_pem, listeners.client_pem)
 
 
 def sluice(*args: str, input: str | None = None) -> Result:

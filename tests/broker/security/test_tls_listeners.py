@@ -19,11 +19,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import trustme
 from confluent_kafka import Consumer, KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from tests.conftest import SLUICE, free_port, stop_process, wait_for_port
+from tests.security_fixtures import Listeners as TlsBroker
+from tests.security_fixtures import listeners_broker
 
 READ_TEXT = "(read|open)_text is deprecated"
 with warnings.catch_warnings():
@@ -41,55 +41,17 @@ TIMEOUT = 15.0
 JAAS = 'org.apache.kafka.common.security.plain.PlainLoginModule required user_alice="alice-secret";'
 
 
-class TlsBroker:
-    def __init__(self, ports: dict[str, int], ca: Path, client_pem: Path) -> None:
-        self.ports, self.ca, self.client_pem = ports, ca, client_pem
-
-    def address(self, listener: str) -> str:
-        return f"127.0.0.1:{self.ports[listener]}"
-
-
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TlsBroker]:
-    root = tmp_path_factory.mktemp("tls-broker")
-    authority = trustme.CA()
-    server_pem, ca_pem, client_pem = root / "server.pem", root / "ca.pem", root / "client.pem"
-    authority.issue_cert("127.0.0.1", "localhost").private_key_and_cert_chain_pem.write_to_path(
-        server_pem
+    yield from listeners_broker(
+        tmp_path_factory.mktemp("tls-broker"),
+        {"PLAINTEXT": "PLAINTEXT", "SSL": "SSL", "SASL_SSL": "SASL_SSL", "MTLS": "SSL"},
+        ("writer@example.com", "writer"),
+        **{
+            "listener.name.sasl_ssl.sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256",
+            "listener.name.sasl_ssl.plain.sasl.jaas.config": JAAS,
+        },
     )
-    authority.cert_pem.write_to_path(ca_pem)
-    authority.issue_cert(
-        "writer@example.com", common_name="writer"
-    ).private_key_and_cert_chain_pem.write_to_path(client_pem)
-    ports = {name: free_port() for name in ("PLAINTEXT", "SSL", "SASL_SSL", "MTLS")}
-    props = {
-        "listeners": ",".join(f"{name}://127.0.0.1:{port}" for name, port in ports.items()),
-        "listener.security.protocol.map": (
-            "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_SSL:SASL_SSL,MTLS:SSL"
-        ),
-        "ssl.keystore.location": str(server_pem),
-        "listener.name.mtls.ssl.client.auth": "required",
-        "listener.name.mtls.ssl.truststore.location": str(ca_pem),
-        "listener.name.sasl_ssl.sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256",
-        "listener.name.sasl_ssl.plain.sasl.jaas.config": JAAS,
-        "group.initial.rebalance.delay.ms": "0",
-        "log.dirs": str(root / "data"),
-    }
-    path = root / "server.properties"
-    path.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
-    with (root / "broker.log").open("ab") as log:
-        proc = subprocess.Popen(
-            [str(SLUICE), "broker", "start", "--config", str(path)],
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
-    try:
-        for port in ports.values():
-            wait_for_port(port, proc)
-        yield TlsBroker(ports, ca_pem, client_pem)
-    finally:
-        stop_process(proc)
-        print((root / "broker.log").read_text(errors="replace")[-4000:])
 
 
 def new_topic(broker: TlsBroker) -> str:
@@ -141,7 +103,7 @@ def confluent_round_trip(bootstrap: str, topic: str, config: dict[str, Any]) -> 
 )
 def test_confluent_kafka_over_tls(broker: TlsBroker, listener: str, extra: dict[str, str]) -> None:
     topic = new_topic(broker)
-    config = {"ssl.ca.location": str(broker.ca), **extra}
+    config = {"ssl.ca.location": str(broker.ca_pem), **extra}
     if listener == "MTLS":
         config |= {
             "ssl.certificate.location": str(broker.client_pem),
@@ -158,7 +120,7 @@ def test_confluent_kafka_over_tls(broker: TlsBroker, listener: str, extra: dict[
 @pytest.mark.parametrize("listener", ["SSL", "SASL_SSL"])
 def test_kafka_python_over_tls(broker: TlsBroker, listener: str) -> None:
     topic = new_topic(broker)
-    config: dict[str, Any] = {"security_protocol": listener, "ssl_cafile": str(broker.ca)}
+    config: dict[str, Any] = {"security_protocol": listener, "ssl_cafile": str(broker.ca_pem)}
     if listener == "SASL_SSL":
         config |= {
             "sasl_mechanism": "PLAIN",
@@ -199,7 +161,7 @@ def test_aiokafka_over_tls(broker: TlsBroker, listener: str) -> None:
         }
 
     async def run() -> list[bytes]:
-        context = ssl.create_default_context(cafile=str(broker.ca))
+        context = ssl.create_default_context(cafile=str(broker.ca_pem))
         producer = AIOKafkaProducer(
             bootstrap_servers=broker.address(listener), ssl_context=context, **config
         )
@@ -233,7 +195,7 @@ def test_aiokafka_over_tls(broker: TlsBroker, listener: str) -> None:
 
 def test_kcat_over_ssl(broker: TlsBroker, tmp_path: Path) -> None:
     topic = new_topic(broker)
-    tls = ["-X", "security.protocol=SSL", "-X", f"ssl.ca.location={broker.ca}"]
+    tls = ["-X", "security.protocol=SSL", "-X", f"ssl.ca.location={broker.ca_pem}"]
     source = tmp_path / "in.txt"
     source.write_text("one\ntwo\n")
     produce = ["kcat", "-P", "-b", broker.address("SSL"), "-t", topic, "-l", str(source), *tls]
@@ -257,7 +219,7 @@ def still_serving(broker: TlsBroker) -> None:
         {
             "bootstrap.servers": broker.address("SSL"),
             "security.protocol": "SSL",
-            "ssl.ca.location": str(broker.ca),
+            "ssl.ca.location": str(broker.ca_pem),
         }
     ).list_topics(timeout=TIMEOUT)
     assert [b.port for b in metadata.brokers.values()] == [broker.ports["SSL"]]
@@ -282,5 +244,7 @@ def test_a_client_that_does_not_trust_the_broker_is_refused(broker: TlsBroker) -
 
 
 def test_mtls_refuses_a_client_without_a_certificate(broker: TlsBroker) -> None:
-    refused(broker.address("MTLS"), {"security.protocol": "SSL", "ssl.ca.location": str(broker.ca)})
+    refused(
+        broker.address("MTLS"), {"security.protocol": "SSL", "ssl.ca.location": str(broker.ca_pem)}
+    )
     still_serving(broker)

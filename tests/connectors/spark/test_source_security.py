@@ -14,7 +14,6 @@ import json
 import time
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -22,135 +21,54 @@ import pytest
 import trustme
 from confluent_kafka import Producer
 from confluent_kafka.admin import (
-    AclBinding,
     AclOperation,
-    AclPermissionType,
-    AdminClient,
-    NewTopic,
-    ResourcePatternType,
     ResourceType,
-    ScramCredentialInfo,
-    ScramMechanism,
-    UserScramCredentialUpsertion,
 )
 
 from sluice.connectors.spark._kafka_read import KafkaReadError, read_range
 from sluice.connectors.spark._offsets import OffsetRange
 from sluice.connectors.spark._options import SourceOptions
 from sluice.connectors.spark.source import register
-from tests.conftest import CLIENT_TIMEOUT, BrokerProcess, stop_process
+from tests.conftest import CLIENT_TIMEOUT, stop_process
 from tests.connect.worker_helpers import standalone_worker, worker_log
 from tests.connectors.spark.sink_worker import deploy, rows, wait_until
+from tests.security_fixtures import SCRAM, SaslSslBroker, sasl_ssl_broker
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 pytestmark = pytest.mark.timeout(240)
 
-ADMIN_PASSWORD = "admin-pw-5b7e"
 USERS = {
     "spark-reader": "reader-pw-c91d",
     "spark-stranger": "stranger-pw-04aa",
     "spark-sink-worker": "sink-pw-6f20",
 }
-SCRAM = "org.apache.kafka.common.security.scram.ScramLoginModule"
 
 
-@dataclass
-class SecureBroker:
-    """The broker's SASL_SSL address, the CA that signed it, its super user's admin client."""
+def source_options(broker: SaslSslBroker, user: str, password: str | None = None) -> dict[str, str]:
+    """The source's options for ``user``: Kafka's (Java client's) security settings."""
+    settings = {"bootstrap.servers": broker.bootstrap, **broker.kafka_settings(user, password)}
+    return {f"kafka.{key}": value for key, value in settings.items()}
 
-    proc: BrokerProcess
-    ca: Path
-    admin: AdminClient
 
-    @property
-    def bootstrap(self) -> str:
-        return self.proc.bootstrap
-
-    def super_user(self, **more: Any) -> dict[str, Any]:
-        """librdkafka settings of the super user (PLAIN over SASL_SSL)."""
-        return {
-            "bootstrap.servers": self.bootstrap,
-            "security.protocol": "SASL_SSL",
-            "sasl.mechanism": "PLAIN",
-            "sasl.username": "admin",
-            "sasl.password": ADMIN_PASSWORD,
-            "ssl.ca.location": str(self.ca),
-            **more,
-        }
-
-    def options(self, user: str, password: str | None = None) -> dict[str, str]:
-        """The source's options for ``user``: Kafka's (Java client's) security settings."""
-        secret = USERS[user] if password is None else password
-        return {
-            "kafka.bootstrap.servers": self.bootstrap,
-            "kafka.security.protocol": "SASL_SSL",
-            "kafka.sasl.mechanism": "SCRAM-SHA-512",
-            "kafka.sasl.jaas.config": f'{SCRAM} required username="{user}" password="{secret}";',
-            "kafka.ssl.truststore.location": str(self.ca),
-        }
-
-    def topic(self, records: int, partitions: int = 3, *, json_values: bool = False) -> str:
-        """A new topic holding ``records`` records ``k<i>``/``v<i>`` (or JSON values
-        ``{"id": i}``), round-robin."""
-        name = f"secure-src-{uuid.uuid4().hex[:8]}"
-        self.admin.create_topics([NewTopic(name, partitions, 1)])[name].result(CLIENT_TIMEOUT)
-        producer = Producer(self.super_user(**{"linger.ms": 5}))
-        for i in range(records):
-            value = json.dumps({"id": i}) if json_values else f"v{i}"
-            producer.produce(name, value.encode(), f"k{i}".encode(), partition=i % partitions)
-        assert producer.flush(CLIENT_TIMEOUT) == 0, "the super user's records were not delivered"
-        return name
-
-    def grant(self, user: str, *acls: tuple[ResourceType, str, AclOperation]) -> None:
-        literal = ResourcePatternType.LITERAL
-        bindings = [
-            AclBinding(kind, name, literal, f"User:{user}", "*", op, AclPermissionType.ALLOW)
-            for kind, name, op in acls
-        ]
-        for future in self.admin.create_acls(bindings, request_timeout=CLIENT_TIMEOUT).values():
-            future.result(CLIENT_TIMEOUT)
+def filled_topic(
+    broker: SaslSslBroker, records: int, partitions: int = 3, *, json_values: bool = False
+) -> str:
+    """A new topic holding ``records`` records ``k<i>``/``v<i>`` (or JSON values
+    ``{"id": i}``), round-robin."""
+    name = broker.topic("secure-src", partitions)
+    producer = Producer(broker.super_user(**{"linger.ms": 5}))
+    for i in range(records):
+        value = json.dumps({"id": i}) if json_values else f"v{i}"
+        producer.produce(name, value.encode(), f"k{i}".encode(), partition=i % partitions)
+    assert producer.flush(CLIENT_TIMEOUT) == 0, "the super user's records were not delivered"
+    return name
 
 
 @pytest.fixture(scope="module")
-def secured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SecureBroker]:
-    ca = trustme.CA()
-    root = tmp_path_factory.mktemp("spark-secure-broker")
-    server_pem, ca_pem = root / "broker.pem", root / "ca.pem"
-    ca.issue_cert("127.0.0.1", "localhost").private_key_and_cert_chain_pem.write_to_path(server_pem)
-    ca.cert_pem.write_to_path(ca_pem)
-    proc = BrokerProcess(root / "data", {}, root / "broker.log")
-    proc.config = {
-        "listeners": f"SASL_SSL://127.0.0.1:{proc.port}",
-        "ssl.keystore.location": str(server_pem),
-        "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-512",
-        "listener.name.sasl_ssl.plain.sasl.jaas.config": (
-            "org.apache.kafka.common.security.plain.PlainLoginModule required "
-            f'user_admin="{ADMIN_PASSWORD}";'
-        ),
-        "authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
-        "super.users": "User:admin",
-        "connection.failed.authentication.delay.ms": "100",
-    }
-    try:
-        proc.start()
-        broker = SecureBroker(proc, ca_pem, AdminClient({}))
-        broker.admin = AdminClient(broker.super_user())
-        upserts = [
-            UserScramCredentialUpsertion(
-                user, ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 4096), password.encode()
-            )
-            for user, password in USERS.items()
-        ]
-        for future in broker.admin.alter_user_scram_credentials(upserts).values():
-            future.result(CLIENT_TIMEOUT)
-        yield broker
-    finally:
-        try:
-            proc.stop()
-        finally:
-            proc.kill()
+def secured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SaslSslBroker]:
+    yield from sasl_ssl_broker(tmp_path_factory.mktemp("spark-secure-broker"), USERS)
 
 
 @pytest.fixture(scope="module")
@@ -171,13 +89,13 @@ def _expected(records: int, partitions: int = 3) -> list[tuple[int, int, str, st
 
 
 def test_reads_over_sasl_ssl_with_least_privilege_acls(
-    session: SparkSession, secured: SecureBroker, tmp_path: Path
+    session: SparkSession, secured: SaslSslBroker, tmp_path: Path
 ) -> None:
-    topic = secured.topic(60)
+    topic = filled_topic(secured, 60)
     # Read on the topic only: the consumers carry a group id (librdkafka wants one) but never
     # join the group nor commit, so the source needs no ACL on it
     secured.grant("spark-reader", (ResourceType.TOPIC, topic, AclOperation.READ))
-    options = secured.options("spark-reader")
+    options = source_options(secured, "spark-reader")
 
     df = session.read.format("sluice").options(**options).option("subscribe", topic).load()
     assert _values(df.collect()) == _expected(60)
@@ -210,11 +128,11 @@ def test_reads_over_sasl_ssl_with_least_privilege_acls(
 
 
 def test_a_wrong_password_fails_at_once_and_says_so(
-    session: SparkSession, secured: SecureBroker
+    session: SparkSession, secured: SaslSslBroker
 ) -> None:
-    topic = secured.topic(3)
+    topic = filled_topic(secured, 3)
     wrong = "not-the-password-77f"
-    options = secured.options("spark-reader", password=wrong)
+    options = source_options(secured, "spark-reader", password=wrong)
     df = session.read.format("sluice").options(**options).option("subscribe", topic).load()
     started = time.monotonic()
     with pytest.raises(Exception) as info:  # Spark wraps the Python error
@@ -227,11 +145,12 @@ def test_a_wrong_password_fails_at_once_and_says_so(
     assert elapsed < 20, f"took {elapsed:.1f} s: the source waited for its timeout"
 
 
-def test_a_task_with_a_wrong_password_fails_at_once(secured: SecureBroker) -> None:
+def test_a_task_with_a_wrong_password_fails_at_once(secured: SaslSslBroker) -> None:
     """On an executor (a password changed between planning and reading): no waiting for
     ``kafkaConsumer.pollTimeoutMs``."""
-    topic = secured.topic(3)
-    options = {**secured.options("spark-reader", password="wrong-pw-31"), "subscribe": topic}
+    topic = filled_topic(secured, 3)
+    wrong = source_options(secured, "spark-reader", password="wrong-pw-31")
+    options = {**wrong, "subscribe": topic}
     config = SourceOptions.parse(options, batch=True).consumer_config()
     started = time.monotonic()
     with pytest.raises(KafkaReadError, match="Authentication failed") as info:
@@ -249,10 +168,10 @@ def test_a_task_with_a_wrong_password_fails_at_once(secured: SecureBroker) -> No
 
 
 def test_a_principal_without_read_on_the_topic_is_told_so(
-    session: SparkSession, secured: SecureBroker
+    session: SparkSession, secured: SaslSslBroker
 ) -> None:
-    topic = secured.topic(3)
-    options = secured.options("spark-stranger")
+    topic = filled_topic(secured, 3)
+    options = source_options(secured, "spark-stranger")
     df = session.read.format("sluice").options(**options).option("subscribe", topic).load()
     with pytest.raises(Exception) as info:  # Spark wraps the Python error
         df.collect()
@@ -358,21 +277,17 @@ def test_java_settings_are_translated_for_the_consumers_and_the_admin(tmp_path: 
 
 
 def test_spark_sink_in_a_secured_worker_lands_a_topic(
-    secured: SecureBroker, tmp_path: Path
+    secured: SaslSslBroker, tmp_path: Path
 ) -> None:
-    topic = secured.topic(50, json_values=True)
+    topic = filled_topic(secured, 50, json_values=True)
     secured.grant(
         "spark-sink-worker",
         (ResourceType.TOPIC, topic, AclOperation.READ),
         (ResourceType.GROUP, "connect-land-events", AclOperation.READ),
     )
     worker_file = tmp_path / "worker.properties"
-    # a Kafka worker file: the options the source takes, without their `kafka.` prefix
-    settings = {
-        key.removeprefix("kafka."): value
-        for key, value in secured.options("spark-sink-worker").items()
-        if key != "kafka.bootstrap.servers"
-    }
+    # a Kafka worker file: the settings the source takes with a `kafka.` prefix
+    settings = secured.kafka_settings("spark-sink-worker")
     worker_file.write_text("".join(f"{k}={v}\n" for k, v in settings.items()))
     config = deploy(tmp_path, topic, register_table="false", flush_size="10")
     worker = standalone_worker(
