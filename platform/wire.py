@@ -174,6 +174,7 @@ METADATA: Final = Api(3, "Metadata", 1, 12)
 FIND_COORDINATOR: Final = Api(10, "FindCoordinator", 1, 3)  # v4 batches keys: other shape
 DESCRIBE_TRANSACTIONS: Final = Api(65, "DescribeTransactions", 0, 0)
 LIST_TRANSACTIONS: Final = Api(66, "ListTransactions", 0, 2)
+DESCRIBE_ACLS: Final = Api(29, "DescribeAcls", 1, 3)
 
 
 @dataclass(frozen=True, slots=True)

@@ -26,6 +26,7 @@ from typing import Annotated, Any
 
 import typer
 from confluent_kafka import KafkaException
+from kio.schema.errors import ErrorCode
 from confluent_kafka.admin import (  # type: ignore[attr-defined]  # no __all__
     AclBinding,
     AclBindingFilter,
@@ -47,6 +48,7 @@ from sluice.cli._common import (
     make_client,
     parse_pairs,
     print_table,
+    wire_security,
 )
 from sluice.exit_codes import EXIT_FAILED, EXIT_USAGE, CliError
 
@@ -319,6 +321,8 @@ def list_(
                 found[_describe(binding)] = binding
         except KafkaException as exc:
             raise CliError(_reason(exc), exit_code=EXIT_FAILED) from None
+    if not found:
+        _refused(bootstrap, client_config, command_config, timeout)
     print_table(
         ["PRINCIPAL", "HOST", "OPERATION", "PERMISSION", "RESOURCE", "NAME", "PATTERN"],
         [
@@ -334,6 +338,40 @@ def list_(
             for _, b in sorted(found.items())
         ],
     )
+
+
+def _refused(
+    bootstrap: str, client_config: list[str] | None, command_config: Any, timeout: float
+) -> None:
+    """Raise what the broker answered if it refused DescribeAcls: librdkafka reports the
+    response's top-level error (CLUSTER_AUTHORIZATION_FAILED without DESCRIBE on the cluster,
+    SECURITY_DISABLED without an authorizer) as an empty result, so an empty list is asked
+    again over :mod:`sluice.wire`, which shows the error code."""
+    from sluice import wire
+
+    try:
+        security = wire_security(command_config, "sluice acls list", client_config)
+    except CliError:
+        return  # settings sluice.wire cannot apply (OAUTHBEARER): librdkafka's answer stands
+    try:
+        with wire.connect(
+            bootstrap, timeout=timeout, client_id="sluice-cli", security=security
+        ) as conn:
+            answer = conn.call(
+                wire.DESCRIBE_ACLS,
+                resource_type_filter=1,  # ANY
+                resource_name_filter=None,
+                pattern_type_filter=1,  # ANY
+                principal_filter=None,
+                host_filter=None,
+                operation=1,  # ANY
+                permission_type=1,  # ANY
+            )
+    except wire.WireError:
+        return  # unreachable now: librdkafka's (empty) answer stands
+    if answer.error_code != ErrorCode.none:
+        name = answer.error_code.name.upper()
+        raise CliError(f"{name}: {answer.error_message or name}", exit_code=EXIT_FAILED)
 
 
 def _describe(binding: Any) -> str:

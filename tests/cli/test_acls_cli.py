@@ -82,3 +82,8 @@ def test_errors_say_what_was_wrong(broker: AclBroker) -> None:
     assert no_principal.code == 2 and "--allow-principal" in no_principal.err, no_principal
     refused = acls(broker, "add", "--allow-principal", "User:x", "--topic", "t", user="bob")
     assert refused.code == 1 and "CLUSTER_AUTHORIZATION_FAILED" in refused.err, refused
+    # librdkafka hands the CLI an empty result for a refused DescribeAcls: the CLI must not
+    # print an empty table as if there were no ACLs
+    hidden = acls(broker, "list", user="bob")
+    assert hidden.code == 1 and "CLUSTER_AUTHORIZATION_FAILED" in hidden.err, hidden
+    assert "PRINCIPAL" not in hidden.out, hidden
