@@ -42,6 +42,10 @@ DEFAULT_PROTOCOL_MAP: Final = [f"{p}:{p}" for p in SECURITY_PROTOCOLS]
 """Kafka's default ``listener.security.protocol.map``: each protocol is a listener name too."""
 SASL_MECHANISMS: Final = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER")
 """The SASL mechanisms Sluice implements (Kafka's, without GSSAPI)."""
+_LOGIN_HANDLERS: Final = (
+    "OAuthBearerLoginCallbackHandler",
+    "OAuthBearerUnsecuredLoginCallbackHandler",
+)
 
 
 def _protocol_map(value: Any) -> str | None:
@@ -177,9 +181,10 @@ SECURITY_BROKER_KEYS: tuple[ConfigKey, ...] = (
         ConfigType.STRING,
         "PLAIN",
         "The SASL mechanism brokers log in to each other with (PLAIN, SCRAM-SHA-256, "
-        "SCRAM-SHA-512), as the username/password of the inter-broker listener's "
-        "listener.name.<l>.<mechanism>.sasl.jaas.config. Kafka's default is GSSAPI, which "
-        "Sluice does not implement: Sluice's is PLAIN.",
+        "SCRAM-SHA-512: the username/password of the inter-broker listener's "
+        "listener.name.<l>.<mechanism>.sasl.jaas.config; OAUTHBEARER: a token from the "
+        "endpoint or an unsecured one, as that JAAS configuration says). Kafka's default is "
+        "GSSAPI, which Sluice does not implement: Sluice's is PLAIN.",
     ),
     ConfigKey(
         "sasl.oauthbearer.jwks.endpoint.url",
@@ -199,6 +204,29 @@ SECURITY_BROKER_KEYS: tuple[ConfigKey, ...] = (
         ConfigType.STRING,
         None,
         "With a JWKS: the issuer a token must name (unset: not checked).",
+    ),
+    ConfigKey(
+        "sasl.oauthbearer.token.endpoint.url",
+        ConfigType.STRING,
+        None,
+        "The broker's own OAUTHBEARER login (inter-broker): the OAuth token endpoint it asks "
+        "for a token with the client credentials grant (clientId, clientSecret, scope of its "
+        "JAAS configuration; KIP-768). Unset: an unsecured token for "
+        "unsecuredLoginStringClaim_sub (development only).",
+    ),
+    ConfigKey(
+        "sasl.login.callback.handler.class",
+        ConfigType.STRING,
+        None,
+        "How the broker logs in with OAUTHBEARER: Kafka's "
+        "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginCallbackHandler (the token "
+        "endpoint) or its unsecured handler; unset: the endpoint when "
+        "sasl.oauthbearer.token.endpoint.url is set, else the unsecured one.",
+        check=lambda v: (
+            None
+            if v is None or str(v).rsplit(".", 1)[-1] in _LOGIN_HANDLERS
+            else f"must be one of Kafka's OAUTHBEARER login handlers ({', '.join(_LOGIN_HANDLERS)})"
+        ),
     ),
     ConfigKey(
         "sasl.oauthbearer.sub.claim.name",
@@ -303,6 +331,7 @@ _BY_NAME = {k.name: k for k in SECURITY_BROKER_KEYS}
 _PER_MECHANISM = {
     "sasl.jaas.config": _JAAS,
     "connections.max.reauth.ms": _BY_NAME["connections.max.reauth.ms"],
+    "sasl.login.callback.handler.class": _BY_NAME["sasl.login.callback.handler.class"],
 } | {name: key for name, key in _BY_NAME.items() if name.startswith("sasl.oauthbearer.")}
 
 

@@ -169,7 +169,16 @@ class BrokerClient:
                 f"SASL handshake refused {who}: {handshake.error_code.name.upper()} (the broker "
                 f"enables {', '.join(handshake.mechanisms) or 'no mechanism'})",
             )
-        sasl = security.sasl_client()
+        bearer = None
+        if security.login is not None:
+            try:
+                bearer = await asyncio.to_thread(security.login.token)
+            except ValueError as error:
+                self.close()
+                raise BrokerConnectionError(
+                    self.address, f"SASL authentication failed {who}: {error}"
+                ) from None
+        sasl = security.sasl_client(bearer)
         token: bytes | None = sasl.first()
         lifetime_ms = 0
         while token is not None:

@@ -13,17 +13,22 @@ ZooKeeper, certificates made here with ``trustme``.
 
 from __future__ import annotations
 
+import base64
+import http.server
+import json
 import threading
 import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
+import jwt
 import pytest
 import trustme
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
+from cryptography.hazmat.primitives.asymmetric import rsa
 
 from tests.cluster.brokers import BrokerCluster
 from tests.cluster.conftest import CLUSTER_CONFIG
@@ -61,20 +66,24 @@ def secure_cluster(
     size: int = 3,
     passwords: dict[int, str] | None = None,
     extra_listener_on: int | None = None,
+    oauthbearer: dict[str, str] | None = None,
 ) -> tuple[BrokerCluster, dict[int, int]]:
     """A cluster (not started) whose CLIENT listener (PLAINTEXT) is each broker's bootstrap
-    port and whose BROKER listener (SASL_SSL, PLAIN) carries replication; the BROKER ports."""
+    port and whose BROKER listener (SASL_SSL, PLAIN; with ``oauthbearer``, OAUTHBEARER and
+    those settings) carries replication; the BROKER ports."""
     server, ca = certificates
+    mechanism = "PLAIN" if oauthbearer is None else "OAUTHBEARER"
     config = {
         **CLUSTER_CONFIG,
         "listener.security.protocol.map": "CLIENT:PLAINTEXT,BROKER:SASL_SSL,EXTRA:PLAINTEXT",
         "inter.broker.listener.name": "BROKER",
-        "sasl.mechanism.inter.broker.protocol": "PLAIN",
-        "listener.name.broker.sasl.enabled.mechanisms": "PLAIN",
+        "sasl.mechanism.inter.broker.protocol": mechanism,
+        "listener.name.broker.sasl.enabled.mechanisms": mechanism,
         "ssl.keystore.location": str(server),
         "ssl.truststore.location": str(ca),
         "min.insync.replicas": "2",
         "replica.lag.time.max.ms": "6000",
+        **(oauthbearer or {}),
     }
     cluster = BrokerCluster(root, zk_connect, size, config)
     broker_ports = {}
@@ -85,9 +94,10 @@ def secure_cluster(
         if i == extra_listener_on:
             listeners += f",EXTRA://127.0.0.1:{free_port()}"
         process.config["listeners"] = listeners
-        process.config["listener.name.broker.plain.sasl.jaas.config"] = jaas(
-            (passwords or {}).get(i, SECRET)
-        )
+        if oauthbearer is None:
+            process.config["listener.name.broker.plain.sasl.jaas.config"] = jaas(
+                (passwords or {}).get(i, SECRET)
+            )
     return cluster, broker_ports
 
 
@@ -272,3 +282,90 @@ def test_a_broker_with_wrong_inter_broker_credentials_cannot_replicate(
             "the leader drops broker 2 from the ISR",
             timeout=TIMEOUT,
         )
+
+
+class _IdentityProvider(http.server.BaseHTTPRequestHandler):
+    """An OAuth token endpoint: client ``broker``/``idp-secret`` gets an RS256 token (issuer
+    ``test-idp``, audience ``sluice``, 10 s) signed by the key whose JWKS the brokers check."""
+
+    key: ClassVar[Any] = None
+    asked: ClassVar[list[str]] = []
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers["Content-Length"]))
+        expected = "Basic " + base64.b64encode(b"broker:idp-secret").decode()
+        if self.headers["Authorization"] != expected:
+            self.send_response(401)
+            self.end_headers()
+            return
+        self.asked.append(self.client_address[0])
+        now = int(time.time())
+        claims = {"sub": "broker", "iss": "test-idp", "aud": "sluice", "iat": now, "exp": now + 10}
+        token = jwt.encode(claims, self.key, algorithm="RS256", headers={"kid": "idp"})
+        body = json.dumps({"access_token": token, "token_type": "Bearer", "expires_in": 10})
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.end_headers()
+        self.wfile.write(body.encode())
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+def test_brokers_replicate_logging_in_with_oauthbearer_tokens_from_an_endpoint(
+    tmp_path: Path, zk_connect: str, certificates: tuple[Path, Path]
+) -> None:
+    """KIP-768 between brokers: each gets its token from the identity provider (client
+    credentials) and the others check its signature against the provider's JWKS; tokens live
+    10 s, so the brokers fetch fresh ones and re-authenticate with them (KIP-368) while
+    replicating."""
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    public = json.loads(jwt.algorithms.RSAAlgorithm.to_jwk(key.public_key()))
+    jwks = tmp_path / "jwks.json"
+    jwks.write_text(json.dumps({"keys": [{**public, "kid": "idp", "alg": "RS256"}]}))
+    _IdentityProvider.key = key
+    idp = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _IdentityProvider)
+    serving = threading.Thread(target=idp.serve_forever, daemon=True)
+    serving.start()
+    prefix = "listener.name.broker.oauthbearer."
+    oauthbearer = {
+        prefix + "sasl.jaas.config": (
+            "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required "
+            'clientId="broker" clientSecret="idp-secret";'
+        ),
+        prefix + "sasl.login.callback.handler.class": (
+            "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginCallbackHandler"
+        ),
+        prefix + "sasl.oauthbearer.token.endpoint.url": (
+            f"http://127.0.0.1:{idp.server_address[1]}/token"
+        ),
+        prefix + "sasl.oauthbearer.jwks.endpoint.url": f"file://{jwks}",
+        prefix + "sasl.oauthbearer.expected.issuer": "test-idp",
+        prefix + "sasl.oauthbearer.expected.audience": "sluice",
+    }
+    built, _ = secure_cluster(tmp_path, zk_connect, certificates, 2, oauthbearer=oauthbearer)
+    try:
+        with built:
+            built.start_all()
+            create_topic(built, "tokens", 2)
+            built.wait_until(
+                lambda: partition_state(built, "tokens", 1)[1] == [1, 2],
+                "both replicate over OAUTHBEARER (a full ISR)",
+                timeout=TIMEOUT,
+            )
+            producer = Producer({"bootstrap.servers": built.bootstrap, "acks": "all"})
+            for n in range(100):
+                producer.produce("tokens", str(n).encode(), partition=0)
+            assert producer.flush(TIMEOUT) == 0, "acks=all records over an OAUTHBEARER ISR"
+            built.wait_until(
+                lambda: len(_IdentityProvider.asked) >= 4,
+                "fresh tokens asked for as the first ones age",
+                timeout=TIMEOUT,
+            )
+            producer.produce("tokens", b"after", partition=0)
+            assert producer.flush(TIMEOUT) == 0, "acks=all after the brokers re-authenticated"
+            assert partition_state(built, "tokens", 2)[1] == [1, 2]
+    finally:
+        idp.shutdown()
+        idp.server_close()
+        serving.join(5)

@@ -3,15 +3,27 @@
 
 from __future__ import annotations
 
+import base64
+import http.server
+import json
 import subprocess
+import threading
+import urllib.parse
 from pathlib import Path
+from typing import Any, ClassVar
 
 import pytest
 import trustme
 
 from sluice.broker.config import BrokerConfig
-from sluice.broker.security.inter_broker import SaslClient, inter_broker_security
+from sluice.broker.security.inter_broker import (
+    InterBrokerSecurity,
+    SaslClient,
+    inter_broker_security,
+)
 from sluice.broker.security.listeners import parse_listeners
+from sluice.broker.security.oauth_login import ClientCredentialsLogin, UnsecuredLogin
+from sluice.broker.security.sasl import OAuthBearerServer, UnsecuredValidator
 from sluice.errors import ConfigError
 from tests.conftest import SLUICE, free_port
 
@@ -98,8 +110,8 @@ def test_security_inter_broker_protocol_names_the_listener_of_that_name() -> Non
             {
                 **BASE,
                 "inter.broker.listener.name": "BROKER",
-                "sasl.mechanism.inter.broker.protocol": "OAUTHBEARER",
-                "listener.name.broker.sasl.enabled.mechanisms": "PLAIN,OAUTHBEARER",
+                "sasl.mechanism.inter.broker.protocol": "GSSAPI",
+                "listener.name.broker.sasl.enabled.mechanisms": "PLAIN",
             },
             "sasl.mechanism.inter.broker.protocol",
             "brokers log in to each other with",
@@ -148,3 +160,126 @@ def test_a_broker_refuses_to_start_naming_the_inter_broker_key(tmp_path: Path) -
     assert done.returncode != 0, done.stdout
     assert "inter.broker.listener.name" in done.stderr, done.stderr
     assert "not among listeners" in done.stderr, done.stderr
+
+
+OAUTH = "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule"
+OAUTH_BASE = {
+    "listeners": "CLIENT://127.0.0.1:9092,BROKER://127.0.0.1:9093",
+    "listener.security.protocol.map": "CLIENT:PLAINTEXT,BROKER:SASL_PLAINTEXT",
+    "inter.broker.listener.name": "BROKER",
+    "sasl.mechanism.inter.broker.protocol": "OAUTHBEARER",
+    "listener.name.broker.sasl.enabled.mechanisms": "OAUTHBEARER",
+}
+OAUTH_JAAS = "listener.name.broker.oauthbearer.sasl.jaas.config"
+
+
+def test_an_unsecured_oauthbearer_login_is_what_kafkas_unsecured_validator_accepts() -> None:
+    security = security_of(
+        {
+            **OAUTH_BASE,
+            OAUTH_JAAS: f'{OAUTH} required unsecuredLoginStringClaim_sub="broker" '
+            'unsecuredLoginLifetimeSeconds="120" unsecuredLoginListClaim_scope=",kafka,admin";',
+        }
+    )
+    assert isinstance(security, InterBrokerSecurity)
+    assert isinstance(security.login, UnsecuredLogin)
+    token = security.login.token()
+    claims = UnsecuredValidator(required_scope=("kafka", "admin")).claims(token)
+    assert claims["sub"] == "broker" and claims["exp"] - claims["iat"] == 120
+    client = security.sasl_client(token)
+    first = client.first()
+    assert first == f"n,,\x01auth=Bearer {token}\x01\x01".encode()
+    server = OAuthBearerServer(UnsecuredValidator())
+    assert server.evaluate(first) == b"" and server.principal == "User:broker"
+    assert client.answer(b"") is None
+    with pytest.raises(ValueError, match="refused the token"):
+        security.sasl_client(token).answer(b'{"status":"invalid_token"}')
+
+
+@pytest.mark.parametrize(
+    ("extra", "key", "words"),
+    [
+        ({OAUTH_JAAS: f"{OAUTH} required;"}, OAUTH_JAAS, "unsecuredLoginStringClaim_sub"),
+        (
+            {
+                OAUTH_JAAS: f'{OAUTH} required clientId="broker";',
+                "listener.name.broker.oauthbearer.sasl.oauthbearer.token.endpoint.url": (
+                    "http://127.0.0.1:1/token"
+                ),
+            },
+            OAUTH_JAAS,
+            'clientSecret="..."',
+        ),
+        (
+            {
+                OAUTH_JAAS: f'{OAUTH} required clientId="b" clientSecret="s";',
+                "listener.name.broker.oauthbearer.sasl.login.callback.handler.class": (
+                    "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginCallbackHandler"
+                ),
+            },
+            "listener.name.broker.oauthbearer.sasl.login.callback.handler.class",
+            "sasl.oauthbearer.token.endpoint.url",
+        ),
+        (
+            {
+                OAUTH_JAAS: f'{OAUTH} required clientId="b" clientSecret="s";',
+                "sasl.oauthbearer.token.endpoint.url": "ftp://idp/token",
+            },
+            "sasl.oauthbearer.token.endpoint.url",
+            "http:// or https://",
+        ),
+    ],
+)
+def test_oauthbearer_login_errors_name_their_key(
+    extra: dict[str, str], key: str, words: str
+) -> None:
+    with pytest.raises(ConfigError) as caught:
+        security_of({**OAUTH_BASE, **extra})
+    assert caught.value.key == key, caught.value
+    assert words in str(caught.value), caught.value
+
+
+class _TokenEndpoint(http.server.BaseHTTPRequestHandler):
+    """An OAuth token endpoint: client ``broker``/``s3cret`` gets a token valid 60 s."""
+
+    requests: ClassVar[list[tuple[str, dict[str, list[str]]]]] = []
+
+    def do_POST(self) -> None:
+        body = self.rfile.read(int(self.headers["Content-Length"])).decode()
+        self.requests.append((self.headers["Authorization"], urllib.parse.parse_qs(body)))
+        if self.headers["Authorization"] != "Basic " + base64.b64encode(b"broker:s3cret").decode():
+            self.send_response(401)
+            self.end_headers()
+            return
+        answer = json.dumps({"access_token": f"t{len(self.requests)}", "expires_in": 60})
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.end_headers()
+        self.wfile.write(answer.encode())
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+def test_the_client_credentials_login_asks_the_endpoint_and_reuses_its_token() -> None:
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _TokenEndpoint)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    url = f"http://127.0.0.1:{server.server_address[1]}/token"
+    now = [0.0]
+    try:
+        login = ClientCredentialsLogin(url, "broker", "s3cret", scope="kafka", clock=lambda: now[0])
+        assert login.token() == "t1"
+        now[0] = 47.0  # within 0.8 of its 60 s: the same token
+        assert login.token() == "t1"
+        now[0] = 49.0
+        assert login.token() == "t2"
+        _, form = _TokenEndpoint.requests[0]
+        assert form == {"grant_type": ["client_credentials"], "scope": ["kafka"]}
+        assert "s3cret" not in repr(login)
+        with pytest.raises(ValueError, match="HTTP 401"):
+            ClientCredentialsLogin(url, "broker", "wrong").token()
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(5)
