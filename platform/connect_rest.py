@@ -11,10 +11,11 @@ password (never shown: not in a repr, not in a message). :func:`load_rest_config
 from a client properties file::
 
     ssl.truststore.location=/etc/sluice/ca.pem      # PEM (ssl.truststore.type PEM)
+    ssl.keystore.location=/etc/sluice/client.pem    # a client certificate: PEM key and chain
     basic.auth.user.info=operator:secret            # Confluent's USER_INFO form
 
 >>> RestClientSecurity(user="ops", password="pw")
-RestClientSecurity(ca_file=None, user='ops')
+RestClientSecurity(ca_file=None, user='ops', cert_file=None)
 >>> RestClientSecurity(user="ops", password="pw").headers()
 {'Authorization': 'Basic b3BzOnB3'}
 """
@@ -57,7 +58,15 @@ CA_OPTION = "--rest-ca-file"
 """The option that names the CA a REST API's certificate is checked with (named in errors)."""
 _TRUSTSTORE = "ssl.truststore.location"
 _USER_INFO = "basic.auth.user.info"
-_CONFIG_KEYS = (_TRUSTSTORE, "ssl.truststore.type", _USER_INFO, "basic.auth.credentials.source")
+_KEYSTORE = "ssl.keystore.location"
+_CONFIG_KEYS = (
+    _TRUSTSTORE,
+    "ssl.truststore.type",
+    _KEYSTORE,
+    "ssl.keystore.type",
+    _USER_INFO,
+    "basic.auth.credentials.source",
+)
 
 
 class RestError(CliError):
@@ -71,11 +80,14 @@ class RestError(CliError):
 @dataclass(frozen=True)
 class RestClientSecurity:
     """How to reach a secured REST API: ``ca_file`` (PEM) to check its certificate with (None:
-    the system's CAs), ``user`` and ``password`` for HTTP basic authentication (None: none)."""
+    the system's CAs), ``user`` and ``password`` for HTTP basic authentication (None: none),
+    ``cert_file`` (PEM: key and certificate chain) a client certificate to show when the API
+    asks for one (``ssl.client.authentication``)."""
 
     ca_file: Path | None = None
     user: str | None = None
     password: str | None = field(default=None, repr=False)
+    cert_file: Path | None = None
 
     def context(self) -> ssl.SSLContext:
         """The TLS context of ``https://`` requests; CliError (exit 2) for an unusable CA file."""
@@ -92,6 +104,16 @@ class RestClientSecurity:
         # a CA file may name an intermediate CA or the server's own certificate (curl's --cacert
         # and Python 3.13 trust those too)
         context.verify_flags |= ssl.VERIFY_X509_PARTIAL_CHAIN
+        if self.cert_file is not None:
+            try:
+                context.load_cert_chain(str(self.cert_file))
+            except (OSError, ssl.SSLError) as error:
+                reason = error.strerror if isinstance(error, OSError) and error.strerror else error
+                raise CliError(
+                    f"{_KEYSTORE}: cannot load {self.cert_file} (PEM: the client's key and "
+                    f"certificate chain): {reason}",
+                    exit_code=EXIT_USAGE,
+                ) from None
         return context
 
     def headers(self) -> dict[str, str]:
@@ -110,6 +132,7 @@ def load_rest_config(path: Path) -> RestClientSecurity:
     except OSError as error:
         raise CliError(f"{path}: cannot read: {error.strerror}", exit_code=EXIT_USAGE) from None
     ca_file: Path | None = None
+    cert_file: Path | None = None
     user: str | None = None
     password: str | None = None
     for line, key, value in read_entries(text):
@@ -117,17 +140,19 @@ def load_rest_config(path: Path) -> RestClientSecurity:
         if key not in _CONFIG_KEYS:
             raise CliError(f"{where}: unknown key (known: {', '.join(_CONFIG_KEYS)})",
                            exit_code=EXIT_USAGE)  # fmt: skip
-        if key == "ssl.truststore.type" and value.strip().upper() != "PEM":
+        if key in ("ssl.truststore.type", "ssl.keystore.type") and value.strip().upper() != "PEM":
             raise CliError(f"{where}: only PEM files are supported", exit_code=EXIT_USAGE)
         if key == "basic.auth.credentials.source" and value.strip().upper() != "USER_INFO":
             raise CliError(f"{where}: only USER_INFO is supported", exit_code=EXIT_USAGE)
         if key == _TRUSTSTORE:
             ca_file = Path(value.strip()) if value.strip() else None
+        elif key == _KEYSTORE:
+            cert_file = Path(value.strip()) if value.strip() else None
         elif key == _USER_INFO:
             user, colon, password = value.partition(":")
             if not colon or not user:
                 raise CliError(f"{where}: expected USER:PASSWORD", exit_code=EXIT_USAGE)
-    return RestClientSecurity(ca_file, user, password)
+    return RestClientSecurity(ca_file, user, password, cert_file)
 
 
 def write_rest_config(path: Path, security: RestClientSecurity) -> Path:
@@ -140,6 +165,8 @@ def write_rest_config(path: Path, security: RestClientSecurity) -> Path:
     lines = []
     if security.ca_file is not None:
         lines.append(javaproperties.join_key_value(_TRUSTSTORE, str(security.ca_file)))
+    if security.cert_file is not None:
+        lines.append(javaproperties.join_key_value(_KEYSTORE, str(security.cert_file)))
     if security.user is not None:
         user_info = f"{security.user}:{security.password or ''}"
         lines.append(javaproperties.join_key_value(_USER_INFO, user_info))

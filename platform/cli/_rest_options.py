@@ -71,6 +71,7 @@ RestConfig = Annotated[
         envvar="SLUICE_CONNECT_CONFIG",
         metavar="FILE",
         help="REST client properties: `ssl.truststore.location` (PEM), "
+        "`ssl.keystore.location` (PEM key and chain: a client certificate), "
         "`basic.auth.user.info=USER:PASSWORD`; the options win.",
         rich_help_panel=_PANEL,
     ),
@@ -119,4 +120,5 @@ def rest_client_security(
                 exit_code=EXIT_USAGE,
             )
         password = typer.prompt(f"password of {user}", hide_input=True, err=True)
-    return RestClientSecurity(ca_file if ca_file is not None else base.ca_file, user, password)
+    ca = ca_file if ca_file is not None else base.ca_file
+    return RestClientSecurity(ca, user, password, base.cert_file)

@@ -83,6 +83,7 @@ def broker_launches(
             node.metrics,
             home / node.name,
             cluster,
+            security,
         )
     return launches
 
@@ -98,7 +99,7 @@ def _launch(
 ) -> Launch:
     if security is not None:  # the listener with its protocol; keys and users in the file
         listen = f"{security.protocol}://{listen}"
-        config = (*config, *security.broker_config())
+        config = (*config, *security.broker_config(clustered=extra is not None))
     command = [
         *sluice_command(),
         "broker",
@@ -121,11 +122,15 @@ def _launch(
     return Launch(tuple(command), stop_timeout=BROKER_STOP_TIMEOUT, fingerprint=digest)
 
 
-def cluster_problem(broker: BrokerSpec, timeout: float = 5.0) -> str | None:
+def cluster_problem(
+    broker: BrokerSpec, timeout: float = 5.0, security: SecuritySpec | None = None
+) -> str | None:
     """What keeps the cluster from being ready — brokers of the file not registered, or
-    partitions under-replicated (named, the first few) — or None when it is ready."""
+    partitions under-replicated (named, the first few) — or None when it is ready (asked as
+    ``security``'s admin on a secured cluster)."""
+    config = {} if security is None else security.admin_client()
     try:
-        metadata = clients.admin(broker.bootstrap).list_topics(timeout=timeout)
+        metadata = clients.admin(broker.bootstrap, **config).list_topics(timeout=timeout)
     except KafkaException as error:
         return f"the cluster does not answer: {error.args[0].str()}"
     missing = sorted({node.id for node in broker.nodes} - set(metadata.brokers))
@@ -147,10 +152,13 @@ def cluster_problem(broker: BrokerSpec, timeout: float = 5.0) -> str | None:
     return None
 
 
-def rebalance(broker: BrokerSpec, timeout: float = 60.0) -> str:
+def rebalance(broker: BrokerSpec, timeout: float = 60.0, command_config: Path | None = None) -> str:
     """Start moving replicas onto the brokers that hold fewer than their share (``sluice brokers
-    rebalance``); what it says, or RuntimeError with why it could not."""
+    rebalance``, with ``command_config``'s client properties on a secured cluster); what it
+    says, or RuntimeError with why it could not."""
     command = [*sluice_command(), "brokers", "rebalance", "--bootstrap-server", broker.bootstrap]
+    if command_config is not None:
+        command += ["--command-config", str(command_config)]
     try:
         done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, check=False)
     except subprocess.TimeoutExpired:

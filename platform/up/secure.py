@@ -16,6 +16,12 @@ internal topics), reads its group and its sinks' groups ``connect-…``, and its
 topics, group and transactional ids. Both may write idempotently. A client of the deployment
 connects with ``security.protocol=SASL_SSL``, ``ssl.truststore.location=<home>/secure/ca.pem``
 and a user's password from its file.
+
+The Connect worker's REST API, unless its ``config:`` sets ``listeners`` or a REST extension
+itself, is put on HTTPS (the broker's certificate, ``listeners=https://<rest>``) with Kafka's
+basic-auth extension: one REST user, ``admin`` with the admin password
+(``connect-rest.password``, read through ``connect-jaas.conf``), so ``sluice status`` and
+``sluice connect`` reach it with ``--rest-ca-file ca.pem --rest-user admin``.
 """
 
 from __future__ import annotations
@@ -33,7 +39,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
 from sluice.errors import ConfigError
-from sluice.up.spec import AclSpec, Deployment, SecuritySpec, UserSpec
+from sluice.up.spec import AclSpec, ConnectSpec, Deployment, SecuritySpec, UserSpec
 
 __all__ = ["SECURE_DIR", "secure_deployment"]
 
@@ -141,6 +147,35 @@ def _acls(deployment: Deployment) -> list[AclSpec]:
     return acls
 
 
+_BASIC_AUTH = "org.apache.kafka.connect.rest.basic.auth.extension.BasicAuthSecurityRestExtension"
+_REST_KEYS = ("listeners", "rest.extension.classes", "java.security.auth.login.config")
+
+
+def _secure_rest(connect: ConnectSpec, folder: Path, admin_password: str) -> ConnectSpec:
+    """The worker with its REST API on HTTPS and basic authentication, unless its own
+    ``config:`` already says how its REST API is served."""
+    config = dict(connect.config)
+    if any(key in config for key in _REST_KEYS):
+        return connect
+    users = folder / "connect-rest.password"
+    _write_private(users, f"admin={admin_password}\n".encode())
+    jaas = folder / "connect-jaas.conf"
+    jaas.write_text(
+        "KafkaConnect {\n"
+        "    org.apache.kafka.connect.rest.basic.auth.extension.PropertyFileLoginModule"
+        f' required\n    file="{users.absolute()}";\n}};\n',
+        encoding="utf-8",
+    )
+    added = (
+        ("listeners", f"https://{connect.rest}"),
+        ("listeners.https.ssl.keystore.type", "PEM"),
+        ("listeners.https.ssl.keystore.location", str((folder / "broker.pem").absolute())),
+        ("rest.extension.classes", _BASIC_AUTH),
+        ("java.security.auth.login.config", str(jaas.absolute())),
+    )
+    return replace(connect, config=(*connect.config, *added))
+
+
 def secure_deployment(deployment: Deployment, home: Path) -> Deployment:
     """``deployment`` with a generated ``security:`` section (see the module docstring);
     ConfigError when it has its own, or its broker is not one that ``sluice up`` runs alone."""
@@ -152,17 +187,20 @@ def secure_deployment(deployment: Deployment, home: Path) -> Deployment:
             source=source,
         )
     broker = deployment.broker
-    if not broker.embedded or broker.clustered:
+    if not broker.embedded:
         raise ConfigError(
-            "--secure secures the one broker sluice up runs (not a cluster, not "
-            "an external broker)",
+            "--secure secures the brokers sluice up runs, not an external one",
             key="broker",
             source=source,
         )
     folder = home / SECURE_DIR
     folder.mkdir(parents=True, exist_ok=True)
-    listen_host = broker.listen.rpartition(":")[0].strip("[]")
-    _certificates(folder, ["127.0.0.1", "localhost", *([listen_host] if listen_host else [])])
+    listens = [node.listen for node in broker.nodes] if broker.clustered else [broker.listen]
+    hosts = ["127.0.0.1", "localhost"]
+    hosts += [h for listen in listens if (h := listen.rpartition(":")[0].strip("[]"))]
+    if deployment.connect is not None:
+        hosts.append(deployment.connect.rest.rpartition(":")[0].strip("[]") or "127.0.0.1")
+    _certificates(folder, hosts)
     passwords = {user: _password(folder, user) for user in _USERS}
     security = SecuritySpec(
         protocol="SASL_SSL",
@@ -179,4 +217,7 @@ def secure_deployment(deployment: Deployment, home: Path) -> Deployment:
         connect_user="connect" if deployment.connect is not None else None,
         streams_user="streams",
     )
-    return replace(deployment, security=security)
+    connect = deployment.connect
+    if connect is not None:
+        connect = _secure_rest(connect, folder, passwords["admin"])
+    return replace(deployment, security=security, connect=connect)

@@ -275,19 +275,30 @@ class SecuritySpec:
             return self.admin_password
         return next(u.password for u in self.users if u.name == user)
 
-    def broker_config(self) -> tuple[tuple[str, str], ...]:
+    def broker_config(self, clustered: bool = False) -> tuple[tuple[str, str], ...]:
         """The broker's ``server.properties`` keys for this security (its listener is given
-        on the command line as ``<protocol>://HOST:PORT``)."""
+        on the command line as ``<protocol>://HOST:PORT``). In a cluster the brokers also
+        replicate on that listener, logging in to each other as the admin (PLAIN, a super
+        user: ClusterAction) and checking each other's certificate with the CA."""
         listener = self.protocol.lower()
+        password = _quoted(self.admin_password)
+        own = f"username={_quoted(self.admin_user)} password={password} " if clustered else ""
         config = [
             ("sasl.enabled.mechanisms", ",".join(dict.fromkeys(["PLAIN", self.mechanism]))),
             (f"listener.name.{listener}.plain.sasl.jaas.config",
-             f"{PLAIN} required user_{self.admin_user}={_quoted(self.admin_password)};"),
+             f"{PLAIN} required {own}user_{self.admin_user}={password};"),
             ("authorizer.class.name", "kafka.security.authorizer.AclAuthorizer"),
             ("super.users", f"User:{self.admin_user}"),
         ]  # fmt: skip
         if self.keystore is not None:
             config.append(("ssl.keystore.location", str(self.keystore.absolute())))
+        if clustered:
+            config += [
+                ("security.inter.broker.protocol", self.protocol),
+                ("sasl.mechanism.inter.broker.protocol", "PLAIN"),
+            ]
+            if self.tls and self.truststore is not None:
+                config.append(("ssl.truststore.location", str(self.truststore.absolute())))
         return tuple(config)
 
     def admin_client(self) -> dict[str, str]:

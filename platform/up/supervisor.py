@@ -18,6 +18,7 @@ import json
 import os
 import signal
 import socket
+import ssl
 import sys
 import time
 from collections.abc import Callable
@@ -202,18 +203,25 @@ class Supervisor:
         if not broker.embedded:
             self._wait_listening(None, broker.bootstrap)
         if broker.clustered:
-            self._wait_cluster(broker, "the cluster")
+            self._wait_cluster(broker, "the cluster", security)
         for name in changed:
             self.report(f"{name}: restarting (rolling)")
             self._retire(name)
             self._place(name, "broker", wanted[name])
             self._wait_listening(name)
             if broker.clustered:
-                self._wait_cluster(broker, name)
+                self._wait_cluster(broker, name, security)
         if broker.clustered and broker.rebalance_on_add and fresh and len(fresh) < len(wanted):
             self.report(f"{', '.join(fresh)}: added to the cluster: rebalancing")
+            properties = None
+            if security is not None:  # the admin's client properties, owner-only
+                properties = private_file(
+                    self.home / f"client-{security.admin_user}.properties",
+                    security.client(security.admin_user).items(),
+                    escape=True,
+                )
             try:
-                self.report(rebalance(broker))
+                self.report(rebalance(broker, command_config=properties))
             except RuntimeError as error:
                 raise UpError(f"sluice brokers rebalance: {error}") from None
 
@@ -322,11 +330,13 @@ class Supervisor:
                 )
             time.sleep(0.2)
 
-    def _wait_cluster(self, broker: BrokerSpec, after: str) -> None:
+    def _wait_cluster(
+        self, broker: BrokerSpec, after: str, security: SecuritySpec | None = None
+    ) -> None:
         """Until every broker is registered and nothing is under-replicated."""
         deadline = time.monotonic() + _REPLICATED_TIMEOUT
         said = None
-        while (problem := cluster_problem(broker)) is not None:
+        while (problem := cluster_problem(broker, security=security)) is not None:
             if time.monotonic() > deadline:
                 raise UpError(
                     f"{after}: the cluster is not whole after {_REPLICATED_TIMEOUT:.0f} s: "
@@ -463,7 +473,7 @@ def _rest_client(connect: ConnectSpec, security: SecuritySpec | None) -> RestCli
     Kafka Connect's REST client uses to reach other workers): on HTTPS the CA of its
     ``listeners.https.ssl.truststore.location`` (or top-level ``ssl.truststore.location``),
     else the ``security:`` CA, else the worker's own certificate; with basic authentication the
-    first user of its users file. None for a plain REST API (or settings the worker will refuse
+    first user of its users file; asked for a client certificate, the worker's own. None for a plain REST API (or settings the worker will refuse
     at start, saying why in its log)."""
     from sluice.connect.rest_security import rest_security
 
@@ -487,7 +497,10 @@ def _rest_client(connect: ConnectSpec, security: SecuritySpec | None) -> RestCli
     password: str | None = None
     if found.basic_auth is not None:
         user, password = next(iter(found.basic_auth.users.items()))
-    return RestClientSecurity(None if ca is None else ca.absolute(), user, password)
+    certificate = None  # asked for a client certificate: the worker's own, as workers do
+    if found.tls is not None and found.tls.client_auth != ssl.CERT_NONE:
+        certificate = found.tls.keystore.absolute()
+    return RestClientSecurity(None if ca is None else ca.absolute(), user, password, certificate)
 
 
 def _program_launch(

@@ -276,3 +276,52 @@ def test_a_rest_config_file_names_a_wrong_key(tmp_path: Path) -> None:
     bad.write_text("password=x\n")
     result = run_sluice("connect", "status", "--rest-config", str(bad))
     assert result.code == 2 and f"{bad}:1: password: unknown key" in result.err, str(result)
+
+
+def test_a_client_certificate_from_rest_config_when_the_worker_requires_one(
+    shared_broker: BrokerProcess, tmp_path: Path
+) -> None:
+    """``listeners.https.ssl.client.authentication=required``: ``--rest-config``'s
+    ``ssl.keystore.location`` (PEM key and chain) is shown; without it the command fails
+    clearly; ``sluice up`` shows the worker's own certificate, as workers do."""
+    ca = trustme.CA()
+    keystore, ca_pem, client = tmp_path / "rest.pem", tmp_path / "ca.pem", tmp_path / "ops.pem"
+    ca.issue_cert("127.0.0.1").private_key_and_cert_chain_pem.write_to_path(keystore)
+    ca.cert_pem.write_to_path(ca_pem)
+    ca.issue_cert("ops@example.com").private_key_and_cert_chain_pem.write_to_path(client)
+    port = free_port()
+    settings = {
+        "listeners": f"https://127.0.0.1:{port}",
+        "listeners.https.ssl.keystore.location": str(keystore),
+        "listeners.https.ssl.truststore.location": str(ca_pem),
+        "listeners.https.ssl.client.authentication": "required",
+    }
+    spec = ConnectSpec(config=tuple(settings.items()))
+    assert _rest_client(spec, None) == RestClientSecurity(
+        ca_pem.absolute(), None, None, keystore.absolute()
+    )
+    worker_file = tmp_path / "worker.properties"
+    worker_file.write_text("".join(f"{k}={v}\n" for k, v in settings.items()))
+    empty = tmp_path / "none"
+    empty.mkdir()
+    with_cert, without = tmp_path / "with.properties", tmp_path / "without.properties"
+    with_cert.write_text(f"ssl.truststore.location={ca_pem}\nssl.keystore.location={client}\n")
+    without.write_text(f"ssl.truststore.location={ca_pem}\n")
+    url = f"https://127.0.0.1:{port}"
+    process = standalone_worker(
+        empty, shared_broker.bootstrap, tmp_path, "--worker-config", str(worker_file)
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            assert process.poll() is None, worker_log(tmp_path)
+            shown = run_sluice("connect", "status", "--url", url, "--rest-config", str(with_cert))
+            if shown.code == 0 or time.monotonic() > deadline:
+                break
+            time.sleep(0.3)
+        assert shown.code == 0, f"{shown}\n{worker_log(tmp_path)}"
+        refused = run_sluice("connect", "status", "--url", url, "--rest-config", str(without))
+        assert refused.code == 1, str(refused)
+        assert url.removeprefix("https://") in refused.err or url in refused.err, str(refused)
+    finally:
+        stop_process(process)

@@ -8,16 +8,20 @@ from __future__ import annotations
 
 import json
 import os
+import ssl
 import stat
 import subprocess
 import textwrap
 import time
+import urllib.error
+import urllib.request
 import uuid
 from pathlib import Path
 
 import pytest
 import trustme
-from confluent_kafka import Consumer, Producer
+from confluent_kafka import Consumer, KafkaException, Producer
+from confluent_kafka.admin import AdminClient
 
 from sluice.connect.deploy import DeploymentError
 from sluice.up import load
@@ -238,6 +242,24 @@ def _pipeline_and_counts(
     assert counts == {"ann": 2, "bob": 1}, f"{counts}\n{run.output()}"
 
 
+def _rest_is_https_with_basic_auth(url: str, ca: Path, admin: str) -> None:
+    """The worker's REST API answers HTTPS only, 401 without a login, and `sluice connect
+    status` reaches it with the CA and admin's password."""
+    context = ssl.create_default_context(cafile=ca)
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(f"{url}/connectors", context=context, timeout=30)
+    assert refused.value.code == 401, refused.value
+    with pytest.raises(OSError):  # plain HTTP on the TLS port: the handshake fails
+        urllib.request.urlopen(f"{url.replace('https', 'http')}/connectors", timeout=30)
+    listed = subprocess.run(
+        [SLUICE, "connect", "status", "--url", url, "--rest-ca-file", str(ca),
+         "--rest-user", "admin"],
+        env={**os.environ, "SLUICE_CONNECT_PASSWORD": admin},
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert listed.returncode == 0 and "read-lines" in listed.stdout, listed
+
+
 def _never_shown(run: Running, home: Path, secrets: tuple[str, ...]) -> None:
     """The private files are the owner's only; no secret in the output, state or logs."""
     for private in (home / "broker.properties", home / "connect-worker.properties"):
@@ -292,6 +314,7 @@ def test_sluice_up_secure_generates_a_ca_users_and_acls(tmp_path: Path) -> None:
         run.wait_running({"broker", "connect", "counter-0"}, timeout=180)
         admin = (secure / "admin.pass").read_text()
         _pipeline_and_counts(run, tmp_path, f"127.0.0.1:{port}", secure / "ca.pem", admin)
+        _rest_is_https_with_basic_auth(f"https://127.0.0.1:{rest}", secure / "ca.pem", admin)
     finally:
         run.stop()
     passwords = tuple(
@@ -300,3 +323,62 @@ def test_sluice_up_secure_generates_a_ca_users_and_acls(tmp_path: Path) -> None:
     for private in (secure / "broker.pem", *(secure / f"{u}.pass" for u in ("admin", "connect"))):
         assert stat.S_IMODE(private.stat().st_mode) == 0o600, private
     _never_shown(run, tmp_path / ".sluice", passwords)
+
+
+@pytest.mark.timeout(420)
+def test_sluice_up_secure_runs_a_cluster_replicating_on_sasl_ssl(tmp_path: Path) -> None:
+    """`--secure` of a two-broker cluster: clients and replication on SASL_SSL (the brokers log
+    in to each other as the admin and check each other's certificate), SCRAM users kept in
+    ZooKeeper; an anonymous client is refused."""
+    ports = [free_port(), free_port()]
+    brokers = "".join(
+        f"    - {{id: {i}, listen: 127.0.0.1:{port}}}\n" for i, port in enumerate(ports, 1)
+    )
+    (tmp_path / "sluice.yaml").write_text(
+        "broker:\n"
+        "  zookeeper: embedded\n"
+        f"  zookeeper_listen: 127.0.0.1:{free_port()}\n"
+        f"  brokers:\n{brokers}"
+        "  config: {min.insync.replicas: 2, offsets.topic.num.partitions: 2,"
+        " zookeeper.session.timeout.ms: 6000}\n"
+        "topics: [{name: events, partitions: 1, replication_factor: 2}]\n"
+    )
+    run = _SecureRunning(tmp_path)
+    secure = tmp_path / ".sluice" / "secure"
+    bootstrap = ",".join(f"127.0.0.1:{port}" for port in ports)
+    try:
+        run.wait_running({"zookeeper", "broker-1", "broker-2"}, timeout=180)
+        admin = (secure / "admin.pass").read_text()
+        config = _client(secure / "ca.pem", bootstrap, admin)
+
+        def isr() -> list[int]:
+            topics = AdminClient(config).list_topics(timeout=30).topics
+            return sorted(topics["events"].partitions[0].isrs) if "events" in topics else []
+
+        deadline = time.monotonic() + 120
+        while isr() != [1, 2]:  # sluice up makes the topic once the brokers are up
+            assert time.monotonic() < deadline, f"no ISR [1, 2] for events:\n{run.output()}"
+            time.sleep(0.5)
+        producer = Producer({**config, "acks": "all"})
+        failed: list[object] = []
+        for n in range(50):
+            producer.produce("events", str(n).encode(), on_delivery=lambda e, _m: failed.append(e))
+        assert producer.flush(60) == 0, run.output()
+        assert failed == [None] * 50, f"acks=all writes on the SASL_SSL ISR: {failed[:3]}"
+        assert isr() == [1, 2], "replication on SASL_SSL"
+        streams = AdminClient(
+            {**config, "sasl.mechanism": "SCRAM-SHA-512", "sasl.username": "streams",
+             "sasl.password": (secure / "streams.pass").read_text()}
+        )  # fmt: skip
+        # a SCRAM user (kept in ZooKeeper) logs in; without a Streams app it holds no ACL
+        assert "events" not in streams.list_topics(timeout=30).topics
+        anonymous = AdminClient({"bootstrap.servers": bootstrap, "socket.timeout.ms": 5000})
+        with pytest.raises(KafkaException):
+            anonymous.list_topics(timeout=5)
+    finally:
+        run.stop()
+    home = tmp_path / ".sluice"
+    for properties in (home / "broker-1.properties", home / "broker-2.properties"):
+        assert stat.S_IMODE(properties.stat().st_mode) == 0o600, properties
+    shown = run.output() + "".join(p.read_text(errors="replace") for p in home.glob("logs/*"))
+    assert (secure / "admin.pass").read_text() not in shown, "the admin's password was shown"
