@@ -26,7 +26,6 @@ from typing import Annotated, Any
 
 import typer
 from confluent_kafka import KafkaException
-from kio.schema.errors import ErrorCode
 from confluent_kafka.admin import (  # type: ignore[attr-defined]  # no __all__
     AclBinding,
     AclBindingFilter,
@@ -35,6 +34,7 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined]  # no __all__
     ResourcePatternType,
     ResourceType,
 )
+from kio.schema.errors import ErrorCode
 
 from sluice import clients
 from sluice.cli._common import (
