@@ -11,6 +11,8 @@
     sluice groups list|describe|reset-offsets|delete …
     sluice transactions list|describe …
     sluice connect standalone FILE.yaml|DIR …
+    sluice schema-registry start [--listen HOST:PORT]
+    sluice schemas register|list|get|versions|delete|compat|config|mode …
     sluice up [-f sluice.yaml]
     sluice status [--json]
 
@@ -40,6 +42,8 @@ from sluice.cli import (
     groups,
     partitions,
     quotas,
+    schema_registry,
+    schemas,
     status,
     topics,
     transactions,
@@ -74,6 +78,8 @@ app.add_typer(users.app, name="users")
 app.add_typer(acls.app, name="acls")
 app.add_typer(quotas.app, name="quotas")
 app.add_typer(connect.app, name="connect")
+app.add_typer(schema_registry.app, name="schema-registry")
+app.add_typer(schemas.app, name="schemas")
 app.command()(produce)
 app.command()(consume)
 app.command()(up)
