@@ -348,6 +348,16 @@ class TopicManager:
                     "Tiered Storage functionality is disabled in the broker. "
                     "Topic cannot be configured with remote log storage.",
                 )
+            if (
+                key in ("confluent.value.schema.validation", "confluent.key.schema.validation")
+                and parse_topic_value(key, value)
+                and not self.broker_config.values.get("confluent.schema.registry.url")
+            ):
+                raise KafkaError(
+                    ErrorCode.invalid_config,
+                    f"{key}=true needs a schema registry, but the broker has no "
+                    "confluent.schema.registry.url",
+                )
             result[key] = value
         return result
 

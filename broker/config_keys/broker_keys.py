@@ -279,6 +279,14 @@ BROKER_KEYS: dict[str, ConfigKey] = {
             "Largest metadata string of a committed offset.",
             check=at_least(0),
         ),
+        ConfigKey(
+            "confluent.schema.registry.url",
+            ConfigType.LIST,
+            None,
+            "Confluent Server's: the Schema Registry URL (or a comma-separated list, tried in "
+            "order) that topics with confluent.value.schema.validation or "
+            "confluent.key.schema.validation check schema ids against.",
+        ),
     )
 }
 

@@ -21,6 +21,12 @@ _COMPRESSION = ("producer", "uncompressed", "gzip", "snappy", "lz4", "zstd")
 
 _NO_TIERING = "Sluice has no tiered (remote) storage"
 
+_SUBJECT_STRATEGIES = tuple(
+    f"io.confluent.kafka.serializers.subject.{name}"
+    for name in ("TopicNameStrategy", "RecordNameStrategy", "TopicRecordNameStrategy")
+)
+"""Confluent's subject name strategies (sluice.broker.schema_validation.strategies)."""
+
 TOPIC_KEYS: dict[str, ConfigKey] = {
     k.name: k
     for k in (
@@ -65,6 +71,38 @@ TOPIC_KEYS: dict[str, ConfigKey] = {
             "zstd level (-131072 to 22) when the broker compresses with zstd.",
             "compression.zstd.level",
             between(-131_072, 22),
+        ),
+        ConfigKey(
+            "confluent.key.schema.validation",
+            ConfigType.BOOLEAN,
+            False,
+            "Confluent Server's: refuse batches whose record keys do not carry a schema id "
+            "registered under the key subject (needs the broker's confluent.schema.registry.url).",
+        ),
+        ConfigKey(
+            "confluent.key.subject.name.strategy",
+            ConfigType.STRING,
+            _SUBJECT_STRATEGIES[0],
+            "The subject a key's schema id must be registered under (Confluent's strategy class).",
+            None,
+            one_of(*_SUBJECT_STRATEGIES),
+        ),
+        ConfigKey(
+            "confluent.value.schema.validation",
+            ConfigType.BOOLEAN,
+            False,
+            "Confluent Server's: refuse batches whose record values do not carry a schema id "
+            "registered under the value subject (needs the broker's "
+            "confluent.schema.registry.url).",
+        ),
+        ConfigKey(
+            "confluent.value.subject.name.strategy",
+            ConfigType.STRING,
+            _SUBJECT_STRATEGIES[0],
+            "The subject a value's schema id must be registered under (Confluent's strategy "
+            "class).",
+            None,
+            one_of(*_SUBJECT_STRATEGIES),
         ),
         ConfigKey(
             "delete.retention.ms",

@@ -22,6 +22,10 @@ RecordValidationError`: keyless records on a compacted topic, INVALID_RECORD; ba
 INVALID_TIMESTAMP) is refused whole, as Kafka's ``LogValidator`` does, and the response (v8+)
 lists each bad record's ``batch_index`` and message in ``record_errors``, with Kafka's summary in
 ``error_message``, so that a client fails exactly those records.
+- a topic with ``confluent.value.schema.validation`` / ``confluent.key.schema.validation``:
+  records without an allowed schema id → INVALID_RECORD, each named in ``record_errors``; the
+  registry unreachable → REQUEST_TIMED_OUT (:mod:`sluice.broker.schema_validation`; the one
+  await before an append, and only for such topics)
 - CRC mismatch or torn batch → CORRUPT_MESSAGE
 - idempotence: sequence gaps → OUT_OF_ORDER_SEQUENCE_NUMBER, stale epoch →
   INVALID_PRODUCER_EPOCH, unknown producer → UNKNOWN_PRODUCER_ID; a duplicate of one of the
@@ -68,6 +72,7 @@ from sluice.broker.protocol.response_schema import response_schema
 from sluice.broker.records import batch as rb
 from sluice.broker.records.codec import decode_records, recompress
 from sluice.broker.replication.leadership import Leadership
+from sluice.broker.schema_validation import REGISTRY_URL, check_batch, validates
 from sluice.broker.security.access import allowed, denied
 from sluice.broker.security.acls import ResourceType
 from sluice.broker.topics import Partition
@@ -149,6 +154,14 @@ async def handle(
             else:
                 partition.total_produce_requests += 1
                 try:
+                    if validates(config := partition.log.config):  # confluent.*.schema.validation
+                        await check_batch(
+                            broker.config.values[REGISTRY_URL],
+                            topic_data.name,
+                            data.records,
+                            config,
+                        )
+                        _still_leading(broker, partition)  # other requests ran meanwhile
                     base_offset, append_time, start, end = _append(partition, data.records, now)
                     if partition.leadership is not None and acks == -1:
                         waiting = (partition.leadership, end)
@@ -204,6 +217,22 @@ async def handle(
 
     # the appends are done: the connection reads on while the ISR catches up
     return Deferred(when_replicated())
+
+
+def _still_leading(broker: Broker, partition: Partition) -> None:
+    """Refuse the append when ``partition`` was deleted, went offline or lost its leadership
+    while its batch waited for the schema registry."""
+    name = f"{partition.topic}-{partition.index}"
+    if broker.topics.partition(partition.topic, partition.index) is not partition:
+        raise KafkaError(
+            ErrorCode.unknown_topic_or_partition,
+            f"{name} was deleted while its batch was validated",
+        )
+    if partition.offline or not partition.is_leader:
+        raise KafkaError(
+            ErrorCode.not_leader_or_follower,
+            f"this broker stopped leading {name} while its batch was validated",
+        )
 
 
 def _short_isr(broker: Broker, partition: Partition) -> tuple[int, ...] | None:
