@@ -13,6 +13,7 @@
     sluice connect standalone FILE.yaml|DIR …
     sluice schema-registry start [--listen HOST:PORT]
     sluice schemas register|list|get|versions|delete|compat|config|mode …
+    sluice rest-proxy start [--listen HOST:PORT] [--schema-registry URL]
     sluice up [-f sluice.yaml]
     sluice status [--json]
 
@@ -42,6 +43,7 @@ from sluice.cli import (
     groups,
     partitions,
     quotas,
+    rest_proxy,
     schema_registry,
     schemas,
     status,
@@ -78,6 +80,7 @@ app.add_typer(users.app, name="users")
 app.add_typer(acls.app, name="acls")
 app.add_typer(quotas.app, name="quotas")
 app.add_typer(connect.app, name="connect")
+app.add_typer(rest_proxy.app, name="rest-proxy")
 app.add_typer(schema_registry.app, name="schema-registry")
 app.add_typer(schemas.app, name="schemas")
 app.command()(produce)
