@@ -74,6 +74,12 @@ class App:
     environment variable ``SLUICE_INSTANCE`` is set (``sluice up`` sets it to 0, 1… for the
     instances of a program): two running instances of an application cannot share a state
     directory (:mod:`sluice.streams.runtime.state_directory`).
+
+    ``schema_registry_url`` is where schema-aware serdes (``AvroSerde``, ``JsonSchemaSerde``,
+    ``ProtobufSerde`` of :mod:`sluice.schemas.serdes`) that name no ``schema.registry.url``
+    register and look up schemas (default: ``$SLUICE_SCHEMA_REGISTRY_URL``, else
+    ``http://127.0.0.1:8081``). The topology binds each such serde to its topic: the subjects
+    are ``<topic>-key|value``, ``<application id>-<store>-changelog-key|value`` for stores.
     """
 
     def __init__(
@@ -89,6 +95,7 @@ class App:
         production_exception_handler: HandlerSpec | None = None,
         dead_letter_topic: str | None = None,
         metrics_listen: str | None = None,
+        schema_registry_url: str | None = None,
         **settings: Any,
     ) -> None:
         if metrics_listen is None:
@@ -125,6 +132,7 @@ class App:
             **merged,
         )
         self._builder = Builder(application_id, stores)
+        self._builder.topology.schema_registry_url = schema_registry_url
         self._runtime: KafkaStreams | None = None
 
     @property
@@ -191,8 +199,12 @@ class App:
             value_serde=value_serde,
             timestamp_extractor=timestamp_extractor,
         )
+        # the store is restored from the topic: its serdes are the topic's (Kafka Streams too)
         store = builder.kv_store(
-            builder.name("KTABLE-SOURCE-STATE-STORE", name), key_serde, value_serde, logged=False
+            builder.name("KTABLE-SOURCE-STATE-STORE", name),
+            self.topology.bind(key_serde, topic, is_key=True),
+            self.topology.bind(value_serde, topic, is_key=False),
+            logged=False,
         )
         self.topology.use_source_as_changelog(store, topic)
         node = builder.add(
@@ -213,6 +225,9 @@ class App:
         store = builder.name("GLOBALKTABLE-STATE-STORE", name)
         backend = builder._backend()
         from sluice.streams.state.keyvalue import KeyValueStore
+
+        key_serde = self.topology.bind(key_serde, topic, is_key=True)
+        value_serde = self.topology.bind(value_serde, topic, is_key=False)
 
         spec = StoreSpec(
             store,

@@ -39,6 +39,19 @@ class Builder:
         self._counter += 1
         return f"{prefix}-{self._counter:010d}"
 
+    def changelog_topic(self, store: str) -> str:
+        """The changelog topic of a store (what the runtime creates for a logged store)."""
+        return f"{self.application_id}-{store}-changelog"
+
+    def store_serdes(self, store: str, key_serde: Serde, value_serde: Serde) -> tuple[Serde, Serde]:
+        """The serdes bound to the store's changelog topic (schema serdes: their subjects are
+        ``<application id>-<store>-changelog-key|value``, as in Kafka Streams)."""
+        topic = self.changelog_topic(store)
+        return (
+            self.topology.bind(key_serde, topic, is_key=True),
+            self.topology.bind(value_serde, topic, is_key=False),
+        )
+
     def repartition_topic(self, name: str) -> str:
         """The full name of an internal topic."""
         return f"{self.application_id}-{name}-repartition"
@@ -69,6 +82,7 @@ class Builder:
     ) -> str:
         """Register a key-value store (RocksDB or in memory, as the app says)."""
         backend = self._backend()
+        key_serde, value_serde = self.store_serdes(name, key_serde, value_serde)
 
         def factory() -> StateStore:
             return KeyValueStore(key_serde, value_serde, backend(key_serde, value_serde))
@@ -86,6 +100,7 @@ class Builder:
         duplicates: bool = False,
     ) -> str:
         """Register a window store (in memory, changelogged)."""
+        key_serde, value_serde = self.store_serdes(name, key_serde, value_serde)
 
         def factory() -> StateStore:
             return WindowStore(key_serde, value_serde, retention_ms, retain_duplicates=duplicates)
@@ -101,6 +116,7 @@ class Builder:
         self, name: str, key_serde: Serde, value_serde: Serde, retention_ms: int
     ) -> str:
         """Register a session store (in memory, changelogged)."""
+        key_serde, value_serde = self.store_serdes(name, key_serde, value_serde)
 
         def factory() -> StateStore:
             return SessionStore(key_serde, value_serde, retention_ms)

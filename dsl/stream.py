@@ -428,10 +428,14 @@ class KStream:
         )
         outer_store = None
         if kind != "inner":
+            changelog = builder.changelog_topic(f"{base}-outer-store")
             outer_store = builder.window_store(
                 f"{base}-outer-store",
                 left.key_serde,
-                side_serde(left.value_serde, right.value_serde),
+                side_serde(
+                    builder.topology.bind(left.value_serde, changelog, is_key=False),
+                    builder.topology.bind(right.value_serde, changelog, is_key=False),
+                ),
                 retention,
                 duplicates=True,
             )

@@ -31,6 +31,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from sluice.schemas.serdes import for_topic
 from sluice.serde import JSON, STRING, Serde
 from sluice.streams.errors import TopologyError
 from sluice.streams.processor import ProcessorSupplier
@@ -134,6 +135,8 @@ class Topology:
         self.source_changelogs: dict[str, str] = {}
         self.copartition_groups: list[set[str]] = []
         self._topic_sources: dict[str, str] = {}
+        self.schema_registry_url: str | None = None
+        """Where the schema serdes (:mod:`sluice.schemas.serdes`) that name no registry go."""
 
     # -- building ---------------------------------------------------------------------------
     def add_source(
@@ -154,6 +157,9 @@ class Topology:
                     f"topic {topic!r} is already read by source {self._topic_sources[topic]!r}"
                 )
             self._topic_sources[topic] = name
+        if len(topics) == 1:  # schema serdes learn their subjects' topic (several: by schema id)
+            key_serde = self.bind(key_serde, topics[0], is_key=True)
+            value_serde = self.bind(value_serde, topics[0], is_key=False)
         self.nodes[name] = SourceNode(name, topics, key_serde, value_serde, timestamp_extractor)
 
     def add_processor(
@@ -180,6 +186,9 @@ class Topology:
         """A node writing what its parents forward to ``topic``."""
         self._new_name(name)
         self._link(name, parents)
+        if isinstance(topic, str):
+            key_serde = self.bind(key_serde, topic, is_key=True)
+            value_serde = self.bind(value_serde, topic, is_key=False)
         self.nodes[name] = SinkNode(name, topic, list(parents), key_serde, value_serde, partitioner)
 
     def add_state_store(self, spec: StoreSpec, *processors: str) -> None:
@@ -200,6 +209,8 @@ class Topology:
         if spec.name in self.stores or spec.name in self.global_stores:
             raise TopologyError(f"a store named {spec.name!r} already exists")
         spec.logged = False
+        key_serde = self.bind(key_serde, topic, is_key=True)
+        value_serde = self.bind(value_serde, topic, is_key=False)
         self.global_stores[spec.name] = GlobalStore(spec, topic, key_serde, value_serde)
 
     def add_repartition_topic(self, topic: str, partitions: int | None = None) -> None:
@@ -213,6 +224,11 @@ class Topology:
     def require_copartitioned(self, *topics: str) -> None:
         """Refuse to start unless ``topics`` have the same number of partitions (joins)."""
         self.copartition_groups.append(set(topics))
+
+    def bind(self, serde: Serde, topic: str, *, is_key: bool) -> Serde:
+        """*serde* for the keys or values of *topic*: a schema serde learns its subject's topic
+        (as Kafka Streams passes the topic to its serializers); any other serde is itself."""
+        return for_topic(serde, topic, is_key=is_key, default_registry=self.schema_registry_url)
 
     # -- reading ----------------------------------------------------------------------------
     def subtopologies(self) -> list[SubTopology]:

@@ -54,7 +54,9 @@ from sluice.cli._common import (
     unescape,
     warn,
 )
+from sluice.cli._schema_formats import DEFAULT_URL, KeyFormat, RegistryUrl, ValueFormat, decoder
 from sluice.exit_codes import EXIT_INTERRUPTED, CliError
+from sluice.serde import SerdeError
 
 OFFSET_TAIL_BASE = -2000
 """librdkafka's logical offset ``RD_KAFKA_OFFSET_TAIL(n)`` is ``-2000 - n``: n before the end."""
@@ -114,6 +116,44 @@ def compile_format(text: str) -> Formatter:
         return b"".join(part if isinstance(part, bytes) else part(message) for part in parts)
 
     return render
+
+
+class _Decoded:
+    """A message whose key and value are shown decoded (``%k``/``%v``/``%K``/``%S``)."""
+
+    def __init__(self, message: Message, key: bytes | None, value: bytes | None) -> None:
+        self._message = message
+        self._key = key
+        self._value = value
+
+    def key(self) -> bytes | None:
+        return self._key
+
+    def value(self) -> bytes | None:
+        return self._value
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._message, name)
+
+
+Decode = Callable[[bytes], bytes]
+
+
+def decoding(render: Formatter, key: Decode | None, value: Decode | None) -> Formatter:
+    """*render* showing keys and values decoded by the schema ids they carry (null stays null);
+    a record that cannot be decoded stops the command, naming where it is."""
+
+    def show(message: Message) -> bytes:
+        raw_key, raw_value = message.key(), message.value()
+        try:
+            shown_key = raw_key if key is None or raw_key is None else key(raw_key)
+            shown_value = raw_value if value is None or raw_value is None else value(raw_value)
+        except SerdeError as error:
+            where = f"partition {message.partition()} offset {message.offset()}"
+            raise CliError(f"record at {where} of {message.topic()!r}: {error}") from None
+        return render(_Decoded(message, shown_key, shown_value))  # type: ignore[arg-type]
+
+    return show
 
 
 def parse_offset(text: str) -> int:
@@ -185,6 +225,9 @@ def consume(
             help="Join this consumer group and commit offsets (needs a group coordinator).",
         ),
     ] = None,
+    key_format: KeyFormat = None,
+    value_format: ValueFormat = None,
+    schema_registry: RegistryUrl = DEFAULT_URL,
     bootstrap: Bootstrap = clients.DEFAULT_BOOTSTRAP,
     client_config: ClientConfig = None,
     command_config: CommandConfig = None,
@@ -198,9 +241,18 @@ def consume(
     timestamp (ms), `%h` headers, `%K`/`%S` key/value length, `%%`; escapes `\t \n \\`.
 
     Example: `sluice consume orders --from-beginning -n 10 -f '%p/%o %k\t%v'`
+
+    With `--value-format avro|json-schema|protobuf` (`--key-format` alike) each value is
+    decoded by the schema id it carries and printed as JSON.
     """
     client_config = client_properties(client_config, command_config)
     render = compile_format(fmt)
+    if key_format is not None or value_format is not None:
+        render = decoding(
+            render,
+            None if key_format is None else decoder(key_format, schema_registry),
+            None if value_format is None else decoder(value_format, schema_registry),
+        )
     start: int | None = None
     if offset is not None:
         if from_beginning:

@@ -43,7 +43,20 @@ from sluice.cli._input_format import (
     compile_input_format,
     key_separator_format,
 )
+from sluice.cli._schema_formats import (
+    DEFAULT_URL,
+    KeyFormat,
+    KeySchema,
+    RegistryUrl,
+    ValueFormat,
+    ValueSchema,
+    encoder,
+)
 from sluice.exit_codes import EXIT_FAILED, EXIT_INTERRUPTED, CliError
+from sluice.schemas.serdes import RegistryError
+from sluice.serde import SerdeError
+
+Encode = Callable[[bytes], bytes]
 
 MAX_SHOWN_FAILURES = 10
 
@@ -159,6 +172,11 @@ def produce(
             help="Give up on the broker (connecting, or acknowledging a record) after this long.",
         ),
     ] = 30.0,
+    key_format: KeyFormat = None,
+    key_schema: KeySchema = None,
+    value_format: ValueFormat = None,
+    value_schema: ValueSchema = None,
+    schema_registry: RegistryUrl = DEFAULT_URL,
     bootstrap: Bootstrap = clients.DEFAULT_BOOTSTRAP,
     client_config: ClientConfig = None,
     command_config: CommandConfig = None,
@@ -171,8 +189,17 @@ def produce(
 
     Examples: `sluice produce orders < orders.txt`, or with keys
     `sluice produce orders -f '%k:%v' --file keyed.txt` (lines like `customer-7:order-1`).
+
+    With `--value-format avro|json-schema|protobuf` each value is a JSON document written in
+    Confluent's wire format with the schema of `--value-schema FILE` (registered under
+    `TOPIC-value`) or the latest of `TOPIC-value` (`--key-format`/`--key-schema` alike):
+    `sluice produce orders --value-format avro --value-schema order.avsc < orders.jsonl`.
     """
     client_config = client_properties(client_config, command_config)
+    if key_schema is not None and key_format is None:
+        raise typer.BadParameter("--key-schema needs --key-format")
+    if value_schema is not None and value_format is None:
+        raise typer.BadParameter("--value-schema needs --value-format")
     if key_separator is not None:
         if fmt is not None:
             raise typer.BadParameter("give --key-separator or --format, not both")
@@ -200,9 +227,15 @@ def produce(
         },
     )
     _check_topic(connection, producer, topic, partition)
+    encode_key = encode_value = None
+    if key_format is not None:
+        encode_key = encoder(key_format, key_schema, schema_registry, topic, is_key=True)
+    if value_format is not None:
+        encode_value = encoder(value_format, value_schema, schema_registry, topic, is_key=False)
 
     started = time.monotonic()
     interrupted = False
+    fatal: CliError | None = None
     with contextlib.ExitStack() as stack:
         source: BinaryIO
         progress: Progress | None = None
@@ -238,9 +271,12 @@ def produce(
                 partition=partition,
                 deliveries=deliveries,
                 advance=advance,
+                encode=(encode_key, encode_value),
             )
         except KeyboardInterrupt:
             interrupted = True
+        except CliError as error:  # the schema registry failed: send what was read, then stop
+            fatal = error
     try:
         left = producer.flush(timeout + 5)
     except KeyboardInterrupt:
@@ -260,6 +296,8 @@ def produce(
     stderr.print(summary, markup=False)
     if interrupted:
         raise typer.Exit(EXIT_INTERRUPTED)
+    if fatal is not None:
+        raise fatal
     if deliveries.failed:
         raise typer.Exit(EXIT_FAILED)
 
@@ -302,8 +340,10 @@ def _send(
     partition: int | None,
     deliveries: _Deliveries,
     advance: Callable[[int], None] | None,
+    encode: tuple[Encode | None, Encode | None] = (None, None),
 ) -> None:
     default = -1 if partition is None else partition
+    encode_key, encode_value = encode
     unreported = 0
     for number, raw in enumerate(source, 1):
         unreported += len(raw)
@@ -316,6 +356,18 @@ def _send(
         except LineError as exc:
             deliveries.fail(f"line {number}", str(exc))
             continue
+        if encode_key is not None or encode_value is not None:
+            try:
+                if encode_key is not None and key is not None:
+                    key = encode_key(key)
+                if encode_value is not None and value is not None:
+                    value = encode_value(value)
+            except RegistryError as exc:
+                deliveries.failed += 1
+                raise CliError(f"line {number}: {exc}") from None
+            except SerdeError as exc:
+                deliveries.fail(f"line {number}", str(exc))
+                continue
         size = len(value or b"") + len(key or b"")
         deliveries.sent_bytes += size
         while True:
