@@ -46,6 +46,11 @@ from sluice.connect.api.errors import ConverterError
 from sluice.connect.api.logical import java_string
 from sluice.connect.converters.base import Converter
 from sluice.connect.converters.json_converter import JsonConverter
+from sluice.connect.converters.schema_registry.converters import (
+    AvroConverter,
+    JsonSchemaConverter,
+    ProtobufConverter,
+)
 from sluice.errors import ConfigError
 
 __all__ = [
@@ -164,6 +169,9 @@ CONVERTERS: dict[str, type[Converter]] = {
     "org.apache.kafka.connect.json.JsonConverter": JsonConverter,
     "org.apache.kafka.connect.storage.StringConverter": StringConverter,
     "org.apache.kafka.connect.converters.ByteArrayConverter": ByteArrayConverter,
+    "io.confluent.connect.avro.AvroConverter": AvroConverter,
+    "io.confluent.connect.json.JsonSchemaConverter": JsonSchemaConverter,
+    "io.confluent.connect.protobuf.ProtobufConverter": ProtobufConverter,
     "json": JsonConverter,
     "string": StringConverter,
     "bytes": ByteArrayConverter,

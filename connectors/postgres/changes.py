@@ -66,7 +66,11 @@ def table_schema(
         info = known.get(name)
         optional = info is None or not info.not_null
         kind = column_type(
-            type_oid, modifier, optional=optional, decimal_mode=settings.decimal_mode
+            type_oid,
+            modifier,
+            optional=optional,
+            decimal_mode=settings.decimal_mode,
+            time_mode=settings.time_mode,
         )
         if rules.empty:
             specs.append(ColumnSpec(name, kind))

@@ -194,6 +194,16 @@ CONFIG = (
         validator=one_of("precise", "double", "string"),
     )
     .define(
+        "time.precision.mode",
+        "string",
+        "adaptive",
+        doc="date, time and timestamp columns as Debezium's io.debezium.time types (adaptive: "
+        "ms or µs as the column's precision) or Kafka Connect's Date, Time and Timestamp "
+        "logical types (connect: ms; what sinks and schema converters map to SQL and Avro "
+        "date and time types).",
+        validator=one_of("adaptive", "connect"),
+    )
+    .define(
         "skipped.operations",
         "list",
         ["none"],
@@ -216,7 +226,6 @@ CONFIG = (
     # Debezium's documented keys that Sluice does not implement: refused, never ignored.
     # Where a value is what Sluice does anyway, that value is allowed.
     .refuse("plugin.name", origin=DEBEZIUM, allowed=("pgoutput",))
-    .refuse("time.precision.mode", origin=DEBEZIUM, allowed=("adaptive",))
     .refuse("interval.handling.mode", origin=DEBEZIUM, allowed=("numeric",))
     .refuse("binary.handling.mode", origin=DEBEZIUM, allowed=("bytes",))
     .refuse("schema.name.adjustment.mode", origin=DEBEZIUM, allowed=("none",))
@@ -316,6 +325,7 @@ class Settings:
     heartbeat_topic: str
     tombstones: bool
     decimal_mode: str
+    time_mode: str
     skipped: frozenset[str]
     drop_slot_on_stop: bool
     status_interval_s: float
@@ -365,6 +375,7 @@ class Settings:
             heartbeat_topic=f"{values['topic.heartbeat.prefix']}.{prefix}",
             tombstones=values["tombstones.on.delete"],
             decimal_mode=values["decimal.handling.mode"],
+            time_mode=values["time.precision.mode"],
             skipped=frozenset(values["skipped.operations"]) - {"none"},
             drop_slot_on_stop=values["slot.drop.on.stop"],
             status_interval_s=values["status.update.interval.ms"] / 1000,

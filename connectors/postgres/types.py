@@ -30,6 +30,11 @@ the types above
 anything else (enums, inet…)  string (the text form)
 ============================  ============================================================
 
+With ``time.precision.mode=connect`` (Debezium's option) date, time and timestamp columns are
+Kafka Connect's ``Date`` (int32 days), ``Time`` (int32 ms) and ``Timestamp`` (int64 ms) logical
+types instead — what ``jdbc-sink``, ``spark-sink`` and the schema registry converters map to
+SQL, Parquet and Avro date and time types (sub-millisecond digits are dropped, as Debezium does).
+
 SQL NULL is None; ``NaN`` numerics and infinite dates or timestamps become None too.
 
 >>> t = column_type(1700, numeric_modifier(10, 2), optional=True)
@@ -52,7 +57,15 @@ from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-from sluice.connect import Field, Schema, Struct
+from sluice.connect import (
+    Field,
+    Schema,
+    Struct,
+    date_schema,
+    raw_to_logical,
+    time_schema,
+    timestamp_schema,
+)
 
 __all__ = [
     "SESSION_OPTIONS",
@@ -260,7 +273,39 @@ def _numeric(modifier: int, mode: str) -> tuple[Schema, Callable[[str], Any], An
     return schema, _decimal, Decimal(0).scaleb(-scale)
 
 
-def _scalar(type_oid: int, modifier: int, mode: str) -> tuple[Schema, Callable[[str], Any], Any]:
+def _connect_time(type_oid: int) -> tuple[Schema, Callable[[str], Any], Any] | None:
+    """``time.precision.mode=connect``: Kafka Connect's logical types (ms), their values the
+    Python ones (``date``, ``time``, an aware UTC ``datetime``)."""
+    raw_of: Callable[[str], int | None]
+    if type_oid == 1082:
+        schema, raw_of = date_schema(), _days
+    elif type_oid == 1083:
+        schema, raw_of = time_schema(), _time_millis
+    elif type_oid == 1114:
+        schema, raw_of = timestamp_schema(), _timestamp_millis
+    else:
+        return None
+
+    def parse(text: str) -> Any:
+        raw = raw_of(text)
+        return None if raw is None else raw_to_logical(schema, raw)
+
+    return schema, parse, raw_to_logical(schema, 0)
+
+
+def _time_millis(text: str) -> int:
+    return min(_time_micros(text) // 1000, 86_399_999)  # 24:00:00 is not a Python time
+
+
+def _timestamp_millis(text: str) -> int | None:
+    return _millis(_timestamp_micros(text))
+
+
+def _scalar(
+    type_oid: int, modifier: int, mode: str, time_mode: str = "adaptive"
+) -> tuple[Schema, Callable[[str], Any], Any]:
+    if time_mode == "connect" and (connect := _connect_time(type_oid)) is not None:
+        return connect
     """(schema, parser, fallback) of a non-array type."""
     if type_oid == 16:
         return Schema("boolean"), _bool, False
@@ -318,16 +363,21 @@ def _optional(schema: Schema, optional: bool) -> Schema:
 
 
 def column_type(
-    type_oid: int, modifier: int, *, optional: bool, decimal_mode: str = "precise"
+    type_oid: int,
+    modifier: int,
+    *,
+    optional: bool,
+    decimal_mode: str = "precise",
+    time_mode: str = "adaptive",
 ) -> ColumnType:
     """The :class:`ColumnType` of a column of type ``type_oid`` with type modifier ``modifier``."""
     element_oid = _ARRAYS.get(type_oid)
     if element_oid is not None:
-        item, parse_item, _ = _scalar(element_oid, modifier, decimal_mode)
+        item, parse_item, _ = _scalar(element_oid, modifier, decimal_mode, time_mode)
         schema = Schema("array", optional=optional, value_schema=_optional(item, True))
         placeholder = [UNAVAILABLE] if item.type == "string" else None
         return ColumnType(schema, lambda text: parse_array(text, parse_item), placeholder, [])
-    schema, parse, fallback = _scalar(type_oid, modifier, decimal_mode)
+    schema, parse, fallback = _scalar(type_oid, modifier, decimal_mode, time_mode)
     unavailable: Any = None
     if schema.type == "string":
         unavailable = UNAVAILABLE
