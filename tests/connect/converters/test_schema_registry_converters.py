@@ -542,6 +542,7 @@ def _pipeline(
     slot.name: {prefix}_slot
     publication.name: {prefix}_publication
     slot.drop.on.stop: true
+    time.precision.mode: connect
 {converters}
 - name: replicate
   class: jdbc-sink
@@ -555,11 +556,6 @@ def _pipeline(
   transforms:
     - name: unwrap
       type: unwrap
-    - name: placed
-      type: org.apache.kafka.connect.transforms.TimestampConverter$Value
-      field: placed_at
-      target.type: Timestamp
-      unix.precision: milliseconds
     - name: route
       type: org.apache.kafka.connect.transforms.RegexRouter
       regex: '{prefix}\\.public\\.(.*)'
@@ -574,10 +570,10 @@ def test_cdc_through_the_avro_converter_keeps_column_types(
     registry: RegistryProcess,
     tmp_path: Path,
 ) -> None:
-    """postgres-cdc → AvroConverter → jdbc-sink, real processes: numeric(10,2) arrives as a
-    numeric(10,2) column, timestamp(3) as a timestamp (Debezium's ms timestamp made Kafka's
-    Timestamp by TimestampConverter, as with any converter); the topic holds Confluent
-    wire-format Avro whose registered schema gives back the connector's Connect schema."""
+    """postgres-cdc (``time.precision.mode=connect``) → AvroConverter → jdbc-sink, real
+    processes: numeric(10,2) arrives as a numeric(10,2) column, date as a date, timestamp(3) as
+    a timestamp; the topic holds Confluent wire-format Avro whose registered schema gives back
+    the connector's Connect schema."""
     prefix = f"avro{uuid.uuid4().hex[:8]}"
     source, target = f"{prefix}_src", f"{prefix}_dst"
     shared_postgres.create_database(source)
@@ -631,14 +627,17 @@ def test_cdc_through_the_avro_converter_keeps_column_types(
     )
     assert columns["amount"] == ("numeric", 10, 2)
     assert columns["placed_at"][0] == "timestamp without time zone"
+    assert columns["day"][0] == "date"
     assert columns["id"][0] == "bigint"
     assert columns["note"][0] == "text"
-    rows = _query(target_dsn, "SELECT id, amount, placed_at, note FROM orders ORDER BY id")
+    rows = _query(target_dsn, "SELECT id, amount, day, placed_at, note FROM orders ORDER BY id")
     assert rows == [
-        (1, Decimal("99999999.99"), dt.datetime(2024, 2, 29, 13, 14, 15, 123000), "first"),
-        (2, Decimal("-0.05"), dt.datetime(1970, 1, 1), None),
-        (3, Decimal("0.01"), dt.datetime(2000, 1, 1, 0, 0, 0, 500000), "streamed"),
-    ]
+        (1, Decimal("99999999.99"), dt.date(2024, 2, 29),
+         dt.datetime(2024, 2, 29, 13, 14, 15, 123000), "first"),
+        (2, Decimal("-0.05"), dt.date(1969, 12, 31), dt.datetime(1970, 1, 1), None),
+        (3, Decimal("0.01"), dt.date(2000, 1, 1), dt.datetime(2000, 1, 1, 0, 0, 0, 500000),
+         "streamed"),
+    ]  # fmt: skip
 
     # On the topic: Confluent's wire format, the schemas in the registry under the topic's
     # subjects, and the converter gives back the connector's Connect schema (Debezium's names).
@@ -661,8 +660,8 @@ def test_cdc_through_the_avro_converter_keeps_column_types(
     assert types == {
         "id": ("int64", None),
         "amount": ("bytes", "org.apache.kafka.connect.data.Decimal"),
-        "day": ("int32", "io.debezium.time.Date"),
-        "placed_at": ("int64", "io.debezium.time.Timestamp"),
+        "day": ("int32", "org.apache.kafka.connect.data.Date"),
+        "placed_at": ("int64", "org.apache.kafka.connect.data.Timestamp"),
         "note": ("string", None),
     }
     assert dict(after.schema.fields[1].schema.parameters) == {
@@ -671,7 +670,7 @@ def test_cdc_through_the_avro_converter_keeps_column_types(
     }
     row = value.get("after")
     assert row.get("amount") == Decimal("12345678.90")
-    assert row.get("day") == (dt.date(2024, 2, 29) - dt.date(1970, 1, 1)).days
+    assert row.get("day") == dt.date(2024, 2, 29)
 
 
 def _first_value(bootstrap: str, topic: str) -> bytes:
