@@ -55,18 +55,29 @@ def zookeeper_launch(broker: BrokerSpec, home: Path) -> Launch | None:
     return Launch(tuple(command), stop_timeout=30.0)
 
 
+_REGISTRY_KEY = "confluent.schema.registry.url"
+
+
 def broker_launches(
-    broker: BrokerSpec, home: Path, security: SecuritySpec | None = None
+    broker: BrokerSpec,
+    home: Path,
+    security: SecuritySpec | None = None,
+    registry_url: str | None = None,
 ) -> dict[str, Launch]:
-    """Each broker's launch by child name (none when the brokers are elsewhere)."""
+    """Each broker's launch by child name (none when the brokers are elsewhere); with a
+    schema registry in the file, the brokers know its URL (``confluent.schema.registry.url``,
+    unless the file's broker config sets it) for topics that validate their schemas."""
     if not broker.embedded:
         return {}
+    config = broker.config
+    if registry_url is not None and _REGISTRY_KEY not in dict(config):
+        config = (*config, (_REGISTRY_KEY, registry_url))
     if not broker.clustered:
         return {
             "broker": _launch(
                 broker.listen,
                 broker.data_dir,
-                broker.config,
+                config,
                 broker.metrics,
                 home / "broker",
                 security=security,
@@ -79,7 +90,7 @@ def broker_launches(
         launches[node.name] = _launch(
             node.listen,
             node.data_dir,
-            (*broker.config, *rack),
+            (*config, *rack),
             node.metrics,
             home / node.name,
             cluster,

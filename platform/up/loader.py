@@ -40,13 +40,26 @@ from sluice.up.spec import (
     ProgramKind,
     ProgramSpec,
     RestartPolicy,
+    RestProxySpec,
+    SchemaRegistrySpec,
+    SchemaSpec,
     TopicSpec,
 )
 from sluice.yaml_positions import Entry, compose, entries, is_null, line, text
 
 __all__ = ["load"]
 
-_SECTIONS = ("broker", "topics", "connect", "connectors", "streams", "processes", "security")
+_SECTIONS = (
+    "broker",
+    "topics",
+    "connect",
+    "connectors",
+    "streams",
+    "processes",
+    "security",
+    "schema_registry",
+    "rest_proxy",
+)
 _BROKER = (
     "listen",
     "data_dir",
@@ -61,8 +74,12 @@ _BROKER = (
 _NODE = ("id", "listen", "data_dir", "rack", "metrics")
 # set for each broker of a cluster by `sluice up` itself
 _PER_BROKER = ("broker.id", "node.id", "zookeeper.connect", "listeners", "log.dirs", "log.dir")
-_TOPIC = ("name", "partitions", "replication_factor", "config")
+_TOPIC = ("name", "partitions", "replication_factor", "config", "key_schema", "value_schema")
+_SCHEMA = ("file", "type")
+_SCHEMA_TYPES = {".avsc": "AVRO", ".proto": "PROTOBUF", ".json": "JSON"}
 _CONNECT = ("rest", "group", "config", "metrics")
+_REGISTRY = ("listen", "group", "topic")
+_REST_PROXY = ("listen",)
 _PROGRAM = ("name", "app", "module", "args", "instances", "environment", "restart")
 _STREAMS = (*_PROGRAM, "application_id", "metrics", "config")
 _DEFAULT_RESTART: dict[ProgramKind, RestartPolicy] = {"streams": "always", "process": "on-failure"}
@@ -136,8 +153,30 @@ class _Reader:
         self.unique([(p.name, "program", p.line) for p in programs], "streams/processes")
         self.unique([(t.name, "topic", t.line) for t in topics], "topics")
         security = self.section(sections, "security", SecuritySection(self).read)
+        registry = self.section(sections, "schema_registry", self.schema_registry)
+        proxy = self.section(sections, "rest_proxy", self.rest_proxy)
+        if registry is None and "schema_registry" in sections:
+            registry = SchemaRegistrySpec()  # `schema_registry:` alone: the defaults
+        declaring = [t for t in topics if t.schemas()]
+        if declaring and registry is None:
+            self.problem(
+                "topics",
+                f"topic {declaring[0].name} declares a schema: add a schema_registry: section "
+                "to register it in",
+                declaring[0].line,
+            )
+        if proxy is None and "rest_proxy" in sections:
+            proxy = RestProxySpec()
         return Deployment(
-            self.path, broker, tuple(topics), connect, connectors, tuple(programs), security
+            self.path,
+            broker,
+            tuple(topics),
+            connect,
+            connectors,
+            tuple(programs),
+            security,
+            registry,
+            proxy,
         )
 
     # -- sections -------------------------------------------------------------------------
@@ -260,9 +299,57 @@ class _Reader:
         factor = keys.get("replication_factor")
         replicas = None if factor is None else self.count(factor, where + ".replication_factor")
         config = self.settings(keys.get("config"), where + ".config")
+        schemas = {
+            field: self.schema(keys[field], f"{where}.{field}")
+            for field in ("key_schema", "value_schema")
+            if field in keys
+        }
         if name is None:
             return None
-        return TopicSpec(name, count, config, line(node), replicas)
+        return TopicSpec(
+            name,
+            count,
+            config,
+            line(node),
+            replicas,
+            schemas.get("key_schema"),
+            schemas.get("value_schema"),
+        )
+
+    def schema(self, entry: Entry, key: str) -> SchemaSpec | None:
+        """A topic's schema: ``FILE`` (its type from the extension: .avsc, .json, .proto) or
+        ``{file: FILE, type: AVRO|JSON|PROTOBUF}``; the file must parse as that type."""
+        from sluice.schemas.formats import InvalidSchemaError, format_named
+
+        if isinstance(entry.value, ScalarNode):
+            written, given = self.scalar(entry, key), None
+        else:
+            keys = self.mapping(entry.value, key + ".", _SCHEMA)
+            written = self.scalar(keys.get("file"), key + ".file")
+            given = self.scalar(keys.get("type"), key + ".type")
+            if "file" not in keys:
+                self.problem(key, "missing: file:", entry.line)
+        if written is None:
+            return None
+        path = self.base / written
+        schema_type = (given or _SCHEMA_TYPES.get(path.suffix.lower(), "")).upper()
+        if schema_type not in _SCHEMA_TYPES.values():
+            self.problem(
+                key,
+                f"give type: AVRO, JSON or PROTOBUF (or a .avsc, .json or .proto file), "
+                f"not {given or path.suffix!r}",
+                entry.line,
+            )
+            return None
+        try:
+            format_named(schema_type).parse(path.read_text(encoding="utf-8"), {})
+        except OSError as error:
+            self.problem(key, f"cannot read {path}: {error.strerror}", entry.line)
+            return None
+        except (UnicodeDecodeError, InvalidSchemaError) as error:
+            self.problem(key, f"{path}: not a valid {schema_type} schema: {error}", entry.line)
+            return None
+        return SchemaSpec(path, schema_type)
 
     def connect(self, entry: Entry) -> ConnectSpec | None:
         keys = self.mapping(entry.value, "connect.", _CONNECT)
@@ -273,6 +360,20 @@ class _Reader:
             config=self.settings(keys.get("config"), "connect.config"),
             metrics=self.address(keys.get("metrics"), "connect.metrics"),
         )
+
+    def schema_registry(self, entry: Entry) -> SchemaRegistrySpec | None:
+        keys = self.mapping(entry.value, "schema_registry.", _REGISTRY)
+        default = SchemaRegistrySpec()
+        return SchemaRegistrySpec(
+            listen=self.address(keys.get("listen"), "schema_registry.listen") or default.listen,
+            group=self.scalar(keys.get("group"), "schema_registry.group") or default.group,
+            topic=self.scalar(keys.get("topic"), "schema_registry.topic") or default.topic,
+        )
+
+    def rest_proxy(self, entry: Entry) -> RestProxySpec | None:
+        keys = self.mapping(entry.value, "rest_proxy.", _REST_PROXY)
+        listen = self.address(keys.get("listen"), "rest_proxy.listen")
+        return RestProxySpec(listen=listen or RestProxySpec().listen)
 
     def connectors(self, entry: Entry) -> tuple[ConnectorSpec, ...]:
         if not isinstance(entry.value, SequenceNode):

@@ -113,6 +113,16 @@ class BrokerSpec:
 
 
 @dataclass(frozen=True)
+class SchemaSpec:
+    """A schema a topic declares for its keys or values: registered under the topic's subject
+    (``<topic>-key`` / ``<topic>-value``, Confluent's TopicNameStrategy) at start."""
+
+    file: Path
+    schema_type: str = "AVRO"
+    """Confluent's ``schemaType``: AVRO, JSON or PROTOBUF."""
+
+
+@dataclass(frozen=True)
 class TopicSpec:
     """A topic created, or altered to match, before anything else starts."""
 
@@ -123,6 +133,17 @@ class TopicSpec:
     line: int = 0
     replication_factor: int | None = None
     """None: the broker's ``default.replication.factor`` when created."""
+    key_schema: SchemaSpec | None = None
+    value_schema: SchemaSpec | None = None
+
+    def schemas(self) -> list[tuple[str, SchemaSpec]]:
+        """The declared schemas by subject.
+
+        >>> TopicSpec("orders", value_schema=SchemaSpec(Path("o.avsc"))).schemas()
+        [('orders-value', SchemaSpec(file=PosixPath('o.avsc'), schema_type='AVRO'))]
+        """
+        declared = (("key", self.key_schema), ("value", self.value_schema))
+        return [(f"{self.name}-{field}", spec) for field, spec in declared if spec is not None]
 
 
 @dataclass(frozen=True)
@@ -151,6 +172,44 @@ class ConnectSpec:
         if host in ("", "0.0.0.0", "[::]", "::"):
             host = "127.0.0.1"
         return f"{scheme.lower()}://{host}:{port}"
+
+
+def _url(listen: str) -> str:
+    """``http://HOST:PORT`` of a listen address, a wildcard host asked on ``127.0.0.1``."""
+    host, _, port = listen.rpartition(":")
+    if host in ("", "0.0.0.0", "[::]", "::"):
+        host = "127.0.0.1"
+    return f"http://{host}:{port}"
+
+
+@dataclass(frozen=True)
+class SchemaRegistrySpec:
+    """A schema registry (``sluice schema-registry start``) on the deployment's brokers, its
+    schemas in ``topic``, its writer elected in ``group``.
+
+    >>> SchemaRegistrySpec(listen="0.0.0.0:8081").url
+    'http://127.0.0.1:8081'
+    """
+
+    listen: str = "127.0.0.1:8081"
+    group: str = "schema-registry"
+    topic: str = "_schemas"
+
+    @property
+    def url(self) -> str:
+        return _url(self.listen)
+
+
+@dataclass(frozen=True)
+class RestProxySpec:
+    """Confluent's REST Proxy API (``sluice rest-proxy start``) on the deployment's brokers
+    (and its schema registry, when the file has one)."""
+
+    listen: str = "127.0.0.1:8082"
+
+    @property
+    def url(self) -> str:
+        return _url(self.listen)
 
 
 ProgramKind = Literal["streams", "process"]
@@ -208,6 +267,8 @@ class Deployment:
     """Streams apps first, then the other processes, in file order."""
     security: SecuritySpec | None = None
     """The ``security:`` section: the broker on SASL and every component a user of it."""
+    schema_registry: SchemaRegistrySpec | None = None
+    rest_proxy: RestProxySpec | None = None
 
 
 SCRAM = "org.apache.kafka.common.security.scram.ScramLoginModule"

@@ -49,6 +49,7 @@ from sluice.up.brokers import (
 )
 from sluice.up.children import Child, Launch, sluice_command
 from sluice.up.loader import load
+from sluice.up.schemas import SchemaRegistrationError, register_schemas
 from sluice.up.security import apply_security, private_file
 from sluice.up.spec import (
     BrokerSpec,
@@ -71,13 +72,20 @@ CONNECT_CONFIG = "SLUICE_CONNECT_CONFIG"
 that gives a process the REST client properties (CA, login) to reach it with, as
 ``sluice connect … --rest-config`` takes them."""
 REST_CONFIG_FILE = "connect-rest.properties"
+SCHEMA_REGISTRY_URL = "SLUICE_SCHEMA_REGISTRY_URL"
+"""With ``schema_registry:``, the environment variable that gives every process and Streams app
+the registry's URL."""
+SCHEMA_REGISTRY = "schema-registry"
+"""The schema registry's child name (and kind)."""
+REST_PROXY = "rest-proxy"
+"""The REST proxy's child name (and kind)."""
 """Under ``<home>``: those properties (owner-only), also named by ``up.json``."""
 """With ``security:``, the environment variable that gives a process the path of a Kafka client
 properties file (``streams_user``'s login; ``sluice.client_properties`` reads it)."""
 _READY_TIMEOUT = 90.0
 _REPLICATED_TIMEOUT = 300.0
 """How long a cluster may take to be whole again (a restarted broker catching up)."""
-_TIERS = ("streams", "connect", "process", "broker", "zookeeper")
+_TIERS = ("streams", "connect", "process", "rest-proxy", "schema-registry", "broker", "zookeeper")
 """The order children are stopped in (they start in the reverse order)."""
 
 
@@ -173,7 +181,11 @@ class Supervisor:
             self._applying = False
 
     def _apply_brokers(
-        self, broker: BrokerSpec, rolling: bool, security: SecuritySpec | None = None
+        self,
+        broker: BrokerSpec,
+        rolling: bool,
+        security: SecuritySpec | None = None,
+        registry_url: str | None = None,
     ) -> None:
         """Start the brokers (and an embedded ZooKeeper) that are missing, together; restart
         the changed ones one at a time, a cluster's each after the last is back in every ISR
@@ -186,7 +198,7 @@ class Supervisor:
         self._place(ZOOKEEPER, ZOOKEEPER, launch)
         if ZOOKEEPER in self.children:
             self._wait_zookeeper(broker)
-        wanted = broker_launches(broker, self.home, security)
+        wanted = broker_launches(broker, self.home, security, registry_url)
         for name, child in list(self.children.items()):
             if child.kind == "broker" and name not in wanted:
                 self._retire(name)
@@ -228,11 +240,13 @@ class Supervisor:
     def _apply(self, deployment: Deployment, rolling: bool = False) -> None:
         broker = deployment.broker
         security = deployment.security
-        self._apply_brokers(broker, rolling, security)
+        registry = deployment.schema_registry
+        self._apply_brokers(broker, rolling, security, None if registry is None else registry.url)
         if security is not None:
             apply_security(broker.bootstrap, security, self.report)
         admin = None if security is None else security.admin_client()
         ensure_topics(broker.bootstrap, deployment.topics, self.report, admin)
+        self._apply_schema_services(deployment)
         self._place_programs(deployment, "process")
         connect = deployment.connect
         launch = None
@@ -247,6 +261,44 @@ class Supervisor:
         self._place_programs(deployment, "streams")
         self.deployment = deployment
         self._print_events()
+
+    def _apply_schema_services(self, deployment: Deployment) -> None:
+        """The schema registry, then the REST proxy (which uses it), each answering HTTP before
+        what needs it starts; as the admin on a secured deployment."""
+        bootstrap, security = deployment.broker.bootstrap, deployment.security
+        client = []
+        if security is not None:  # the admin's client properties, owner-only
+            properties = private_file(
+                self.home / f"client-{security.admin_user}.properties",
+                security.client(security.admin_user).items(),
+                escape=True,
+            )
+            client = ["--command-config", str(properties)]
+        registry, proxy = deployment.schema_registry, deployment.rest_proxy
+        launch = None
+        if registry is not None:
+            command = [*sluice_command(), "schema-registry", "start", "--listen",
+                       registry.listen, "--group-id", registry.group, "--topic", registry.topic,
+                       "--bootstrap-server", bootstrap, *client]  # fmt: skip
+            launch = Launch(tuple(command), stop_timeout=30.0)
+        self._place(SCHEMA_REGISTRY, SCHEMA_REGISTRY, launch)
+        if registry is not None:
+            self._wait_listening(SCHEMA_REGISTRY)
+            try:
+                register_schemas(registry.url, deployment.topics, self.report)
+            except SchemaRegistrationError as error:
+                log = "" if error.refused else f"\n{_tail(self.children[SCHEMA_REGISTRY].log)}"
+                raise UpError(f"{error}{log}") from None
+        launch = None
+        if proxy is not None:
+            command = [*sluice_command(), "rest-proxy", "start", "--listen", proxy.listen,
+                       "--bootstrap-server", bootstrap, *client]  # fmt: skip
+            if registry is not None:
+                command += ["--schema-registry", registry.url]
+            launch = Launch(tuple(command), stop_timeout=30.0)
+        self._place(REST_PROXY, REST_PROXY, launch)
+        if proxy is not None:
+            self._wait_listening(REST_PROXY)
 
     def _place_programs(self, deployment: Deployment, kind: ProgramKind) -> None:
         """Start, restart or stop the instances of the programs of ``kind``."""
@@ -473,8 +525,8 @@ def _rest_client(connect: ConnectSpec, security: SecuritySpec | None) -> RestCli
     Kafka Connect's REST client uses to reach other workers): on HTTPS the CA of its
     ``listeners.https.ssl.truststore.location`` (or top-level ``ssl.truststore.location``),
     else the ``security:`` CA, else the worker's own certificate; with basic authentication the
-    first user of its users file; asked for a client certificate, the worker's own. None for a plain REST API (or settings the worker will refuse
-    at start, saying why in its log)."""
+    first user of its users file; asked for a client certificate, the worker's own. None for a
+    plain REST API (or settings the worker will refuse at start, saying why in its log)."""
     from sluice.connect.rest_security import rest_security
 
     settings = dict(connect.config)
@@ -515,6 +567,8 @@ def _program_launch(
         "SLUICE_BOOTSTRAP": deployment.broker.bootstrap,
         "SLUICE_INSTANCE": str(index),
     }
+    if deployment.schema_registry is not None:
+        environment[SCHEMA_REGISTRY_URL] = deployment.schema_registry.url
     if deployment.connect is not None:
         environment["SLUICE_CONNECT_URL"] = deployment.connect.url
         if rest_config is not None:
