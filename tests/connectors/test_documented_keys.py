@@ -52,7 +52,7 @@ DEBEZIUM_POSTGRES: dict[str, tuple[str, str]] = {
     "column.include.list": ("public.orders.id", IMPLEMENTED),
     "column.exclude.list": (r"public\.customers\.ssn", IMPLEMENTED),
     "skip.messages.without.change": ("true", REFUSED),
-    "time.precision.mode": ("connect", REFUSED),
+    "time.precision.mode": ("connect", IMPLEMENTED),
     "decimal.handling.mode": ("string", IMPLEMENTED),
     "hstore.handling.mode": ("map", REFUSED),
     "interval.handling.mode": ("string", REFUSED),
@@ -226,7 +226,6 @@ CONFLUENT_JDBC_SINK: dict[str, tuple[str, str]] = {
 ALLOWED = {
     PostgresCdcConnector: {
         "plugin.name": "pgoutput",
-        "time.precision.mode": "adaptive",
         "snapshot.locking.mode": "none",
         "provide.transaction.metadata": "false",
         "unavailable.value.placeholder": "__debezium_unavailable_value",

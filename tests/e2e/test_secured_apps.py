@@ -118,7 +118,8 @@ def _https(url: str, ca: Path, user: str | None = None, password: str = "") -> t
         with urllib.request.urlopen(request, timeout=10, context=context) as response:
             return response.status, json.loads(response.read() or b"null")
     except urllib.error.HTTPError as error:
-        return error.code, {key.lower(): value for key, value in error.headers.items()}
+        with error:  # its response's socket closed now, not when collected
+            return error.code, {key.lower(): value for key, value in error.headers.items()}
 
 
 def test_a_connect_pipeline_on_sasl_ssl_with_a_secured_rest_api(

@@ -70,7 +70,7 @@ def test_every_problem_is_named_at_its_line_and_key(tmp_path: Path) -> None:
         "13: processes[0].module: not a module name: '1bad'",
         "16: class: " + found[8].partition("16: class: ")[2],
         "17: extra: unknown key; known: broker, topics, connect, connectors, streams, processes, "
-        "security",
+        "security, schema_registry, rest_proxy",
     ]
     assert found[8].startswith(f"16: class: {unknown}")
 

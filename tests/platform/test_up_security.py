@@ -248,6 +248,7 @@ def _rest_is_https_with_basic_auth(url: str, ca: Path, admin: str) -> None:
     context = ssl.create_default_context(cafile=ca)
     with pytest.raises(urllib.error.HTTPError) as refused:
         urllib.request.urlopen(f"{url}/connectors", context=context, timeout=30)
+    refused.value.close()  # its TLS socket, now rather than when collected
     assert refused.value.code == 401, refused.value
     with pytest.raises(OSError):  # plain HTTP on the TLS port: the handshake fails
         urllib.request.urlopen(f"{url.replace('https', 'http')}/connectors", timeout=30)

@@ -77,7 +77,8 @@ class Proxy:
             with urllib.request.urlopen(request, timeout=timeout) as response:
                 return Answer(response.status, dict(response.headers), response.read())
         except urllib.error.HTTPError as error:
-            return Answer(error.code, dict(error.headers), error.read())
+            with error:
+                return Answer(error.code, dict(error.headers), error.read())
 
     def get(self, path: str, **kwargs: Any) -> Answer:
         return self.request("GET", path, **kwargs)
