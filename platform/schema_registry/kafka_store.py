@@ -168,8 +168,10 @@ class KafkaLog:
     def _follow(self) -> None:
         while not self._stop.is_set():
             try:
-                messages = self._consumer.consume(500, 0.2)
-                self._apply(messages)
+                # poll returns at the first record; consume(n, t) would wait out t for n (a
+                # write waits for its record here: that wait was 0.2 s per registration)
+                first = self._consumer.poll(0.2)
+                self._apply([] if first is None else [first, *self._consumer.consume(499, 0)])
             except Exception:  # keep reading: one bad record must not stop the registry
                 log.exception("reading %s", self.topic)
                 time.sleep(0.2)
