@@ -47,6 +47,11 @@ class Converter(ABC):
     def to_connect(self, topic: str, data: bytes | None) -> tuple[Schema | None, Any]:
         """Deserialize record bytes of ``topic`` into ``(schema, value)``."""
 
+    def close(self) -> None:
+        """Release what the converter holds (Kafka's ``Converter`` is ``Closeable``): called
+        once when its task stops. Nothing by default."""
+        return None
+
     def from_connect_all(
         self, topic: str, schema: Schema | None, values: list[Any]
     ) -> list[bytes | None]:

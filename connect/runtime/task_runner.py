@@ -93,6 +93,17 @@ class TaskRunner(ABC):
             )
             self.state = "FAILED"
             log.error("task %s failed: %s", self.name, error)
+        finally:
+            self.close_converters()
+
+    def close_converters(self) -> None:
+        """Release what the converters hold (a schema registry's connections) once the task's
+        loop is over; a failure to close is logged, never raised."""
+        for converter in (self.key_converter, self.value_converter):
+            try:
+                converter.close()
+            except Exception:  # a converter's own trouble must not hide the task's
+                log.exception("task %s: closing converter %s", self.name, converter)
 
     @abstractmethod
     def execute(self) -> None:
@@ -126,6 +137,7 @@ class TaskRunner(ABC):
         self._resume.set()
         if self._thread is None:
             self.release()  # never started: only its clients to close
+            self.close_converters()
             return
         if self._thread is not None:
             self._thread.join(timeout_s)
