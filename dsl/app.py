@@ -75,9 +75,10 @@ class App:
     instances of a program): two running instances of an application cannot share a state
     directory (:mod:`sluice.streams.runtime.state_directory`).
 
-    ``schema_registry_url`` is where schema-aware serdes (``AvroSerde``, ``JsonSchemaSerde``,
-    ``ProtobufSerde`` of :mod:`sluice.schemas.serdes`) that name no ``schema.registry.url``
-    register and look up schemas (default: ``$SLUICE_SCHEMA_REGISTRY_URL``, else
+    ``schema_registry_url`` (or Confluent's ``schema.registry.url`` among the settings, also
+    from ``sluice up``'s ``config:``) is where schema-aware serdes (``AvroSerde``,
+    ``JsonSchemaSerde``, ``ProtobufSerde`` of :mod:`sluice.schemas.serdes`) that name no
+    ``schema.registry.url`` of their own register and look up schemas (default: ``$SLUICE_SCHEMA_REGISTRY_URL``, else
     ``http://127.0.0.1:8081``). The topology binds each such serde to its topic: the subjects
     are ``<topic>-key|value``, ``<application id>-<store>-changelog-key|value`` for stores.
     """
@@ -112,6 +113,7 @@ class App:
             "processing_exception_handler": processing_exception_handler,
             "production_exception_handler": production_exception_handler,
             "dead_letter_topic": dead_letter_topic,
+            "schema_registry_url": schema_registry_url,
         }
         merged = settings_of({**{k: v for k, v in given.items() if v is not None}, **settings})
         for name, deployed in _deployed_settings().items():
@@ -132,7 +134,7 @@ class App:
             **merged,
         )
         self._builder = Builder(application_id, stores)
-        self._builder.topology.schema_registry_url = schema_registry_url
+        self._builder.topology.schema_registry_url = self.config.schema_registry_url
         self._runtime: KafkaStreams | None = None
 
     @property

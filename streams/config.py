@@ -57,6 +57,8 @@ KAFKA_NAMES: dict[str, str] = {
     "max.poll.records": "max_poll_records",
     "transaction.timeout.ms": "transaction_timeout_ms",
     "session.timeout.ms": "session_timeout_ms",
+    # Confluent's serde setting, as Kafka Streams apps give it in their properties
+    "schema.registry.url": "schema_registry_url",
 }
 """Kafka Streams' (and its clients') dotted config names, and the field each one sets. Kafka 4.0
 dropped the ``default.`` of the two handler names; both spellings are taken."""
@@ -175,6 +177,8 @@ class StreamsConfig:
     (:mod:`sluice.streams.runtime.metrics`). The three ``*_exception_handler`` settings and
     ``dead_letter_topic`` (Kafka's ``errors.deadletterqueue.topic.name``) are described in
     :mod:`sluice.streams.errors` and :mod:`sluice.streams.runtime.dead_letter`.
+    ``schema_registry_url`` (Confluent's ``schema.registry.url``) is where the schema serdes
+    (:mod:`sluice.schemas.serdes`) that name no registry of their own go.
     """
 
     application_id: str
@@ -197,6 +201,8 @@ class StreamsConfig:
     admin_config: dict[str, Any] = field(default_factory=dict, repr=False)
     metrics_listen: str | None = None
     client_config: dict[str, Any] = field(default_factory=dict, repr=False)
+    schema_registry_url: str | None = None
+    """Where schema-aware serdes that name no registry go (``schema.registry.url``)."""
 
     def __post_init__(self) -> None:
         if self.processing_guarantee not in ("at_least_once", "exactly_once_v2"):

@@ -26,6 +26,7 @@ from confluent_kafka.serialization import MessageField, SerializationContext
 from sluice.dsl import App, JoinWindows
 from sluice.schemas.serdes import AvroSerde, ProtobufSerde
 from sluice.serde import JSON, SerdeError
+from sluice.streams.errors import StreamsError
 from sluice.streams.operators.serdes import windowed_binary
 from tests.conftest import CLIENT_TIMEOUT, BrokerProcess, create_topic
 from tests.schema_registry.conftest import RegistryFactory, RegistryProcess
@@ -373,3 +374,11 @@ def test_an_outer_join_of_two_avro_streams_buffers_avro_under_its_changelog_subj
     subjects = set(client.get_subjects())
     for store in ("j-this-store", "j-other-store", "j-outer-store"):
         assert f"{application_id}-{store}-changelog-value" in subjects, subjects
+
+
+def test_schema_registry_url_is_a_streams_setting_under_confluents_name() -> None:
+    dotted = App("urls", **{"schema.registry.url": "http://registry:8081"})
+    assert dotted.config.schema_registry_url == "http://registry:8081"
+    assert App("urls", schema_registry_url="http://r:1").config.schema_registry_url == "http://r:1"
+    with pytest.raises(StreamsError, match="given twice"):
+        App("urls", schema_registry_url="http://a:1", **{"schema.registry.url": "http://b:2"})
