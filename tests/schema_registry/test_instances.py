@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, Consumer, ConsumerGroupState, TopicPartition
 from confluent_kafka.admin import AdminClient
 from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
 
@@ -103,10 +103,15 @@ def test_the_other_instance_takes_over_when_the_leader_stops(
     assert wait_for(lambda: _try_register(survivor), "a write after the leader stopped") == 2
 
 
-def _leader(bootstrap: str, proc: RegistryProcess) -> str | None:
-    """The URL (client.id) of the group member holding partition 0: the leader."""
+def _leader(bootstrap: str, proc: RegistryProcess, members: int | None = None) -> str | None:
+    """The URL (client.id) of the group member holding partition 0: the leader (None while the
+    group is not stable, or has not ``members`` members)."""
     admin = AdminClient({"bootstrap.servers": bootstrap})
     description = admin.describe_consumer_groups([proc.group])[proc.group].result(30)
+    if members is not None and (
+        len(description.members) != members or description.state != ConsumerGroupState.STABLE
+    ):
+        return None
     for member in description.members:
         partitions = member.assignment.topic_partitions if member.assignment else []
         if any(tp.topic == proc.topic and tp.partition == 0 for tp in partitions or ()):
@@ -172,7 +177,11 @@ def test_a_killed_leader_is_50003_until_the_group_moves_on(
 ) -> None:
     one = registry_factory()
     two = registry_factory(like=one)
-    leader_url = wait_for(lambda: _leader(shared_broker.bootstrap, one), "a leader")
+    # both in the group and its rebalance over: else the partition may still move to the
+    # instance that joined second, which would then lead
+    leader_url = wait_for(
+        lambda: _leader(shared_broker.bootstrap, one, members=2), "a leader of two members"
+    )
     leader, follower = (one, two) if leader_url == one.url else (two, one)
     body = {"schema": record("a").schema_str}
     leader.kill()  # no goodbye: the group keeps it as the leader until its session times out
