@@ -78,9 +78,10 @@ class App:
     ``schema_registry_url`` (or Confluent's ``schema.registry.url`` among the settings, also
     from ``sluice up``'s ``config:``) is where schema-aware serdes (``AvroSerde``,
     ``JsonSchemaSerde``, ``ProtobufSerde`` of :mod:`sluice.schemas.serdes`) that name no
-    ``schema.registry.url`` of their own register and look up schemas (default: ``$SLUICE_SCHEMA_REGISTRY_URL``, else
-    ``http://127.0.0.1:8081``). The topology binds each such serde to its topic: the subjects
-    are ``<topic>-key|value``, ``<application id>-<store>-changelog-key|value`` for stores.
+    ``schema.registry.url`` of their own register and look up schemas (default:
+    ``$SLUICE_SCHEMA_REGISTRY_URL``, else ``http://127.0.0.1:8081``). The topology binds each
+    such serde to its topic: the subjects are ``<topic>-key|value``, ``<application
+    id>-<store>-changelog-key|value`` for stores.
     """
 
     def __init__(
