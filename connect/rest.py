@@ -35,15 +35,10 @@ on). :func:`serve` runs the API with uvicorn in a thread, over HTTPS when asked
 from __future__ import annotations
 
 import logging
-import socket
 import ssl
-import threading
-import time
 from collections.abc import Awaitable, Callable
-from types import TracebackType
 from typing import Annotated, Any
 
-import uvicorn
 from fastapi import Body, FastAPI, Query, Request, Response
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
@@ -51,6 +46,8 @@ from starlette.exceptions import HTTPException
 
 from sluice.connect.rest_security import RestSecurity
 from sluice.connect.runtime.herder import BadRequestError, Herder, HerderError
+from sluice.http_server import HttpServer, bind
+from sluice.http_server import serve as serve_app
 
 __all__ = ["RestServer", "create_app", "serve"]
 
@@ -279,42 +276,8 @@ def create_app(herder: Herder, security: RestSecurity | None = None) -> FastAPI:
     return app
 
 
-class RestServer:
-    """A running REST API (see :func:`serve`); stop it with :meth:`stop` or ``with``."""
-
-    def __init__(
-        self, server: uvicorn.Server, thread: threading.Thread, address: Any, scheme: str = "http"
-    ) -> None:
-        self.server = server
-        self.thread = thread
-        self.host: str = address[0]
-        self.port: int = address[1]
-        self.scheme = scheme
-
-    @property
-    def url(self) -> str:
-        """``http://host:port`` (``https://`` with TLS)."""
-        host = f"[{self.host}]" if ":" in self.host else self.host
-        return f"{self.scheme}://{host}:{self.port}"
-
-    def stop(self, timeout_s: float = 10.0) -> None:
-        """Finish the requests under way, close the socket and wait for the thread."""
-        self.server.should_exit = True
-        self.thread.join(timeout_s)
-        if self.thread.is_alive():
-            self.server.force_exit = True
-            self.thread.join(timeout_s)
-
-    def __enter__(self) -> RestServer:
-        return self
-
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        trace: TracebackType | None,
-    ) -> None:
-        self.stop()
+RestServer = HttpServer
+"""A running REST API (see :func:`serve`); stop it with :meth:`~HttpServer.stop` or ``with``."""
 
 
 def serve(
@@ -331,38 +294,17 @@ def serve(
     The socket is bound before this returns (an address in use raises ``OSError`` here), and
     the server accepts requests once it returns.
     """
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind((host, port))
-    except OSError:
-        sock.close()
-        raise
+    sock = bind(host, port)
     tls = security.tls if security is not None else None
-    config = uvicorn.Config(
+    return serve_app(
         create_app(herder, security),
-        log_config=None,
-        log_level="warning",
-        lifespan="off",
-        access_log=False,
+        sock,
+        what="Connect REST API",
+        thread_name="connect-rest",
+        timeout_s=timeout_s,
+        scheme="http" if tls is None else "https",
         ssl_certfile=None if tls is None else str(tls.keystore),
         ssl_keyfile_password=None if tls is None else tls.key_password,
         ssl_ca_certs=None if tls is None or tls.truststore is None else str(tls.truststore),
         ssl_cert_reqs=ssl.CERT_NONE if tls is None else tls.client_auth,
     )
-    server = uvicorn.Server(config)
-    thread = threading.Thread(
-        target=server.run, kwargs={"sockets": [sock]}, name="connect-rest", daemon=True
-    )
-    thread.start()
-    running = RestServer(server, thread, sock.getsockname(), "http" if tls is None else "https")
-    deadline = time.monotonic() + timeout_s
-    while not server.started and thread.is_alive() and time.monotonic() < deadline:
-        time.sleep(0.01)
-    if not server.started:
-        running.stop()
-        sock.close()
-        raise OSError(f"the REST API did not start on {running.url}")
-    log.info("Connect REST API listening on %s", running.url)
-    return running

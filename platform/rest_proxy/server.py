@@ -9,15 +9,13 @@ producer still holds.
 from __future__ import annotations
 
 import logging
-import socket
 import threading
-import time
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any
 
-import uvicorn
-
+from sluice.http_server import HttpServer, bind
+from sluice.http_server import serve as serve_app
 from sluice.rest_proxy.app import create_app
 from sluice.rest_proxy.consumers import DEFAULT_INSTANCE_TIMEOUT_MS, ConsumerInstances
 from sluice.rest_proxy.pool import ClientPool
@@ -43,18 +41,9 @@ class ProxyConfig:
 class RestProxy:
     """A running proxy (see :func:`serve`); stop it with :meth:`stop` or ``with``."""
 
-    def __init__(
-        self,
-        server: uvicorn.Server,
-        thread: threading.Thread,
-        address: Any,
-        pool: ClientPool,
-        instances: ConsumerInstances,
-    ) -> None:
-        self.server = server
-        self.thread = thread
-        self.host: str = address[0]
-        self.port: int = address[1]
+    def __init__(self, http: HttpServer, pool: ClientPool, instances: ConsumerInstances) -> None:
+        self.http = http
+        self.host, self.port = http.host, http.port
         self.pool = pool
         self.instances = instances
         self._stopped = threading.Event()
@@ -64,8 +53,7 @@ class RestProxy:
     @property
     def url(self) -> str:
         """``http://host:port``."""
-        host = f"[{self.host}]" if ":" in self.host else self.host
-        return f"http://{host}:{self.port}"
+        return self.http.url
 
     def _reap(self) -> None:
         while not self._stopped.wait(1.0):
@@ -75,11 +63,7 @@ class RestProxy:
     def stop(self, timeout_s: float = 10.0) -> None:
         """Finish the requests under way, close consumers and the producer."""
         self._stopped.set()
-        self.server.should_exit = True
-        self.thread.join(timeout_s)
-        if self.thread.is_alive():
-            self.server.force_exit = True
-            self.thread.join(timeout_s)
+        self.http.stop(timeout_s)
         self._reaper.join(timeout_s)
         self.instances.close_all()
         self.pool.close(timeout_s)
@@ -100,38 +84,21 @@ def serve(
     config: ProxyConfig, host: str = "127.0.0.1", port: int = 8082, *, timeout_s: float = 10.0
 ) -> RestProxy:
     """Serve the proxy for ``config`` on ``host:port`` (0: a free port) in a thread."""
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind((host, port))
-    except OSError:
-        sock.close()
-        raise
+    sock = bind(host, port)
     pool = ClientPool(config.bootstrap, config.client_config, config.request_timeout_s)
     serdes = SchemaSerdes(config.schema_registry_url)
     instances = ConsumerInstances(pool, serdes, config.consumer_instance_timeout_ms)
-    server = uvicorn.Server(
-        uvicorn.Config(
+    try:
+        http = serve_app(
             create_app(pool, serdes, instances),
-            log_config=None,
-            log_level="warning",
-            lifespan="off",
+            sock,
+            what="the REST proxy",
+            thread_name="rest-proxy",
+            timeout_s=timeout_s,
             loop="uvloop",
-            access_log=False,
         )
-    )
-    thread = threading.Thread(
-        target=server.run, kwargs={"sockets": [sock]}, name="rest-proxy", daemon=True
-    )
-    thread.start()
-    running = RestProxy(server, thread, sock.getsockname(), pool, instances)
-    deadline = time.monotonic() + timeout_s
-    while not server.started and thread.is_alive() and time.monotonic() < deadline:
-        time.sleep(0.01)
-    if not server.started:
-        running.stop()
-        sock.close()
-        raise OSError(f"the REST proxy did not start on {running.url}")
-    log.info("REST proxy listening on %s", running.url)
-    return running
+    except OSError:
+        instances.close_all()
+        pool.close(timeout_s)
+        raise
+    return RestProxy(http, pool, instances)

@@ -12,7 +12,7 @@ Its parts, one concept each:
 - :mod:`~sluice.schema_registry.registry`: the operations and Confluent's rules;
 - :mod:`~sluice.schema_registry.election`: which instance writes (a consumer group);
 - :mod:`~sluice.schema_registry.forwarding`: a follower's writes sent to the leader;
-- :mod:`~sluice.schema_registry.api`: the REST routes; :mod:`~sluice.schema_registry.server`
+- :mod:`~sluice.schema_registry.api`: the REST routes; :mod:`sluice.http_server`
   runs them with uvicorn;
 - :mod:`~sluice.schema_registry.service`: one instance assembled, started and stopped.
 

@@ -3,7 +3,7 @@
 The order is Confluent's: read the ``_schemas`` topic to its end
 (:class:`~sluice.schema_registry.kafka_store.KafkaLog`), join the election group
 (:class:`~sluice.schema_registry.election.Election`), then listen
-(:mod:`~sluice.schema_registry.server`); stopping goes the other way, so that leaving the group
+(:mod:`sluice.http_server`); stopping goes the other way, so that leaving the group
 hands the leadership over at once.
 """
 
@@ -15,11 +15,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from sluice.http_server import HttpServer, bind, serve, url_of
 from sluice.schema_registry.api import create_app
 from sluice.schema_registry.election import DEFAULT_GROUP, Election
 from sluice.schema_registry.kafka_store import DEFAULT_TOPIC, KafkaLog
 from sluice.schema_registry.registry import SchemaRegistry
-from sluice.schema_registry.server import HttpServer, bind, serve, url_of
 
 __all__ = ["RegistrySettings", "RunningRegistry", "start"]
 
@@ -103,7 +103,12 @@ def start(settings: RegistrySettings) -> RunningRegistry:
         if election.wait_for_leader(settings.timeout_s) is None:
             log.warning("no leader elected in group %s within %g s; writes wait for one",
                         settings.group_id, settings.timeout_s)  # fmt: skip
-        server = serve(create_app(SchemaRegistry(kafka_log), election), sock)
+        server = serve(
+            create_app(SchemaRegistry(kafka_log), election),
+            sock,
+            what="the schema registry's API",
+            thread_name="schema-registry-http",
+        )
     except BaseException:
         sock.close()
         election.close()
