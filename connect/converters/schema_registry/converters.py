@@ -76,6 +76,7 @@ _COMMON_KEYS = frozenset(
         "normalize.schemas",
         "key.subject.name.strategy",
         "value.subject.name.strategy",
+        "schemas.cache.config",
     ]
 )
 
@@ -106,6 +107,7 @@ class SchemaRegistryConverter(Converter):
                 f"not supported by Sluice's {type(self).__name__} (supported: {supported})",
                 key=unknown[0],
             )
+        self._cache_size = _int_setting(config, "schemas.cache.config", 1000)
         url = str(config.get("schema.registry.url") or "").strip()
         if not url:
             raise ConfigError("is required", key="schema.registry.url")
@@ -189,6 +191,13 @@ class SchemaRegistryConverter(Converter):
             "TopicRecordNameStrategy": registry.topic_record_subject_name_strategy,
         }[self._strategy]
 
+    def _remember(self, cache: dict[Any, Any], key: Any, value: Any) -> None:
+        """Keep ``value`` in ``cache``; a full cache (``schemas.cache.config`` entries) is
+        emptied first, so that a converter fed ever-new schemas stays bounded."""
+        if len(cache) >= self._cache_size:
+            cache.clear()
+        cache[key] = value
+
     def _context(self, topic: str) -> SerializationContext:
         found = self._contexts.get(topic)
         if found is None:
@@ -207,9 +216,7 @@ class SchemaRegistryConverter(Converter):
         if cached is not None and cached[0] is schema:
             return cached[1]
         serializer = make()
-        if len(self._by_schema) >= 1000:
-            self._by_schema.clear()
-        self._by_schema[id(schema)] = (schema, serializer)
+        self._remember(self._by_schema, id(schema), (schema, serializer))
         return serializer
 
     def _with_registered_version(
@@ -248,15 +255,10 @@ class SchemaRegistryConverter(Converter):
 class AvroConverter(SchemaRegistryConverter):
     """Confluent's ``io.confluent.connect.avro.AvroConverter`` (see the module docstring)."""
 
-    KEYS = _COMMON_KEYS | {
-        "connect.meta.data",
-        "enhanced.avro.schema.support",
-        "schemas.cache.config",
-    }
+    KEYS = _COMMON_KEYS | {"connect.meta.data", "enhanced.avro.schema.support"}
 
     def configure(self, config: Mapping[str, Any], is_key: bool) -> None:
         super().configure(config, is_key)
-        self._cache_size = _int_setting(config, "schemas.cache.config", 1000)
         self.avro_data = AvroData(
             connect_meta_data=boolean_setting(config, "connect.meta.data", True),
             enhanced_schema_support=boolean_setting(config, "enhanced.avro.schema.support", False),
@@ -296,9 +298,7 @@ class AvroConverter(SchemaRegistryConverter):
 
             config = {**self._serializer_config, "subject.name.strategy": self._strategy_function()}
             found = AvroSerializer(self.client, text, conf=config)
-            if len(self._serializers) >= self._cache_size:
-                self._serializers.clear()
-            self._serializers[text] = found
+            self._remember(self._serializers, text, found)
         return found
 
     def to_connect(self, topic: str, data: bytes | None) -> tuple[Schema | None, Any]:
@@ -342,9 +342,7 @@ class AvroConverter(SchemaRegistryConverter):
             if self._deserializer is None:
                 self._deserializer = AvroDeserializer(self.client)
             found = (schema, self._deserializer)
-            if len(self._readers) >= self._cache_size:
-                self._readers.clear()
-            self._readers[(topic, schema_id)] = found
+            self._remember(self._readers, (topic, schema_id), found)
         return found
 
 
@@ -358,11 +356,10 @@ class JsonSchemaConverter(SchemaRegistryConverter):
     schema when written and read) and ``schemas.cache.config`` (default 1000).
     """
 
-    KEYS = _COMMON_KEYS | {"decimal.format", "json.fail.invalid.schema", "schemas.cache.config"}
+    KEYS = _COMMON_KEYS | {"decimal.format", "json.fail.invalid.schema"}
 
     def configure(self, config: Mapping[str, Any], is_key: bool) -> None:
         super().configure(config, is_key)
-        self._cache_size = _int_setting(config, "schemas.cache.config", 1000)
         fmt = str(config.get("decimal.format", "BASE64")).strip().upper()
         if fmt not in ("BASE64", "NUMERIC"):
             raise ConfigError(f"must be BASE64 or NUMERIC, not {fmt!r}", key="decimal.format")
@@ -407,9 +404,7 @@ class JsonSchemaConverter(SchemaRegistryConverter):
                 "validate": self._validate,
             }
             found = JSONSerializer(text, self.client, conf=config, json_encode=dumps_exact)
-            if len(self._serializers) >= self._cache_size:
-                self._serializers.clear()
-            self._serializers[text] = found
+            self._remember(self._serializers, text, found)
         return found
 
     def to_connect(self, topic: str, data: bytes | None) -> tuple[Schema | None, Any]:
@@ -457,9 +452,7 @@ class JsonSchemaConverter(SchemaRegistryConverter):
             found = self._with_registered_version(
                 topic, found, registered, title if isinstance(title, str) else None
             )
-            if len(self._readers) >= self._cache_size:
-                self._readers.clear()
-            self._readers[(topic, schema_id)] = found
+            self._remember(self._readers, (topic, schema_id), found)
         return found
 
 
@@ -475,11 +468,10 @@ class ProtobufConverter(SchemaRegistryConverter):
     mapping). The record's Connect schema must be a struct. Its own setting:
     ``schemas.cache.config`` (default 1000)."""
 
-    KEYS = _COMMON_KEYS | {"schemas.cache.config"}
+    KEYS = _COMMON_KEYS
 
     def configure(self, config: Mapping[str, Any], is_key: bool) -> None:
         super().configure(config, is_key)
-        self._cache_size = _int_setting(config, "schemas.cache.config", 1000)
         self.protobuf_data = ProtobufData(cache_size=self._cache_size)
         self._readers: dict[tuple[str, int, tuple[int, ...]], tuple[Schema, Any]] = {}
 
@@ -566,7 +558,5 @@ class ProtobufConverter(SchemaRegistryConverter):
             schema = self.protobuf_data.to_connect_schema(descriptor)
             schema = self._with_registered_version(topic, schema, registered, full)
             found = (schema, message_factory.GetMessageClass(descriptor))
-            if len(self._readers) >= self._cache_size:
-                self._readers.clear()
-            self._readers[(topic, schema_id, indexes)] = found
+            self._remember(self._readers, (topic, schema_id, indexes), found)
         return found
