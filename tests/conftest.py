@@ -15,6 +15,7 @@ import uuid
 from collections import Counter
 from collections.abc import Callable, Generator, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -278,3 +279,36 @@ def _long_rank(item: pytest.Item) -> int:
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     per_file = Counter(item.nodeid.split("::", 1)[0] for item in items)
     items.sort(key=lambda item: (_long_rank(item), -per_file[item.nodeid.split("::", 1)[0]]))
+
+
+# -- a schema registry (for the tests of what uses one; tests/schema_registry has its own too) --
+
+
+@pytest.fixture
+def schema_registry(shared_broker: BrokerProcess, tmp_path: Path) -> Iterator[Any]:
+    """A ``sluice schema-registry start`` process on the session's broker (a
+    ``tests.schema_registry.conftest.RegistryProcess``), stopped by PID at teardown."""
+    from tests.schema_registry.conftest import RegistryFactory
+
+    factory = RegistryFactory(shared_broker.bootstrap, tmp_path)
+    try:
+        yield factory()
+    finally:
+        for proc in factory.started:
+            proc.stop()
+
+
+@pytest.fixture
+def sr_client() -> Iterator[Callable[[str], Any]]:
+    """``sr_client(url)``: confluent-kafka's ``SchemaRegistryClient``, closed at teardown."""
+    from confluent_kafka.schema_registry import SchemaRegistryClient
+
+    made: list[SchemaRegistryClient] = []
+
+    def make(url: str) -> SchemaRegistryClient:
+        made.append(SchemaRegistryClient({"url": url}))
+        return made[-1]
+
+    yield make
+    for client in made:
+        client.close()

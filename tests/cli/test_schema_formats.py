@@ -18,8 +18,8 @@ from confluent_kafka.schema_registry.json_schema import JSONDeserializer
 from confluent_kafka.serialization import MessageField, SerializationContext
 
 from sluice.schemas.serdes import message_class
-from tests.conftest import CLIENT_TIMEOUT, BrokerProcess, free_port
-from tests.schema_registry.conftest import RegistryFactory, RegistryProcess
+from tests.conftest import CLIENT_TIMEOUT, free_port
+from tests.schema_registry.conftest import RegistryProcess
 
 if TYPE_CHECKING:
     from tests.cli.conftest import Sluice
@@ -50,15 +50,6 @@ message Order {
   repeated string tags = 3;
 }
 """
-
-
-@pytest.fixture
-def schema_registry(shared_broker: BrokerProcess, tmp_path: Path) -> Iterator[RegistryProcess]:
-    """A ``sluice schema-registry`` process (the registry tests' factory), stopped at teardown."""
-    factory = RegistryFactory(shared_broker.bootstrap, tmp_path)
-    yield factory()
-    for proc in factory.started:
-        proc.stop()
 
 
 @pytest.fixture

@@ -106,20 +106,6 @@ def registry_factory(shared_broker: BrokerProcess, tmp_path: Path) -> Iterator[R
 
 
 @pytest.fixture
-def sr_client() -> Iterator[ClientFactory]:
-    """``sr_client(url)``: confluent-kafka's registry client, closed at teardown."""
-    made: list[SchemaRegistryClient] = []
-
-    def make(url: str) -> SchemaRegistryClient:
-        made.append(SchemaRegistryClient({"url": url}))
-        return made[-1]
-
-    yield make
-    for client in made:
-        client.close()
-
-
-@pytest.fixture
 def registry(registry_factory: RegistryFactory) -> RegistryProcess:
     """One registry instance."""
     return registry_factory()

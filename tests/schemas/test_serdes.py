@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -28,7 +27,7 @@ from sluice.schemas.serdes import (
 )
 from sluice.serde import Serde, SerdeError
 from tests.conftest import CLIENT_TIMEOUT, BrokerProcess, create_topic, free_port
-from tests.schema_registry.conftest import RegistryFactory, RegistryProcess
+from tests.schema_registry.conftest import RegistryProcess
 
 ORDER = json.dumps(
     {
@@ -96,29 +95,6 @@ def _make(kind: str, url: str, **options: Any) -> Serde:
     return ProtobufSerde(ORDER_PROTO, config)
 
 
-@pytest.fixture
-def schema_registry(shared_broker: BrokerProcess, tmp_path: Path) -> Iterator[RegistryProcess]:
-    """A ``sluice schema-registry`` process (the registry tests' factory), stopped at teardown."""
-    factory = RegistryFactory(shared_broker.bootstrap, tmp_path)
-    yield factory()
-    for proc in factory.started:
-        proc.stop()
-
-
-@pytest.fixture
-def clients() -> Iterator[Callable[[str], SchemaRegistryClient]]:
-    """``clients(url)``: confluent-kafka's registry client, closed at teardown."""
-    made: list[SchemaRegistryClient] = []
-
-    def make(url: str) -> SchemaRegistryClient:
-        made.append(SchemaRegistryClient({"url": url}))
-        return made[-1]
-
-    yield make
-    for client in made:
-        client.close()
-
-
 def _through_broker(bootstrap: str, topic: str, data: bytes) -> bytes:
     producer = Producer({"bootstrap.servers": bootstrap})
     producer.produce(topic, data)
@@ -145,7 +121,7 @@ def _through_broker(bootstrap: str, topic: str, data: bytes) -> bytes:
 def test_each_format_round_trips_and_confluent_reads_it(
     shared_broker: BrokerProcess,
     schema_registry: RegistryProcess,
-    clients: Callable[[str], SchemaRegistryClient],
+    sr_client: Callable[[str], SchemaRegistryClient],
     kind: str,
 ) -> None:
     topic = create_topic(shared_broker.bootstrap)
@@ -153,7 +129,7 @@ def test_each_format_round_trips_and_confluent_reads_it(
     data = _through_broker(shared_broker.bootstrap, topic, serde.serialize(VALUES[kind]))
     assert serde.deserialize(data) == VALUES[kind]
 
-    client = clients(schema_registry.url)
+    client = sr_client(schema_registry.url)
     registered = client.get_latest_version(f"{topic}-value")
     assert registered.schema.schema_type == SCHEMA_TYPES[kind]
     assert data[0] == 0 and int.from_bytes(data[1:5], "big") == registered.schema_id
@@ -171,15 +147,15 @@ def test_each_format_round_trips_and_confluent_reads_it(
 def test_keys_register_under_the_key_subject(
     shared_broker: BrokerProcess,
     schema_registry: RegistryProcess,
-    clients: Callable[[str], SchemaRegistryClient],
+    sr_client: Callable[[str], SchemaRegistryClient],
 ) -> None:
     serde = for_topic(_make("avro", schema_registry.url), "orders", is_key=True)
     serde.serialize(VALUES["avro"])
-    assert clients(schema_registry.url).get_subjects() == ["orders-key"]
+    assert sr_client(schema_registry.url).get_subjects() == ["orders-key"]
 
 
 def test_record_name_strategies(
-    schema_registry: RegistryProcess, clients: Callable[[str], SchemaRegistryClient]
+    schema_registry: RegistryProcess, sr_client: Callable[[str], SchemaRegistryClient]
 ) -> None:
     record = _make("avro", schema_registry.url, **{"subject.name.strategy": "RecordNameStrategy"})
     record.serialize(VALUES["avro"])  # RecordNameStrategy needs no topic: unbound works
@@ -194,7 +170,7 @@ def test_record_name_strategies(
         is_key=False,
     )  # fmt: skip
     topic_record.serialize(VALUES["avro"])
-    subjects = sorted(clients(schema_registry.url).get_subjects())
+    subjects = sorted(sr_client(schema_registry.url).get_subjects())
     assert subjects == ["orders-shop.Order", "shop.Order"], subjects
 
 
@@ -211,9 +187,9 @@ def test_without_auto_register_an_unknown_subject_is_a_registry_error(
 
 
 def test_use_latest_version_writes_with_the_subjects_latest_schema(
-    schema_registry: RegistryProcess, clients: Callable[[str], SchemaRegistryClient]
+    schema_registry: RegistryProcess, sr_client: Callable[[str], SchemaRegistryClient]
 ) -> None:
-    client = clients(schema_registry.url)
+    client = sr_client(schema_registry.url)
     client.register_schema("orders-value", Schema(ORDER, "AVRO"))
     latest = client.register_schema("orders-value", Schema(ORDER_V2, "AVRO"))
     options = {
@@ -231,9 +207,9 @@ def test_use_latest_version_writes_with_the_subjects_latest_schema(
 
 
 def test_normalize_schemas_finds_an_equivalent_schema(
-    schema_registry: RegistryProcess, clients: Callable[[str], SchemaRegistryClient]
+    schema_registry: RegistryProcess, sr_client: Callable[[str], SchemaRegistryClient]
 ) -> None:
-    client = clients(schema_registry.url)
+    client = sr_client(schema_registry.url)
     registered = '{"properties": {"a": {"type": "integer"}}, "type": "object"}'  # normal form
     reordered = '{"type": "object", "properties": {"a": {"type": "integer"}}}'
     schema_id = client.register_schema(

@@ -12,7 +12,7 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +29,7 @@ from sluice.serde import JSON, SerdeError
 from sluice.streams.errors import StreamsError
 from sluice.streams.operators.serdes import windowed_binary
 from tests.conftest import CLIENT_TIMEOUT, BrokerProcess, create_topic
-from tests.schema_registry.conftest import RegistryFactory, RegistryProcess
+from tests.schema_registry.conftest import RegistryProcess
 
 ORDER = json.dumps(
     {
@@ -79,29 +79,6 @@ message EnrichedOrder {
 }
 """
 TIMEOUT = 60.0
-
-
-@pytest.fixture
-def schema_registry(shared_broker: BrokerProcess, tmp_path: Path) -> Iterator[RegistryProcess]:
-    """A ``sluice schema-registry`` process (the registry tests' factory), stopped at teardown."""
-    factory = RegistryFactory(shared_broker.bootstrap, tmp_path)
-    yield factory()
-    for proc in factory.started:
-        proc.stop()
-
-
-@pytest.fixture
-def clients() -> Iterator[Callable[[str], SchemaRegistryClient]]:
-    """``clients(url)``: confluent-kafka's registry client, closed at teardown."""
-    made: list[SchemaRegistryClient] = []
-
-    def make(url: str) -> SchemaRegistryClient:
-        made.append(SchemaRegistryClient({"url": url}))
-        return made[-1]
-
-    yield make
-    for client in made:
-        client.close()
 
 
 def _app_id() -> str:
@@ -164,12 +141,12 @@ def _protoc_class(tmp_path: Path) -> Any:
 def test_join_two_avro_topics_into_a_protobuf_topic(
     shared_broker: BrokerProcess,
     schema_registry: RegistryProcess,
-    clients: Callable[[str], SchemaRegistryClient],
+    sr_client: Callable[[str], SchemaRegistryClient],
     tmp_path: Path,
 ) -> None:
     bootstrap = shared_broker.bootstrap
     orders, customers, enriched = (create_topic(bootstrap) for _ in range(3))
-    client = clients(schema_registry.url)
+    client = sr_client(schema_registry.url)
     _produce_avro(
         bootstrap,
         client,
@@ -237,12 +214,12 @@ def _fresh(tmp_path: Path) -> Path:
 def test_keyed_aggregation_keeps_avro_state_with_a_registered_changelog(
     shared_broker: BrokerProcess,
     schema_registry: RegistryProcess,
-    clients: Callable[[str], SchemaRegistryClient],
+    sr_client: Callable[[str], SchemaRegistryClient],
     tmp_path: Path,
 ) -> None:
     bootstrap = shared_broker.bootstrap
     orders, totals = create_topic(bootstrap), create_topic(bootstrap)
-    client = clients(schema_registry.url)
+    client = sr_client(schema_registry.url)
     _produce_avro(
         bootstrap,
         client,
@@ -278,7 +255,7 @@ def test_keyed_aggregation_keeps_avro_state_with_a_registered_changelog(
     )
     app.start()
     try:
-        deserializer = AvroDeserializer(clients(schema_registry.url))
+        deserializer = AvroDeserializer(sr_client(schema_registry.url))
         context = SerializationContext(totals, MessageField.VALUE)
         got = _read(bootstrap, totals, lambda data: deserializer(data, context), 3)
         assert dict(got) == {"c1": {"count": 2, "sum": 4.0}, "c2": {"count": 1, "sum": 4.0}}, got
@@ -329,12 +306,12 @@ def test_an_unbound_serde_inside_a_windowed_key_says_what_to_do() -> None:
 def test_an_outer_join_of_two_avro_streams_buffers_avro_under_its_changelog_subjects(
     shared_broker: BrokerProcess,
     schema_registry: RegistryProcess,
-    clients: Callable[[str], SchemaRegistryClient],
+    sr_client: Callable[[str], SchemaRegistryClient],
     tmp_path: Path,
 ) -> None:
     bootstrap = shared_broker.bootstrap
     left, right, out = (create_topic(bootstrap) for _ in range(3))
-    client = clients(schema_registry.url)
+    client = sr_client(schema_registry.url)
     # whichever side is read first waits in the buffers for the other
     # (z has no partner: it stays in the outer buffer, which its changelog records at commit)
     _produce_avro(
