@@ -32,6 +32,7 @@ import base64
 import binascii
 import functools
 import json
+import re
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -142,9 +143,14 @@ def iso_timestamp(ms: int) -> str:
     return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
+_INT64_MAX = 2**63 - 1
+
+
 def _int(value: Any, name: str, *, minimum: int = 0) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise _bad(f"{name} must be an integer ≥ {minimum}")
+    """A 64-bit integer at least ``minimum`` (a larger one is a bad request; one the cluster
+    has no such partition or schema of is the caller's 404)."""
+    if isinstance(value, bool) or not isinstance(value, int) or not minimum <= value <= _INT64_MAX:
+        raise _bad(f"{name} must be an integer from {minimum} to {_INT64_MAX}")
     return value
 
 
@@ -307,6 +313,10 @@ def _text_values(data: bytes, ended: bool) -> tuple[list[Any], bytes, RestError 
         values.append(value)
 
 
+_LONG_NUMBER = re.compile(rb"\d{19}")
+"""A run of 19 digits: maybe an integer orjson cannot hold (beyond -2**63 … 2**64 - 1)."""
+
+
 def _values(data: bytes, ended: bool) -> tuple[list[Any], bytes, RestError | None]:
     """The values of ``data``: whole lines by orjson (the usual one record a line), the rest —
     several values on a line, a value over several lines, a line not yet ended — by
@@ -321,6 +331,8 @@ def _values(data: bytes, ended: bool) -> tuple[list[Any], bytes, RestError | Non
                 break
             newline = size
         line = data[position:newline]
+        if _LONG_NUMBER.search(line):
+            break  # orjson reads integers past 64 bits as floats: the exact parser reads them
         if line.strip():
             try:
                 values.append(orjson.loads(line))
