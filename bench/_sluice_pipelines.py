@@ -6,8 +6,8 @@
         --state-dir DIR --last-key KEY --keys N [--stores rocksdb|memory]
 
 Each pipeline emits one output record per input record it keeps, as the quixstreams and faust
-versions do (Sluice's ``count()`` forwards every update, as Kafka Streams does with its record
-cache off):
+versions do (the record cache is off, ``statestore_cache_max_bytes=0``: ``count()`` forwards
+every update, as Kafka Streams does with its record cache off):
 
 * ``filter``: ``filter(amount > 10).map_values(new dict).to(out)``;
 * ``count``: ``group_by_key().count().to_stream().to(out)``;
@@ -119,6 +119,7 @@ def main() -> None:
         stores=args.stores,
         state_dir=args.state_dir,
         commit_interval_ms=int(args.commit_interval * 1000),
+        statestore_cache_max_bytes=0,  # one output per input, as the other versions
     )
     if args.pipeline == "restore":
         app.stream(args.topic).group_by_key().count(name="counts")

@@ -11,11 +11,13 @@ from sluice.dsl.app import App
 from sluice.dsl.grouped import KGroupedStream, KGroupedTable, WindowedKStream
 from sluice.dsl.stream import KStream, Split
 from sluice.dsl.table import GlobalKTable, KTable
+from sluice.streams.operators.suppress import BufferConfig
 from sluice.streams.record import Windowed
 from sluice.streams.windows import JoinWindows, SessionWindows, SlidingWindows, TimeWindows
 
 __all__ = [
     "App",
+    "BufferConfig",
     "GlobalKTable",
     "JoinWindows",
     "KGroupedStream",

@@ -27,7 +27,7 @@ from sluice.dsl.stream import KStream
 from sluice.dsl.table import GlobalKTable, KTable
 from sluice.errors import ConfigError
 from sluice.metrics import ENV_LISTEN, parse_listen
-from sluice.serde import JSON, STRING, Serde
+from sluice.serde import JSON, STRING, SerdeSpec, serde_from
 from sluice.streams.config import (
     ENV_CONFIG,
     ProcessingGuarantee,
@@ -42,6 +42,8 @@ from sluice.streams.state.base import StoreSpec
 from sluice.streams.topology import TimestampExtractor, Topology
 
 if TYPE_CHECKING:
+    from sluice.serde import Serde
+    from sluice.streams.runtime.instances import KeyQueryMetadata, StreamsMetadata
     from sluice.streams.runtime.streams import KafkaStreams
 
 __all__ = ["ENV_INSTANCE", "App"]
@@ -57,7 +59,7 @@ class App:
     (``processing_guarantee``, ``num_standby_replicas``, ``state_dir``, ``commit_interval_ms``,
     the error handlers, ``dead_letter_topic``…), under their Python names or Kafka's dotted ones
     (``**{"processing.exception.handler": "log_and_continue"}``); ``stores`` picks the backend
-    of key-value stores (``"rocksdb"``, Kafka's default, or ``"memory"``).
+    of key-value, window and session stores (``"rocksdb"``, Kafka's default, or ``"memory"``).
 
     Bad records (see :mod:`sluice.streams.errors`): ``deserialization_exception_handler``,
     ``processing_exception_handler`` and ``production_exception_handler`` are
@@ -157,8 +159,8 @@ class App:
         self,
         topics: str | Iterable[str],
         *,
-        key_serde: Serde = STRING,
-        value_serde: Serde = JSON,
+        key_serde: SerdeSpec = STRING,
+        value_serde: SerdeSpec = JSON,
         timestamp_extractor: TimestampExtractor | None = None,
         name: str | None = None,
     ) -> KStream:
@@ -167,6 +169,7 @@ class App:
             check_function(
                 "App.stream", "timestamp_extractor(record, partition_time)", timestamp_extractor
             )
+        key_serde, value_serde = serde_from(key_serde), serde_from(value_serde)
         topic_list = [topics] if isinstance(topics, str) else list(topics)
         node = self._builder.name("KSTREAM-SOURCE", name)
         self.topology.add_source(
@@ -182,17 +185,21 @@ class App:
         self,
         topic: str,
         *,
-        key_serde: Serde = STRING,
-        value_serde: Serde = JSON,
+        key_serde: SerdeSpec = STRING,
+        value_serde: SerdeSpec = JSON,
         timestamp_extractor: TimestampExtractor | None = None,
         name: str | None = None,
+        caching: bool = True,
     ) -> KTable:
         """A table of ``topic``: the latest value per key. The store is named ``name`` (or
-        generated) and restored from ``topic`` itself (no changelog of its own)."""
+        generated) and restored from ``topic`` itself (no changelog of its own). Its updates
+        go downstream through a record cache unless ``caching=False`` (Kafka's
+        ``Materialized.withCachingDisabled()``; :mod:`sluice.streams.state.cache`)."""
         if timestamp_extractor is not None:
             check_function(
                 "App.table", "timestamp_extractor(record, partition_time)", timestamp_extractor
             )
+        key_serde, value_serde = serde_from(key_serde), serde_from(value_serde)
         builder = self._builder
         source = builder.name("KTABLE-SOURCE")
         self.topology.add_source(
@@ -211,7 +218,10 @@ class App:
         )
         self.topology.use_source_as_changelog(store, topic)
         node = builder.add(
-            "KTABLE-SOURCE-PROCESSOR", lambda: TableSource(store), source, stores=(store,)
+            "KTABLE-SOURCE-PROCESSOR",
+            lambda: TableSource(store, caching=caching),
+            source,
+            stores=(store,),
         )
         return KTable(builder, node, key_serde, value_serde, store=store, topics=frozenset([topic]))
 
@@ -219,8 +229,8 @@ class App:
         self,
         topic: str,
         *,
-        key_serde: Serde = STRING,
-        value_serde: Serde = JSON,
+        key_serde: SerdeSpec = STRING,
+        value_serde: SerdeSpec = JSON,
         name: str | None = None,
     ) -> GlobalKTable:
         """A table of every partition of ``topic`` on every instance."""
@@ -229,8 +239,8 @@ class App:
         backend = builder._backend()
         from sluice.streams.state.keyvalue import KeyValueStore
 
-        key_serde = self.topology.bind(key_serde, topic, is_key=True)
-        value_serde = self.topology.bind(value_serde, topic, is_key=False)
+        key_serde = self.topology.bind(serde_from(key_serde), topic, is_key=True)
+        value_serde = self.topology.bind(serde_from(value_serde), topic, is_key=False)
 
         spec = StoreSpec(
             store,
@@ -241,10 +251,10 @@ class App:
         return GlobalKTable(store, key_serde, value_serde)
 
     def state_store(
-        self, name: str, *, key_serde: Serde = STRING, value_serde: Serde = JSON
+        self, name: str, *, key_serde: SerdeSpec = STRING, value_serde: SerdeSpec = JSON
     ) -> str:
         """A key-value store for Processor API processors: ``process(..., stores=[name])``."""
-        return self._builder.kv_store(name, key_serde, value_serde)
+        return self._builder.kv_store(name, serde_from(key_serde), serde_from(value_serde))
 
     # -- running ----------------------------------------------------------------------------
     def test_driver(self, **options: Any) -> TestDriver:
@@ -255,6 +265,7 @@ class App:
             "processing_exception_handler",
             "production_exception_handler",
             "dead_letter_topic",
+            "statestore_cache_max_bytes",
         ):
             options.setdefault(setting, getattr(self.config, setting))
         return TestDriver(self.topology, **options)
@@ -280,13 +291,30 @@ class App:
         if self._runtime is not None:
             self._runtime.close()
 
-    def store(self, name: str) -> Any:
-        """Query a store of this running instance: ``get``, ``range``, ``fetch``…"""
+    def _running(self) -> KafkaStreams:
         if self._runtime is None:
-            from sluice.streams.errors import StreamsError
-
             raise StreamsError("the app is not running: call start() or run() first")
-        return self._runtime.store(name)
+        return self._runtime
+
+    def store(self, name: str, *, stale: bool = False, max_lag: int | None = None) -> Any:
+        """Query a store of this running instance: ``get``, ``range``, ``fetch``…; ``stale``
+        reads its standby replicas too (those at most ``max_lag`` records behind, if given)."""
+        return self._running().store(name, stale=stale, max_lag=max_lag)
+
+    def query_metadata_for_key(
+        self, store: str, key: Any, key_serde: Serde | None = None
+    ) -> KeyQueryMetadata | None:
+        """Which instance (its ``application_server``) holds ``key`` of ``store``, and which
+        keep standbys of it (Kafka's ``queryMetadataForKey``)."""
+        return self._running().query_metadata_for_key(store, key, key_serde)
+
+    def all_metadata_for_store(self, store: str) -> list[StreamsMetadata]:
+        """The instances that host ``store``, actively or as a standby."""
+        return self._running().all_metadata_for_store(store)
+
+    def all_metadata(self) -> list[StreamsMetadata]:
+        """Every instance of the application that set ``application_server``."""
+        return self._running().all_metadata()
 
 
 def _deployed_settings() -> dict[str, Any]:

@@ -14,8 +14,8 @@ from sluice.serde import Serde
 from sluice.streams.processor import Processor
 from sluice.streams.state.base import StateStore, StoreSpec
 from sluice.streams.state.keyvalue import KeyValueBackend, KeyValueStore, MemoryBackend
-from sluice.streams.state.session import SessionStore
-from sluice.streams.state.window import WindowStore
+from sluice.streams.state.session import MemorySessionBackend, SessionBackend, SessionStore
+from sluice.streams.state.window import MemoryWindowBackend, WindowBackend, WindowStore
 from sluice.streams.topology import Topology
 
 __all__ = ["Builder", "StoreKind"]
@@ -99,11 +99,21 @@ class Builder:
         *,
         duplicates: bool = False,
     ) -> str:
-        """Register a window store (in memory, changelogged)."""
+        """Register a window store (RocksDB segments or in memory, as the app says)."""
         key_serde, value_serde = self.store_serdes(name, key_serde, value_serde)
+        persistent = self.store_kind == "rocksdb"
 
         def factory() -> StateStore:
-            return WindowStore(key_serde, value_serde, retention_ms, retain_duplicates=duplicates)
+            backend: WindowBackend = MemoryWindowBackend(duplicates)
+            if persistent:
+                from sluice.streams.state.rocksdb_window import RocksDBWindowBackend
+
+                backend = RocksDBWindowBackend(
+                    key_serde, value_serde, retention_ms, retain_duplicates=duplicates
+                )
+            return WindowStore(
+                key_serde, value_serde, retention_ms, retain_duplicates=duplicates, backend=backend
+            )
 
         config = {
             "cleanup.policy": "compact,delete",
@@ -115,11 +125,17 @@ class Builder:
     def session_store(
         self, name: str, key_serde: Serde, value_serde: Serde, retention_ms: int
     ) -> str:
-        """Register a session store (in memory, changelogged)."""
+        """Register a session store (RocksDB segments or in memory, as the app says)."""
         key_serde, value_serde = self.store_serdes(name, key_serde, value_serde)
+        persistent = self.store_kind == "rocksdb"
 
         def factory() -> StateStore:
-            return SessionStore(key_serde, value_serde, retention_ms)
+            backend: SessionBackend = MemorySessionBackend()
+            if persistent:
+                from sluice.streams.state.rocksdb_session import RocksDBSessionBackend
+
+                backend = RocksDBSessionBackend(key_serde, value_serde, retention_ms)
+            return SessionStore(key_serde, value_serde, retention_ms, backend=backend)
 
         config = {
             "cleanup.policy": "compact,delete",

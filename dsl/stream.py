@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from sluice.dsl.builder import Builder
 from sluice.dsl.signatures import check_function
-from sluice.serde import JSON, STRING, Serde
+from sluice.serde import JSON, STRING, SerdeSpec, serde_from
 from sluice.streams.errors import TopologyError
 from sluice.streams.operators import stateless as ops
 from sluice.streams.operators.aggregate import ToTable
@@ -47,16 +47,16 @@ class KStream:
         self,
         builder: Builder,
         node: str,
-        key_serde: Serde,
-        value_serde: Serde,
+        key_serde: SerdeSpec,
+        value_serde: SerdeSpec,
         *,
         topics: frozenset[str],
         repartition_required: bool = False,
     ) -> None:
         self._builder = builder
         self._node = node
-        self.key_serde = key_serde
-        self.value_serde = value_serde
+        self.key_serde = serde_from(key_serde)
+        self.value_serde = serde_from(value_serde)
         self._topics = topics  # the topics this stream's partitioning comes from
         self._repartition_required = repartition_required
 
@@ -65,8 +65,8 @@ class KStream:
         node: str,
         *,
         key_changed: bool = False,
-        key_serde: Serde | None = None,
-        value_serde: Serde | None = None,
+        key_serde: SerdeSpec | None = None,
+        value_serde: SerdeSpec | None = None,
     ) -> KStream:
         return KStream(
             self._builder,
@@ -96,8 +96,8 @@ class KStream:
         self,
         mapper: Callable[[Any, Any], tuple[Any, Any]],
         *,
-        key_serde: Serde | None = None,
-        value_serde: Serde | None = None,
+        key_serde: SerdeSpec | None = None,
+        value_serde: SerdeSpec | None = None,
         name: str | None = None,
     ) -> KStream:
         """New key and value from ``mapper(key, value) -> (key, value)`` (marks for repartition)."""
@@ -112,7 +112,7 @@ class KStream:
         mapper: Callable[[Any], Any],
         *,
         with_key: bool = False,
-        value_serde: Serde | None = None,
+        value_serde: SerdeSpec | None = None,
         name: str | None = None,
     ) -> KStream:
         """New value from ``mapper(value)`` (``mapper(key, value)`` with ``with_key=True``)."""
@@ -125,8 +125,8 @@ class KStream:
         self,
         mapper: Callable[[Any, Any], Iterable[tuple[Any, Any]]],
         *,
-        key_serde: Serde | None = None,
-        value_serde: Serde | None = None,
+        key_serde: SerdeSpec | None = None,
+        value_serde: SerdeSpec | None = None,
         name: str | None = None,
     ) -> KStream:
         """Zero or more ``(key, value)`` per record (marks for repartition)."""
@@ -140,7 +140,7 @@ class KStream:
         self,
         mapper: Callable[[Any], Iterable[Any]],
         *,
-        value_serde: Serde | None = None,
+        value_serde: SerdeSpec | None = None,
         name: str | None = None,
     ) -> KStream:
         """Zero or more values per record, same key."""
@@ -149,7 +149,7 @@ class KStream:
         return self._derive(node, value_serde=value_serde or JSON)
 
     def select_key(
-        self, selector: KeyValueFn, *, key_serde: Serde | None = None, name: str | None = None
+        self, selector: KeyValueFn, *, key_serde: SerdeSpec | None = None, name: str | None = None
     ) -> KStream:
         """New key from ``selector(key, value)`` (marks for repartition)."""
         check_function("KStream.select_key", "selector(key, value)", selector)
@@ -189,8 +189,8 @@ class KStream:
         supplier: Callable[[], Processor],
         *,
         stores: Sequence[str] = (),
-        key_serde: Serde | None = None,
-        value_serde: Serde | None = None,
+        key_serde: SerdeSpec | None = None,
+        value_serde: SerdeSpec | None = None,
         name: str | None = None,
     ) -> KStream:
         """Run a Processor API processor (connected to ``stores``); what it forwards flows on."""
@@ -207,8 +207,8 @@ class KStream:
         self,
         topic: str | Callable[[Record], str],
         *,
-        key_serde: Serde | None = None,
-        value_serde: Serde | None = None,
+        key_serde: SerdeSpec | None = None,
+        value_serde: SerdeSpec | None = None,
         name: str | None = None,
     ) -> None:
         """Write to ``topic``, or to ``topic(record)`` for each record."""
@@ -218,8 +218,8 @@ class KStream:
             self._builder.name("KSTREAM-SINK", name),
             topic,
             self._node,
-            key_serde=key_serde or self.key_serde,
-            value_serde=value_serde or self.value_serde,
+            key_serde=serde_from(key_serde or self.key_serde),
+            value_serde=serde_from(value_serde or self.value_serde),
         )
 
     def repartition(
@@ -227,8 +227,8 @@ class KStream:
         *,
         partitions: int | None = None,
         name: str | None = None,
-        key_serde: Serde | None = None,
-        value_serde: Serde | None = None,
+        key_serde: SerdeSpec | None = None,
+        value_serde: SerdeSpec | None = None,
     ) -> KStream:
         """Through an internal topic, partitioned by the current key."""
         stream = self._derive(self._node, key_serde=key_serde, value_serde=value_serde)
@@ -260,16 +260,17 @@ class KStream:
     def _partitioned(self, name: str | None = None) -> KStream:
         return self._through_repartition(name) if self._repartition_required else self
 
-    def to_table(self, *, name: str | None = None, value_serde: Serde | None = None) -> KTable:
+    def to_table(self, *, name: str | None = None, value_serde: SerdeSpec | None = None) -> KTable:
         """A table of the latest value per key (None values delete)."""
         from sluice.dsl.table import KTable
 
         stream = self._partitioned()
         builder = self._builder
+        value_serde = serde_from(value_serde or stream.value_serde)
         store = builder.kv_store(
             builder.name("KSTREAM-TOTABLE-STATE-STORE", name),
             stream.key_serde,
-            value_serde or stream.value_serde,
+            value_serde,
         )
         node = builder.add("KSTREAM-TOTABLE", lambda: ToTable(store), stream._node, stores=(store,))
         return KTable(
@@ -286,8 +287,8 @@ class KStream:
         self,
         selector: KeyValueFn,
         *,
-        key_serde: Serde | None = None,
-        value_serde: Serde | None = None,
+        key_serde: SerdeSpec | None = None,
+        value_serde: SerdeSpec | None = None,
         name: str | None = None,
     ) -> KGroupedStream:
         """Group by ``selector(key, value)`` (through a repartition topic)."""
@@ -296,14 +297,14 @@ class KStream:
 
         keyed = self.select_key(selector, key_serde=key_serde)
         if value_serde is not None:
-            keyed.value_serde = value_serde
+            keyed.value_serde = serde_from(value_serde)
         return KGroupedStream(keyed, name)
 
     def group_by_key(
         self,
         *,
-        key_serde: Serde | None = None,
-        value_serde: Serde | None = None,
+        key_serde: SerdeSpec | None = None,
+        value_serde: SerdeSpec | None = None,
         name: str | None = None,
     ) -> KGroupedStream:
         """Group by the current key (repartitions only if an upstream operator changed keys)."""
@@ -320,7 +321,7 @@ class KStream:
         windows: JoinWindows | None = None,
         *,
         key_selector: KeyValueFn | None = None,
-        value_serde: Serde | None = None,
+        value_serde: SerdeSpec | None = None,
         name: str | None = None,
     ) -> KStream:
         """Inner join with a stream (needs ``windows``), a table, or a global table
@@ -334,7 +335,7 @@ class KStream:
         windows: JoinWindows | None = None,
         *,
         key_selector: KeyValueFn | None = None,
-        value_serde: Serde | None = None,
+        value_serde: SerdeSpec | None = None,
         name: str | None = None,
     ) -> KStream:
         """Like :meth:`join`, keeping every left record (``joiner(value, None)`` alone)."""
@@ -346,7 +347,7 @@ class KStream:
         joiner: Callable[[Any, Any], Any],
         windows: JoinWindows,
         *,
-        value_serde: Serde | None = None,
+        value_serde: SerdeSpec | None = None,
         name: str | None = None,
     ) -> KStream:
         """Windowed stream–stream join keeping records of both sides without partner."""
@@ -359,7 +360,7 @@ class KStream:
         windows: JoinWindows | None,
         key_selector: KeyValueFn | None,
         kind: str,
-        value_serde: Serde | None,
+        value_serde: SerdeSpec | None,
         name: str | None,
     ) -> KStream:
         from sluice.dsl.table import GlobalKTable, KTable
@@ -411,7 +412,7 @@ class KStream:
         joiner: Callable[[Any, Any], Any],
         windows: JoinWindows,
         kind: str,
-        value_serde: Serde | None,
+        value_serde: SerdeSpec | None,
         name: str | None,
     ) -> KStream:
         builder = self._builder

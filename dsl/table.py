@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from sluice.dsl.builder import Builder
 from sluice.dsl.signatures import check_function
-from sluice.serde import JSON, Serde
+from sluice.serde import JSON, Serde, SerdeSpec, serde_from
 from sluice.streams.errors import TopologyError
 from sluice.streams.operators.fk_join import (
     FkResolve,
@@ -30,7 +30,7 @@ from sluice.streams.operators.fk_join import (
 from sluice.streams.operators.joins import TableTableJoin
 from sluice.streams.operators.serdes import windowed_binary
 from sluice.streams.operators.stateless import Passthrough
-from sluice.streams.operators.suppress import Suppress
+from sluice.streams.operators.suppress import BufferConfig, Suppress, buffered
 from sluice.streams.operators.table import (
     TableFilter,
     TableMapValues,
@@ -38,6 +38,7 @@ from sluice.streams.operators.table import (
     TableRegroup,
     TableToStream,
 )
+from sluice.streams.windows import Duration, duration_ms
 
 if TYPE_CHECKING:
     from sluice.dsl.grouped import KGroupedTable
@@ -53,8 +54,8 @@ class KTable:
         self,
         builder: Builder,
         node: str,
-        key_serde: Serde,
-        value_serde: Serde,
+        key_serde: SerdeSpec,
+        value_serde: SerdeSpec,
         *,
         store: str | None,
         topics: frozenset[str],
@@ -63,8 +64,8 @@ class KTable:
     ) -> None:
         self._builder = builder
         self._node = node
-        self.key_serde = key_serde
-        self.value_serde = value_serde
+        self.key_serde = serde_from(key_serde)
+        self.value_serde = serde_from(value_serde)
         self.store = store
         self._topics = topics
         # set for windowed aggregation results: how long after a window's end it may change
@@ -77,7 +78,7 @@ class KTable:
         return self.store
 
     def _derive(
-        self, node: str, *, store: str | None = None, value_serde: Serde | None = None
+        self, node: str, *, store: str | None = None, value_serde: SerdeSpec | None = None
     ) -> KTable:
         return KTable(
             self._builder,
@@ -127,7 +128,7 @@ class KTable:
         self,
         mapper: Callable[[Any], Any],
         *,
-        value_serde: Serde | None = None,
+        value_serde: SerdeSpec | None = None,
         name: str | None = None,
     ) -> KTable:
         """Rows with values ``mapper(value)``."""
@@ -143,12 +144,24 @@ class KTable:
         node = self._builder.add("KTABLE-TOSTREAM", TableToStream, self._node)
         return KStream(self._builder, node, self.key_serde, self.value_serde, topics=self._topics)
 
-    def suppress_until_window_closes(self, *, name: str | None = None) -> KTable:
+    def suppress_until_window_closes(
+        self, *, buffer: BufferConfig | None = None, name: str | None = None
+    ) -> KTable:
         """Only the final result of each window, once it has closed: stream time at its end +
         grace for time windows, past its end + grace for sliding windows, past its end + gap +
-        grace for sessions."""
+        grace for sessions (Kafka's ``suppress(Suppressed.untilWindowCloses(buffer))``).
+
+        ``buffer`` is :meth:`BufferConfig.unbounded` (the default) or a bounded buffer that
+        shuts down when full (``BufferConfig.max_records(n).shut_down_when_full()``): final
+        results never come early, so ``emit_early_when_full`` is refused."""
         if self._window_grace_ms is None or self._inner_key_serde is None:
             raise TopologyError("suppress_until_window_closes needs a windowed aggregation result")
+        buffer = BufferConfig.unbounded() if buffer is None else buffer
+        if not buffer.strict:
+            raise TopologyError(
+                "suppress_until_window_closes needs a strict buffer: BufferConfig.unbounded(), "
+                "or a bounded one with shut_down_when_full() (final results never come early)"
+            )
         builder = self._builder
         store = builder.kv_store(
             builder.name("KTABLE-SUPPRESS-STATE-STORE", name),
@@ -157,7 +170,45 @@ class KTable:
         )
         grace = self._window_grace_ms
         node = builder.add(
-            "KTABLE-SUPPRESS", lambda: Suppress(store, grace), self._node, stores=(store,)
+            "KTABLE-SUPPRESS",
+            lambda: Suppress(store, grace, buffer=buffer),
+            self._node,
+            stores=(store,),
+        )
+        return self._derive(node)
+
+    def suppress_until_time_limit(
+        self,
+        time_limit: Duration,
+        *,
+        buffer: BufferConfig | None = None,
+        name: str | None = None,
+    ) -> KTable:
+        """Rate-limit updates (Kafka's ``suppress(Suppressed.untilTimeLimit(limit, buffer))``):
+        a key's updates wait until stream time is ``time_limit`` (ms, or ``"30s"``-style) past
+        the first of them, then its latest goes on as one ``Change(latest, value seen before)``.
+
+        ``buffer`` bounds the wait (:class:`BufferConfig`): ``BufferConfig.max_records(n)`` or
+        ``max_bytes(n)`` emit the oldest keys early when full, ``.shut_down_when_full()`` stops
+        the application instead; unbounded by default."""
+        wait = duration_ms(time_limit)
+        if wait < 0:
+            raise TopologyError(f"a suppression time limit cannot be negative, got {time_limit!r}")
+        buffer = BufferConfig.unbounded() if buffer is None else buffer
+        builder = self._builder
+        key_serde = (
+            self.key_serde
+            if self._inner_key_serde is None
+            else windowed_binary(self._inner_key_serde)
+        )
+        store = builder.kv_store(
+            builder.name("KTABLE-SUPPRESS-STATE-STORE", name), key_serde, buffered(self.value_serde)
+        )
+        node = builder.add(
+            "KTABLE-SUPPRESS",
+            lambda: Suppress(store, time_limit_ms=wait, buffer=buffer),
+            self._node,
+            stores=(store,),
         )
         return self._derive(node)
 
@@ -165,8 +216,8 @@ class KTable:
         self,
         selector: Callable[[Any, Any], tuple[Any, Any]],
         *,
-        key_serde: Serde | None = None,
-        value_serde: Serde | None = None,
+        key_serde: SerdeSpec | None = None,
+        value_serde: SerdeSpec | None = None,
         name: str | None = None,
     ) -> KGroupedTable:
         """Re-group rows by ``selector(key, value) -> (new key, new value)``."""
@@ -185,7 +236,7 @@ class KTable:
         joiner: Callable[[Any, Any], Any],
         *,
         foreign_key: Callable[[Any], Any] | None = None,
-        value_serde: Serde | None = None,
+        value_serde: SerdeSpec | None = None,
         name: str | None = None,
     ) -> KTable:
         """Inner join on the key, or with ``foreign_key(value)`` naming the other table's key."""
@@ -197,7 +248,7 @@ class KTable:
         joiner: Callable[[Any, Any], Any],
         *,
         foreign_key: Callable[[Any], Any] | None = None,
-        value_serde: Serde | None = None,
+        value_serde: SerdeSpec | None = None,
         name: str | None = None,
     ) -> KTable:
         """Left join: every row of this table, ``joiner(value, None)`` without partner."""
@@ -208,7 +259,7 @@ class KTable:
         other: KTable,
         joiner: Callable[[Any, Any], Any],
         *,
-        value_serde: Serde | None = None,
+        value_serde: SerdeSpec | None = None,
         name: str | None = None,
     ) -> KTable:
         """Outer join on the key: rows of either table."""
@@ -220,7 +271,7 @@ class KTable:
         joiner: Callable[[Any, Any], Any],
         kind: str,
         foreign_key: Callable[[Any], Any] | None,
-        value_serde: Serde | None,
+        value_serde: SerdeSpec | None,
         name: str | None,
     ) -> KTable:
         operator = "KTable.join" if kind == "inner" else f"KTable.{kind}_join"
@@ -265,7 +316,7 @@ class KTable:
         joiner: Callable[[Any, Any], Any],
         foreign_key: Callable[[Any], Any],
         left_join: bool,
-        value_serde: Serde | None,
+        value_serde: SerdeSpec | None,
         name: str | None,
     ) -> KTable:
         builder = self._builder

@@ -24,6 +24,28 @@ b'{"amount":2.5}'
 'hi'
 >>> serde_from("json") is JSON
 True
+
+Anywhere a serde is taken (the Streams DSL, ``sluice produce``…), it may be given by name,
+as Kafka Streams' ``default.key.serde`` names its serde classes: ``bytes``, ``string``,
+``int64`` (or ``long``), ``float64`` (or ``double``), ``json``, and the schema-registry formats
+``avro`` and ``json-schema``. A schema format by name is the serde of the subject's registered
+schema (:mod:`sluice.schemas.serdes` with Confluent's ``use.latest.version=true`` and
+``auto.register.schemas=false``): it writes with the latest version registered under the
+subject and reads with the writer's schema, values as dicts. ``protobuf`` is known but needs
+the message: give ``ProtobufSerde(proto_text)`` or ``ProtobufSerde(message_type=Cls)``.
+
+>>> serde_from("long") is INT64
+True
+>>> serde_from("avro").name
+'avro'
+>>> serde_from("protobuf")  # doctest: +ELLIPSIS
+Traceback (most recent call last):
+...
+sluice.serde.SerdeError: the protobuf serde needs its message: ...
+>>> serde_from("yaml")  # doctest: +ELLIPSIS
+Traceback (most recent call last):
+...
+sluice.serde.SerdeError: unknown serde 'yaml' (known: avro, bytes, double, float64, int64, ...)
 """
 
 from __future__ import annotations
@@ -31,13 +53,23 @@ from __future__ import annotations
 import struct
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeAlias
 
 import orjson
 
 from sluice.errors import SluiceError
 
-__all__ = ["BYTES", "FLOAT64", "INT64", "JSON", "STRING", "Serde", "SerdeError", "serde_from"]
+__all__ = [
+    "BYTES",
+    "FLOAT64",
+    "INT64",
+    "JSON",
+    "STRING",
+    "Serde",
+    "SerdeError",
+    "SerdeSpec",
+    "serde_from",
+]
 
 
 class SerdeError(SluiceError):
@@ -97,15 +129,48 @@ INT64 = Serde(_encode_long, _decode_long, "int64")
 FLOAT64 = Serde(_encode_double, _decode_double, "float64")
 JSON = Serde(_encode_json, orjson.loads, "json")
 
-_BY_NAME = {serde.name: serde for serde in (BYTES, STRING, INT64, FLOAT64, JSON)}
+SerdeSpec: TypeAlias = "Serde | str"
+"""A serde, or its name (see :func:`serde_from`)."""
 
 
-def serde_from(spec: Serde | str) -> Serde:
-    """A serde given itself or by name (``bytes``, ``string``, ``int64``, ``float64``, ``json``)."""
+def _registered(fmt: str) -> Callable[[], Serde]:
+    """The named serde of a schema format: the subject's registered schema (made per use: each
+    is bound to its own topic and registry)."""
+
+    def make() -> Serde:
+        from sluice.schemas import serdes
+
+        if fmt == "protobuf":
+            raise SerdeError(
+                "the protobuf serde needs its message: pass "
+                "sluice.schemas.serdes.ProtobufSerde(proto_text) or "
+                "ProtobufSerde(message_type=YourMessage) instead of the name 'protobuf'"
+            )
+        options = {"use.latest.version": True, "auto.register.schemas": False}
+        if fmt == "avro":
+            return serdes.AvroSerde(None, options)
+        return serdes.JsonSchemaSerde(None, options)
+
+    return make
+
+
+_BY_NAME: dict[str, Serde | Callable[[], Serde]] = {
+    **{serde.name: serde for serde in (BYTES, STRING, INT64, FLOAT64, JSON)},
+    "long": INT64,  # Kafka's Serdes.Long()
+    "double": FLOAT64,  # Kafka's Serdes.Double()
+    **{fmt: _registered(fmt) for fmt in ("avro", "json-schema", "protobuf")},
+}
+
+
+def serde_from(spec: SerdeSpec) -> Serde:
+    """A serde given itself or by name (see the module docstring for the names)."""
     if isinstance(spec, Serde):
         return spec
+    if not isinstance(spec, str):
+        raise SerdeError(f"a serde is a Serde or its name, not {type(spec).__name__}")
     try:
-        return _BY_NAME[spec]
+        found = _BY_NAME[spec]
     except KeyError:
         known = ", ".join(sorted(_BY_NAME))
         raise SerdeError(f"unknown serde {spec!r} (known: {known})") from None
+    return found if isinstance(found, Serde) else found()

@@ -44,6 +44,8 @@ KAFKA_NAMES: dict[str, str] = {
     "bootstrap.servers": "bootstrap_servers",
     "processing.guarantee": "processing_guarantee",
     "commit.interval.ms": "commit_interval_ms",
+    "statestore.cache.max.bytes": "statestore_cache_max_bytes",
+    "cache.max.bytes.buffering": "statestore_cache_max_bytes",  # its name before Kafka 3.4
     "num.standby.replicas": "num_standby_replicas",
     "state.dir": "state_dir",
     "replication.factor": "replication_factor",
@@ -59,6 +61,10 @@ KAFKA_NAMES: dict[str, str] = {
     "session.timeout.ms": "session_timeout_ms",
     # Confluent's serde setting, as Kafka Streams apps give it in their properties
     "schema.registry.url": "schema_registry_url",
+    "application.server": "application_server",
+    "max.warmup.replicas": "max_warmup_replicas",
+    "acceptable.recovery.lag": "acceptable_recovery_lag",
+    "probing.rebalance.interval.ms": "probing_rebalance_interval_ms",
 }
 """Kafka Streams' (and its clients') dotted config names, and the field each one sets. Kafka 4.0
 dropped the ``default.`` of the two handler names; both spellings are taken."""
@@ -185,6 +191,9 @@ class StreamsConfig:
     bootstrap_servers: str = "localhost:9092"
     processing_guarantee: ProcessingGuarantee = "at_least_once"
     commit_interval_ms: int | None = None
+    statestore_cache_max_bytes: int = 10 * 1024 * 1024
+    """The record caches' byte budget (``statestore.cache.max.bytes``, Kafka's default 10 MiB;
+    0 forwards every update at once): :mod:`sluice.streams.state.cache`."""
     num_standby_replicas: int = 0
     state_dir: Path | None = None
     replication_factor: int = 1
@@ -203,6 +212,22 @@ class StreamsConfig:
     client_config: dict[str, Any] = field(default_factory=dict, repr=False)
     schema_registry_url: str | None = None
     """Where schema-aware serdes that name no registry go (``schema.registry.url``)."""
+    application_server: str | None = None
+    """``host:port`` where this instance answers interactive queries (``application.server``),
+    made known to the other instances through the group
+    (:mod:`sluice.streams.runtime.instances`)."""
+    serve_queries: bool = False
+    """Serve this instance's stores over HTTP at ``application_server``
+    (:mod:`sluice.streams.runtime.query_server`)."""
+    max_warmup_replicas: int = 2
+    """Warm-up replicas placed at once, in the whole application (``max.warmup.replicas``):
+    :mod:`sluice.streams.runtime.assignor`."""
+    acceptable_recovery_lag: int = 10_000
+    """Changelog records an instance may lack and still count as caught up on a task
+    (``acceptable.recovery.lag``)."""
+    probing_rebalance_interval_ms: int = 600_000
+    """How long after placing warm-ups the leader rebalances to see whether they caught up
+    (``probing.rebalance.interval.ms``)."""
 
     def __post_init__(self) -> None:
         if self.processing_guarantee not in ("at_least_once", "exactly_once_v2"):
@@ -223,11 +248,38 @@ class StreamsConfig:
             raise StreamsError(f"dead_letter_topic {self.dead_letter_topic!r} cannot name a topic")
         if self.commit_interval_ms is None:
             self.commit_interval_ms = 100 if self.exactly_once else 30_000
+        if (
+            not isinstance(self.statestore_cache_max_bytes, int)
+            or isinstance(self.statestore_cache_max_bytes, bool)
+            or self.statestore_cache_max_bytes < 0
+        ):
+            raise StreamsError(
+                "statestore_cache_max_bytes must be a whole number of bytes, 0 or more, "
+                f"got {self.statestore_cache_max_bytes!r}"
+            )
         if self.metrics_listen:
             try:
                 parse_listen(self.metrics_listen, key="metrics_listen")
             except ConfigError as error:
                 raise StreamsError(str(error)) from None
+        if self.application_server is not None:
+            try:
+                parse_listen(self.application_server, key="application_server")
+            except ConfigError as error:
+                raise StreamsError(str(error)) from None
+        for name in ("max_warmup_replicas", "acceptable_recovery_lag"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+                raise StreamsError(f"{name} must be a whole number, 0 or more, got {value!r}")
+        if self.max_warmup_replicas < 1:
+            raise StreamsError("max_warmup_replicas must be at least 1 (Kafka's rule)")
+        interval = self.probing_rebalance_interval_ms
+        if not isinstance(interval, int) or isinstance(interval, bool) or interval < 1000:
+            raise StreamsError(
+                f"probing_rebalance_interval_ms must be 1000 or more, got {interval!r}"
+            )
+        if self.serve_queries and self.application_server is None:
+            raise StreamsError("serve_queries needs application_server (host:port) to serve on")
         if self.client_config:  # under each kind's own settings, which win
             self.consumer_config = {**self.client_config, **self.consumer_config}
             self.producer_config = {**self.client_config, **self.producer_config}

@@ -2,13 +2,16 @@
 
 It builds the same tasks the runtime builds (one per sub-topology; every topic has one
 partition), serializes what you pipe in with the source's serdes, and keeps what the sinks write
-in memory. Records written to a repartition topic are fed to the task reading it after the piped
-record is done; after each piped record the tasks commit (stores flush), as Kafka's
-``TopologyTestDriver`` does. Bad records meet the same handlers as in the runtime
-(``deserialization_exception_handler``, ``processing_exception_handler``,
-``production_exception_handler``; :mod:`sluice.streams.errors`); the records they skip are
-written to ``dead_letter_topic`` with the runtime's headers
-(:mod:`sluice.streams.runtime.dead_letter`), where :meth:`TestDriver.read_raw` shows them.
+in memory. After each piped record the tasks commit (record caches and stores flush); then the
+records written to repartition topics are fed to the tasks reading them, one at a time, with a
+commit after each, as Kafka's ``TopologyTestDriver`` does. The record caches
+(``statestore_cache_max_bytes``, Kafka's 10 MiB by default; :mod:`sluice.streams.state.cache`)
+fold only the updates of a key made while one record is processed; give 0 to see every update.
+Bad records meet the same handlers as in the runtime (``deserialization_exception_handler``,
+``processing_exception_handler``, ``production_exception_handler``;
+:mod:`sluice.streams.errors`); the records they skip are written to ``dead_letter_topic`` with
+the runtime's headers (:mod:`sluice.streams.runtime.dead_letter`), where
+:meth:`TestDriver.read_raw` shows them.
 
 >>> from sluice.streams.topology import Topology
 >>> from sluice.streams.operators.stateless import Filter
@@ -37,6 +40,7 @@ from sluice.streams.globals import GlobalStores
 from sluice.streams.record import Headers, Record
 from sluice.streams.runtime.dead_letter import dead_letter_headers
 from sluice.streams.state.base import StateStore
+from sluice.streams.state.cache import DEFAULT_MAX_BYTES, ThreadCache
 from sluice.streams.task import StreamTask, TaskId
 from sluice.streams.topology import SinkNode, Topology
 
@@ -86,8 +90,10 @@ class TestDriver:
         processing_exception_handler: HandlerSpec = "log_and_fail",
         production_exception_handler: HandlerSpec = "log_and_fail",
         dead_letter_topic: str | None = None,
+        statestore_cache_max_bytes: int = DEFAULT_MAX_BYTES,
     ) -> None:
         self.topology = topology
+        self.thread_cache = ThreadCache(statestore_cache_max_bytes)
         self.application_id = application_id
         self.wall_clock_ms = wall_clock_ms
         self.dead_letter_topic = dead_letter_topic
@@ -119,6 +125,7 @@ class TestDriver:
                 on_processing_error=on_processing_error,
                 on_production_error=on_production_error,
                 dead_letter=self._dead_letter,
+                thread_cache=self.thread_cache,
             )
             self.tasks.append(task)
             for topic in sub.source_topics:
@@ -162,11 +169,7 @@ class TestDriver:
         """Send already-serialized bytes (to test what bad input does)."""
         timestamp = self.wall_clock_ms if timestamp is None else timestamp
         self._process(topic, key, value, timestamp, headers)
-        internal = self._collector.internal
-        while internal:
-            self._process(*internal.popleft())
-        for task in self.tasks:
-            task.flush()
+        self._commit()
 
     def pipe_many(self, topic: str, records: Iterable[tuple[Any, Any, int]]) -> None:
         """Pipe ``(key, value, timestamp)`` triples in order."""
@@ -185,11 +188,18 @@ class TestDriver:
         self.wall_clock_ms += ms
         for task in self.tasks:
             task.punctuate_wall_clock()
+        self._commit()
+
+    def _commit(self) -> None:
+        """Commit every task, then process what repartition topics hold one record at a time,
+        committing after each (Kafka's ``TopologyTestDriver``)."""
         internal = self._collector.internal
-        while internal:
-            self._process(*internal.popleft())
         for task in self.tasks:
             task.flush()
+        while internal:
+            self._process(*internal.popleft())
+            for task in self.tasks:
+                task.flush()
 
     # -- output -----------------------------------------------------------------------------
     def read_output(

@@ -23,6 +23,7 @@ from sluice.streams.record import Record
 
 if TYPE_CHECKING:
     from sluice.streams.state.base import StateStore
+    from sluice.streams.state.cache import RecordCache, Size
 
 __all__ = ["Cancellable", "Processor", "ProcessorContext", "PunctuationType", "RecordMetadata"]
 
@@ -82,6 +83,14 @@ class ProcessorContext(ABC):
     @abstractmethod
     def get_state_store(self, name: str) -> StateStore:
         """A store this processor was connected to, by name."""
+
+    def record_cache(
+        self, store: str, key_size: Size, value_size: Size, *, windowed: bool = False
+    ) -> RecordCache | None:
+        """A record cache for what the processor owning ``store`` forwards, flushed at every
+        commit (:mod:`sluice.streams.state.cache`; ``windowed``: its keys are ``Windowed``);
+        None when the task caches nothing."""
+        return None
 
     @abstractmethod
     def schedule(

@@ -36,6 +36,7 @@ from sluice.streams.processor import (
 )
 from sluice.streams.record import Headers, Record
 from sluice.streams.state.base import StateStore, StoreContext
+from sluice.streams.state.cache import RecordCache, Size, ThreadCache, flush_caches
 from sluice.streams.topology import ProcessorNode, SinkNode, SourceNode, SubTopology, Topology
 
 __all__ = ["RecordCollector", "StreamTask", "TaskCounters", "TaskId"]
@@ -114,6 +115,11 @@ class _NodeContext(ProcessorContext):
     ) -> Cancellable:
         return self.task.schedule(interval_ms, kind, punctuator)
 
+    def record_cache(
+        self, store: str, key_size: Size, value_size: Size, *, windowed: bool = False
+    ) -> RecordCache | None:
+        return self.task.record_cache(store, key_size, value_size, windowed=windowed)
+
     def commit(self) -> None:
         self.task.commit_requested = True
 
@@ -177,8 +183,12 @@ class StreamTask:
         dead_letter: Callable[[RecordError], None],
         adopted_stores: dict[str, StateStore] | None = None,
         counters: TaskCounters | None = None,
+        thread_cache: ThreadCache | None = None,
     ) -> None:
         self.id = task_id
+        self.thread_cache = ThreadCache(0) if thread_cache is None else thread_cache
+        self.caches: list[RecordCache] = []
+        """The record caches of this task's operators, flushed first at every commit."""
         self.counters = TaskCounters() if counters is None else counters
         self.application_id = application_id
         self.collector = collector
@@ -252,6 +262,17 @@ class StreamTask:
         if store is None:
             raise StreamsError(f"task {self.id} has no store {name!r}")
         return store
+
+    def record_cache(
+        self, store: str, key_size: Size, value_size: Size, *, windowed: bool = False
+    ) -> RecordCache | None:
+        """A record cache under the thread's budget, or None when it is 0."""
+        if not self.thread_cache.enabled:
+            return None
+        name = f"{self.id}-{store}"
+        cache = self.thread_cache.cache(name, key_size, value_size, windowed=windowed)
+        self.caches.append(cache)
+        return cache
 
     def _send(self, topic: str, partition: int, key: bytes, value: bytes | None, ts: int) -> None:
         self.collector.send(topic, key, value, ts, (), partition)
@@ -459,7 +480,10 @@ class StreamTask:
 
     # -- commit and close -------------------------------------------------------------------
     def flush(self) -> None:
-        """Flush every store: dirty entries to the backends and changelogs."""
+        """Flush the record caches (their updates go downstream), then every store: dirty
+        entries to the backends and changelogs."""
+        if self.caches:
+            flush_caches(self.caches)
         for store in self.stores.values():
             store.flush()
         self.commit_requested = False
@@ -468,5 +492,7 @@ class StreamTask:
         """Close processors and stores (flush first if the state should be kept)."""
         for processor in self.processors.values():
             processor.close()
+        for cache in self.caches:
+            cache.drop()
         for store in self.stores.values():
             store.close()

@@ -38,6 +38,8 @@ def build(
     **settings: Any,
 ) -> App:
     """The word-count app; ``settings`` are :class:`~sluice.dsl.App` keyword arguments."""
+    # every count goes out at once, as Kafka's WordCountDemo sets statestore.cache.max.bytes=0
+    settings.setdefault("statestore_cache_max_bytes", 0)
     app = App(application_id, bootstrap, **settings)
     counts = (
         app.stream(input_topic, value_serde=STRING)

@@ -2,6 +2,9 @@
 
 Each emits table updates, ``Record(key, Change(new, old))``, with the largest timestamp that went
 into the aggregate (Kafka's rule). Records with a None key or value are skipped, as in Kafka.
+With ``caching`` (the default) and a task that caches (``statestore.cache.max.bytes`` > 0), the
+updates go through a record cache (:mod:`sluice.streams.state.cache`): each key's latest update
+goes downstream at commit, or when the cache evicts.
 
 >>> from sluice.serde import STRING, INT64
 >>> from sluice.streams.record import Change, Record
@@ -21,22 +24,53 @@ from typing import Any
 from sluice.streams.operators.base import Emit, FusedOperator, Operator, StoreOperator
 from sluice.streams.processor import ProcessorContext
 from sluice.streams.record import Change, Headers, Record
+from sluice.streams.state.cache import RecordCache, serialized_size
 
-__all__ = ["StreamAggregate", "TableAggregate", "TableSource", "ToTable"]
+__all__ = ["CachedStoreOperator", "StreamAggregate", "TableAggregate", "TableSource", "ToTable"]
 
 Initializer = Callable[[], Any]
 Aggregator = Callable[[Any, Any, Any], Any]
 
 
-class StreamAggregate(FusedOperator, StoreOperator):
+class CachedStoreOperator(StoreOperator):
+    """A store operator whose updates may go through a record cache (``cache``, set by
+    :meth:`init` when ``caching`` and the task caches)."""
+
+    caching = True
+    cache: RecordCache | None = None
+
+    def init(self, context: ProcessorContext) -> None:
+        super().init(context)
+        if self.caching:
+            store = self.store
+            self.cache = context.record_cache(
+                self.store_name,
+                serialized_size(store.key_serde),
+                serialized_size(store.value_serde),
+            )
+        if self.cache is not None and not isinstance(self, FusedOperator):
+            self.forward = self.cache.wrap_records(self.forward)
+
+
+class StreamAggregate(FusedOperator, CachedStoreOperator):
     """``aggregator(key, value, aggregate) -> aggregate``, starting from ``initializer()``."""
 
-    def __init__(self, store_name: str, initializer: Initializer, aggregator: Aggregator) -> None:
+    def __init__(
+        self,
+        store_name: str,
+        initializer: Initializer,
+        aggregator: Aggregator,
+        *,
+        caching: bool = True,
+    ) -> None:
         self.store_name = store_name
         self.initializer = initializer
         self.aggregator = aggregator
+        self.caching = caching
 
     def fuse(self, downstream: Emit) -> Emit:
+        if self.cache is not None:
+            downstream = self.cache.wrap(downstream)
         get, put = self.store.get_with_timestamp, self.store.put
         initializer, aggregator = self.initializer, self.aggregator
         # tuple.__new__(Change, …) is Change(…) without the named tuple's Python-level __new__:
@@ -61,7 +95,7 @@ class StreamAggregate(FusedOperator, StoreOperator):
         return aggregate
 
 
-class TableAggregate(StoreOperator):
+class TableAggregate(CachedStoreOperator):
     """Aggregates of a re-grouped table: ``subtractor`` takes the old value out, ``adder`` adds."""
 
     def __init__(
@@ -70,11 +104,14 @@ class TableAggregate(StoreOperator):
         initializer: Initializer,
         adder: Aggregator,
         subtractor: Aggregator,
+        *,
+        caching: bool = True,
     ) -> None:
         self.store_name = store_name
         self.initializer = initializer
         self.adder = adder
         self.subtractor = subtractor
+        self.caching = caching
 
     def process(self, record: Record) -> None:
         key = record.key
@@ -93,15 +130,16 @@ class TableAggregate(StoreOperator):
         self.forward(Record(key, Change(current, old), timestamp, record.headers))
 
 
-class TableSource(StoreOperator):
+class TableSource(CachedStoreOperator):
     """Materializes a changelog topic: puts each record in the store, forwards the change.
 
     With ``store_name`` None the table is not materialized and the old value is unknown (None).
     """
 
-    def __init__(self, store_name: str | None) -> None:
+    def __init__(self, store_name: str | None, *, caching: bool = True) -> None:
         self.store_name = store_name or ""
         self.materialized = store_name is not None
+        self.caching = caching
 
     def init(self, context: ProcessorContext) -> None:
         if self.materialized:

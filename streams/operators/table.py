@@ -15,7 +15,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from sluice.streams.operators.base import Emit, FusedOperator, Operator, StoreOperator
+from sluice.streams.operators.aggregate import CachedStoreOperator
+from sluice.streams.operators.base import Emit, FusedOperator, Operator
 from sluice.streams.record import Change, Headers, Record
 
 __all__ = ["TableFilter", "TableMapValues", "TableMaterialize", "TableRegroup", "TableToStream"]
@@ -55,11 +56,13 @@ class TableMapValues(Operator):
         self.forward(Record(record.key, Change(new, old), record.timestamp, record.headers))
 
 
-class TableMaterialize(StoreOperator):
-    """Keep the table's current rows in a store (for joins and queries), forward the change."""
+class TableMaterialize(CachedStoreOperator):
+    """Keep the table's current rows in a store (for joins and queries), forward the change
+    (through a record cache, as every materialized table; :mod:`sluice.streams.state.cache`)."""
 
-    def __init__(self, store_name: str) -> None:
+    def __init__(self, store_name: str, *, caching: bool = True) -> None:
         self.store_name = store_name
+        self.caching = caching
 
     def process(self, record: Record) -> None:
         change: Change = record.value

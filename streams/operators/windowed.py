@@ -5,6 +5,9 @@ or before the task's stream time (before it, for sliding windows, whose end is i
 session closes once stream time passes its end + gap + grace) — in which case it is dropped and
 counted in ``dropped``. Results are table updates keyed by
 :class:`~sluice.streams.record.Windowed`; session results carry the session end as timestamp.
+Time and session window results go through a record cache when ``caching`` and the task caches
+(:mod:`sluice.streams.state.cache`, Kafka's ``CachingWindowStore`` and ``CachingSessionStore``):
+one update per window and key per commit.
 
 >>> from sluice.serde import STRING, INT64
 >>> from sluice.streams.record import Record
@@ -34,6 +37,7 @@ from sluice.streams.operators.aggregate import Aggregator, Initializer
 from sluice.streams.operators.base import Emit, FusedOperator, Operator
 from sluice.streams.processor import ProcessorContext
 from sluice.streams.record import Change, Headers, Record, Windowed
+from sluice.streams.state.cache import RecordCache, serialized_size, windowed_size
 from sluice.streams.state.session import SessionStore
 from sluice.streams.state.window import WindowStore
 from sluice.streams.windows import SessionWindows, SlidingWindows, TimeWindows
@@ -46,10 +50,22 @@ Merger = Callable[[Any, Any, Any], Any]
 class _WindowOperator(Operator):
     store_name: str
     dropped = 0
+    caching = False
+    cache: RecordCache | None = None
 
     def init(self, context: ProcessorContext) -> None:
         super().init(context)
-        self.store = context.get_state_store(self.store_name)
+        store = self.store = context.get_state_store(self.store_name)
+        if self.caching:
+            assert isinstance(store, WindowStore | SessionStore)
+            self.cache = context.record_cache(
+                self.store_name,
+                windowed_size(store.key_serde),
+                serialized_size(store.value_serde),
+                windowed=True,
+            )
+        if self.cache is not None and not isinstance(self, FusedOperator):
+            self.forward = self.cache.wrap_records(self.forward)
 
 
 class WindowedAggregate(FusedOperator, _WindowOperator):
@@ -63,13 +79,18 @@ class WindowedAggregate(FusedOperator, _WindowOperator):
         windows: TimeWindows,
         initializer: Initializer,
         aggregator: Aggregator,
+        *,
+        caching: bool = True,
     ) -> None:
         self.store_name = store_name
         self.windows = windows
         self.initializer = initializer
         self.aggregator = aggregator
+        self.caching = caching
 
     def fuse(self, downstream: Emit) -> Emit:
+        if self.cache is not None:
+            downstream = self.cache.wrap(downstream)
         context, grace = self.context, self.windows.grace_ms
         windows_for = self.windows.windows_for
         fetch, put = self.store.fetch_with_timestamp, self.store.put
@@ -119,12 +140,15 @@ class SessionAggregate(_WindowOperator):
         initializer: Initializer,
         aggregator: Aggregator,
         merger: Merger,
+        *,
+        caching: bool = True,
     ) -> None:
         self.store_name = store_name
         self.windows = windows
         self.initializer = initializer
         self.aggregator = aggregator
         self.merger = merger
+        self.caching = caching
 
     def process(self, record: Record) -> None:
         key = record.key

@@ -1,26 +1,19 @@
-"""Standby replicas: warm copies of other instances' task state (``num_standby_replicas``).
+"""Standby replicas and warm-ups: copies of other instances' task state kept here.
 
-After each rebalance every instance looks up the whole group's assignment (``DescribeGroups``)
-and derives, the same way on every instance, who keeps a standby of each task: the
-``num_standby_replicas`` members that follow the active owner in member-id order. A standby
-task owns the same stores as the active one (same directory under ``state_dir``) and keeps them
+The group leader places them (:mod:`sluice.streams.runtime.assignor`: ``num_standby_replicas``
+standbys per stateful task, and warm-up replicas of tasks it means to move here). A standby task
+owns the same stores as the active one (same directory under ``state_dir``) and keeps them
 filled by reading their changelogs continuously with an assign-only consumer. When a standby
 task becomes active here, its stores are adopted as they are and only the changelog records the
 standby had not read yet are restored — fail-over without a full restore.
-
->>> standby_owners(["m1", "m2", "m3"], active="m2", replicas=1)
-['m3']
->>> standby_owners(["m1", "m2", "m3"], active="m3", replicas=2)
-['m1', 'm2']
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
@@ -29,47 +22,9 @@ from sluice.streams.state.base import StateStore, StoreContext
 from sluice.streams.task import TaskId
 from sluice.streams.topology import Topology
 
-__all__ = ["StandbyTask", "StandbyTasks", "standby_owners"]
+__all__ = ["StandbyTask", "StandbyTasks"]
 
 log = logging.getLogger("sluice.streams")
-
-
-def standby_owners(members: Sequence[str], active: str, replicas: int) -> list[str]:
-    """The members that keep a standby of a task ``active`` runs (never ``active`` itself)."""
-    ordered = sorted(members)
-    start = ordered.index(active)
-    others = [ordered[(start + i) % len(ordered)] for i in range(1, len(ordered))]
-    return sorted(others[:replicas])
-
-
-def standby_tasks_of(
-    admin: Any,
-    group_id: str,
-    me: str,
-    tasks_for: Callable[[list[TopicPartition]], Iterable[TaskId]],
-    replicas: int,
-) -> set[TaskId]:
-    """The tasks member ``me`` keeps standbys of, from the whole group's assignment
-    (``tasks_for`` maps a member's partitions to its tasks); none when the group cannot be
-    described — no standbys this round rather than no processing."""
-    try:
-        group = admin.describe_consumer_groups([group_id])[group_id].result(30)
-    except Exception as error:
-        log.warning("cannot describe the group for standby replicas: %s", error)
-        return set()
-    owners: dict[TaskId, str] = {}
-    for member in group.members:
-        assignment = member.assignment.topic_partitions if member.assignment else []
-        for task_id in tasks_for(assignment):
-            owners[task_id] = member.member_id
-    members = [m.member_id for m in group.members]
-    if me not in members:
-        return set()
-    return {
-        task_id
-        for task_id, active in owners.items()
-        if active != me and me in standby_owners(members, active, replicas)
-    }
 
 
 def _never_sends(topic: str, partition: int, key: bytes, value: bytes | None, ts: int) -> None:
@@ -120,6 +75,21 @@ class StandbyTasks:
         if task is not None:
             self._reassign()
         return task
+
+    def lag(self, task: StandbyTask, store: str) -> int | None:
+        """Changelog records of ``store`` that the standby ``task`` has not applied yet, from the
+        high watermark its consumer last saw (None before it saw one)."""
+        topic, number = task.changelogs[store]
+        try:
+            low, high = self.consumer.get_watermark_offsets(
+                TopicPartition(topic, number), cached=True
+            )
+        except Exception:  # librdkafka has not fetched the partition yet
+            return None
+        if high is None or high < 0:
+            return None
+        position = task.offsets.get((topic, number), OFFSET_BEGINNING)
+        return max(0, high - (max(low, 0) if position < 0 else position))
 
     def _create(self, task_id: TaskId) -> StandbyTask:
         directory = self.state_dir / str(task_id)

@@ -24,6 +24,7 @@ from sluice.streams.runtime.restore import Restoration
 from sluice.streams.runtime.standby import StandbyTasks
 from sluice.streams.runtime.topics import InternalTopics
 from sluice.streams.state import StateStore
+from sluice.streams.state.cache import ThreadCache
 from sluice.streams.task import StreamTask, TaskCounters, TaskId
 from sluice.streams.topology import Topology
 
@@ -63,6 +64,8 @@ class TaskCreator:
         self.dead_letter = dead_letter
         self.counters = counters
         self._subs = {sub.id: sub for sub in topology.subtopologies()}
+        self.thread_cache = ThreadCache(config.statestore_cache_max_bytes)
+        """The record caches' budget, shared by the thread's tasks (Kafka's ``ThreadCache``)."""
         self._on_deserialization_error = handler_from(
             config.deserialization_exception_handler, "deserialization"
         )
@@ -93,6 +96,7 @@ class TaskCreator:
             dead_letter=self.dead_letter,
             adopted_stores=None if standby is None else standby.stores,
             counters=self.counters,
+            thread_cache=self.thread_cache,
         )
         work = []
         for name, store in task.stores.items():

@@ -1,21 +1,25 @@
-"""The stream thread: consume, process, commit; tasks follow the consumer group's assignment.
+"""The stream thread: consume, process, commit; tasks follow the group's assignment.
 
-One consumer in the group ``application_id`` subscribes to every source topic with the ``range``
-assignor, which hands partition *p* of all co-partitioned topics to the same member: task
-``(sub-topology, p)`` runs where its partitions are. On assignment, new tasks restore their
-stores from their changelogs before processing; on revocation, everything is committed first
-(Kafka Streams' eager protocol) and tasks that come back are kept, not rebuilt.
+The thread is a member of the group ``application_id`` (:mod:`sluice.streams.runtime.membership`):
+it joins with what it holds (:mod:`sluice.streams.runtime.partition_assignor`), the leader places
+every task where its state is (:mod:`sluice.streams.runtime.assignor`), and the consumer is
+assigned the partitions of this member's active tasks: task ``(sub-topology, p)`` reads
+partition *p* of its sub-topology's topics. On assignment, new tasks restore their stores from
+their changelogs before processing (standbys and warm-ups keep theirs filled); on a rebalance,
+everything is committed first (Kafka Streams' eager protocol) and tasks that come back are
+kept, not rebuilt. A probing rebalance follows warm-ups.
 
 A commit (every ``commit_interval_ms``, when a processor asks, on rebalance and on close):
 flush the stores (one changelog record per dirty key), then
 
 - at-least-once: wait until the producer has every record acknowledged, commit the consumed
-  offsets, write checkpoints;
+  offsets (OffsetCommit with this member's id and generation), write checkpoints;
 - exactly-once v2: one transactional producer per process (its ``transactional.id`` is the same
   after a restart: the process id is kept in the state directory); the output, the changelog
   records, the dead-letter records and the consumed offsets (``send_offsets_to_transaction``
-  with the consumer's group metadata, which fences zombies by generation) commit in one
-  transaction.
+  with the group metadata of this member, which fences zombies by generation) commit in one
+  transaction. When the group has moved on, the work since the last commit is aborted and the
+  tasks are closed without a commit before joining again (Kafka's ``TaskMigratedException``).
 """
 
 from __future__ import annotations
@@ -23,22 +27,29 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
+from confluent_kafka import OFFSET_STORED, KafkaError, KafkaException, TopicPartition
 
-from sluice import clients
 from sluice.streams.config import StreamsConfig
 from sluice.streams.errors import ProductionError, RecordError, StreamsError, handler_from
 from sluice.streams.globals import GlobalStores
 from sluice.streams.runtime import checkpoint, thread_clients
+from sluice.streams.runtime.assignor import RUNNING
 from sluice.streams.runtime.collector import KafkaCollector
 from sluice.streams.runtime.dead_letter import dead_letter_headers
 from sluice.streams.runtime.global_updater import GlobalStoreUpdater
+from sluice.streams.runtime.group_protocol import Assignment, Subscription, group_metadata
+from sluice.streams.runtime.membership import CommitFailedError, GroupMembership
+from sluice.streams.runtime.partition_assignor import (
+    StreamsPartitionAssignor,
+    offset_sums_on_disk,
+)
 from sluice.streams.runtime.partition_group import PartitionGroup
 from sluice.streams.runtime.restore import Restoration, restore
-from sluice.streams.runtime.standby import StandbyTasks, standby_tasks_of
+from sluice.streams.runtime.standby import StandbyTasks
 from sluice.streams.runtime.task_creator import TaskCreator, now_ms
 from sluice.streams.runtime.topics import InternalTopics
 from sluice.streams.task import StreamTask, TaskCounters, TaskId
@@ -49,6 +60,10 @@ __all__ = ["StreamThread"]
 log = logging.getLogger("sluice.streams")
 
 Partition = tuple[str, int]
+
+REBALANCE_TIMEOUT_MS = 300_000
+"""How long the coordinator waits for every member to join again (Kafka's
+``max.poll.interval.ms`` default)."""
 
 LAG_REFRESH_S = 1.0
 """How often the consumer lag of the metrics is computed (from cached watermarks, no request)."""
@@ -106,15 +121,36 @@ class StreamThread:
         self.globals = GlobalStores(topology)
         self._global_updater = GlobalStoreUpdater(self.globals, config, self.topics.partitions)
         self.standbys: StandbyTasks | None = None
-        if config.num_standby_replicas > 0:
+        if topology.stores:  # standby replicas and warm-ups
             self.standbys = StandbyTasks(
                 topology,
                 self.topics.changelog_topic,
                 thread_clients.standby_consumer(config, self.process_id),
                 self.state_dir,
             )
-            self._admin = clients.admin(config.bootstrap_servers, **config.admin_config)
         self.restored = 0
+        self.membership = GroupMembership(
+            config.bootstrap_servers,
+            config.application_id,
+            client_id=self.consumer_client_id,
+            session_timeout_ms=config.session_timeout_ms,
+            rebalance_timeout_ms=REBALANCE_TIMEOUT_MS,
+            security=thread_clients.wire_security(config),
+        )
+        self.assignment = Assignment([])
+        """This member's latest assignment (with every instance's partitions, by address)."""
+        self._probe_at: float | None = None
+        self._assignor = StreamsPartitionAssignor(
+            topology,
+            self.topics.partitions,
+            self.topics.changelog_topic,
+            self._end_offset,
+            standby_replicas=config.num_standby_replicas,
+            max_warmup_replicas=config.max_warmup_replicas,
+            acceptable_recovery_lag=config.acceptable_recovery_lag,
+            probing_rebalance_interval_ms=config.probing_rebalance_interval_ms,
+            skip_topics=[t for t in topology.source_topics() if self.globals.reads(t)],
+        )
         self._creator = TaskCreator(
             topology,
             config,
@@ -158,13 +194,15 @@ class StreamThread:
             self.restore_consumer,
             lambda work: self._track_restorations([("global", item) for item in work]),
         )
-        sources = [t for t in self.topology.source_topics() if not self.globals.reads(t)]
+        sources = self._assignor.topics()
         self._only_topic = sources[0] if len(sources) == 1 else None
-        self.consumer.subscribe(
-            sources, on_assign=self._on_assign, on_revoke=self._on_revoke, on_lost=self._on_lost
-        )
+        self._rebalance()
 
     def _poll_once(self) -> None:
+        if self.membership.rejoin_needed.is_set() or (
+            self._probe_at is not None and time.monotonic() >= self._probe_at
+        ):
+            self._rebalance()
         messages = self.consumer.consume(self.config.max_poll_records, self.config.poll_ms / 1000)
         self.polls += 1
         if messages:
@@ -339,16 +377,26 @@ class StreamThread:
         if self.config.exactly_once:
             if self._in_transaction:
                 if offsets:
-                    self.producer.send_offsets_to_transaction(
-                        offsets, self.consumer.consumer_group_metadata(), 30
+                    metadata = group_metadata(
+                        self.config.application_id,
+                        self.membership.generation,
+                        self.membership.member_id,
                     )
+                    try:
+                        self.producer.send_offsets_to_transaction(offsets, metadata, 30)
+                    except KafkaException as error:
+                        if not error.args[0].txn_requires_abort():
+                            raise
+                        raise CommitFailedError(
+                            f"the group moved on: {error.args[0].str()}"
+                        ) from None
                 self.producer.commit_transaction(60)
                 self._in_transaction = False
             self.collector.check()
         else:
             self.collector.flush()
             if offsets:
-                self.consumer.commit(offsets=offsets, asynchronous=False)
+                self.membership.commit({(tp.topic, tp.partition): tp.offset for tp in offsets})
             self._write_checkpoints(self.tasks.values())
         if self.standbys is not None:
             self.standbys.checkpoint()
@@ -375,6 +423,11 @@ class StreamThread:
                 checkpoint.write(self.state_dir / str(task.id), offsets)
 
     # -- rebalancing ------------------------------------------------------------------------
+    def tasks_of(self, partitions: Sequence[tuple[str, int]]) -> set[TaskId]:
+        """The tasks that ``partitions`` (of any member) make."""
+        subs = self._sub_of_topic
+        return {TaskId(subs[topic], p) for topic, p in partitions if topic in subs}
+
     def _tasks_for(self, partitions: list[TopicPartition]) -> dict[TaskId, list[Partition]]:
         wanted: dict[TaskId, list[Partition]] = {}
         for tp in partitions:
@@ -383,27 +436,61 @@ class StreamThread:
                 wanted.setdefault(TaskId(sub, tp.partition), []).append((tp.topic, tp.partition))
         return wanted
 
-    def _on_revoke(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
-        if self._closing:
-            return  # tasks were committed (or abandoned) by the shutdown itself
-        try:
-            self.state = "REBALANCING"
-            if self.tasks:
+    def _rebalance(self) -> None:
+        """Commit and suspend every task (Kafka Streams' eager protocol), join the group again
+        and take up what the leader assigned."""
+        self.state = "REBALANCING"
+        self._probe_at = None
+        if self.tasks:
+            try:
                 self.commit()
-            self._suspended.update(self.tasks)
-            self.tasks.clear()
-            self._task_of.clear()
-            self._groups.clear()
-            self._single.clear()
-            self._offsets.clear()
-        except BaseException as error:  # raised out of consume() by confluent-kafka
-            self.error = error
-            raise
+            except CommitFailedError as error:
+                log.warning("%s: closing the tasks without committing", error)
+                self._lose_tasks()
+        self._suspended.update(self.tasks)
+        self.tasks.clear()
+        self._task_of.clear()
+        self._groups.clear()
+        self._single.clear()
+        self._offsets.clear()
+        self.consumer.unassign()
+        subscription = Subscription(
+            self._assignor.topics(),
+            self.process_id,
+            self.config.application_server,
+            self.config.consumer_config.get("client.rack"),
+            set(self._suspended),
+            set() if self.standbys is None else set(self.standbys.tasks),
+            self._offset_sums(),
+        )
+        assignment = Assignment.decode(
+            self.membership.join(subscription.encode(), self._assignor.assign)
+        )
+        self._take_up(assignment)
+        self.assignment = assignment  # replaced whole: read from other threads
+        if assignment.probe_after_ms is not None and self.membership.leader:
+            self._probe_at = time.monotonic() + assignment.probe_after_ms / 1000
 
-    def _on_lost(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
-        if self._closing:
-            return
-        log.warning("partitions lost (session expired?): closing tasks without commit")
+    def _offset_sums(self) -> dict[TaskId, int]:
+        """What this instance holds of each task's changelogs (see ``partition_assignor``)."""
+        sums = offset_sums_on_disk(self.state_dir)
+        if self.standbys is not None:
+            for task in self.standbys.tasks.values():
+                sums[task.id] = sum(max(o, 0) for o in task.offsets.values())
+        for task_id in self._suspended:
+            sums[task_id] = RUNNING
+        return sums
+
+    def _end_offset(self, topic: str, partition: int) -> int:
+        """The end of a changelog partition (the leader's view of a task's state)."""
+        _, high = self.restore_consumer.get_watermark_offsets(
+            TopicPartition(topic, partition), timeout=10
+        )
+        return max(int(high), 0)
+
+    def _lose_tasks(self) -> None:
+        """The group moved on while this member had uncommitted work: abort it and close every
+        task without a commit (Kafka Streams' ``TaskMigratedException``)."""
         if self._in_transaction:
             self.producer.abort_transaction(30)
             self._in_transaction = False
@@ -416,47 +503,44 @@ class StreamThread:
         self._single.clear()
         self._offsets.clear()
 
-    def _on_assign(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
-        try:
-            wanted = self._tasks_for(partitions)
-            for task_id in [t for t in self._suspended if t not in wanted]:
-                self._close_task(self._suspended.pop(task_id), clean=True)
-            restorations: list[Restoration] = []
-            tracked: list[tuple[str, Restoration]] = []
-            for task_id, task_partitions in sorted(wanted.items()):
-                task = self._suspended.pop(task_id, None)
-                if task is None:
-                    task, work = self._creator.create(task_id)
-                    restorations.extend(work)
-                    tracked.extend((str(task_id), item) for item in work)
-                self.tasks[task_id] = task
-                self._groups[task_id] = PartitionGroup(task_partitions, max_idle_ms=100)
-                if len(task_partitions) == 1:
-                    self._single.add(task_id)
-                for partition in task_partitions:
-                    self._task_of[partition] = task
-            self._track_restorations(tracked)
-            restore(self.restore_consumer, restorations)
-            self.restored += sum(r.restored for r in restorations)
-            if self.standbys is not None:
-                self.standbys.update(
-                    standby_tasks_of(
-                        self._admin,
-                        self.config.application_id,
-                        self.consumer.memberid(),
-                        self._tasks_for,
-                        self.config.num_standby_replicas,
-                    )
-                )
-            log.info(
-                "assigned %d partitions, tasks %s",
-                len(partitions),
-                ", ".join(str(t) for t in sorted(self.tasks)) or "none",
-            )
-            self.state = "RUNNING"
-        except BaseException as error:
-            self.error = error
-            raise
+    def _take_up(self, assignment: Assignment) -> None:
+        """Create (or resume) the assigned tasks, restore them, point the consumer at their
+        partitions from the committed offsets, and keep the standbys and warm-ups assigned."""
+        wanted = self._tasks_for([TopicPartition(t, p) for t, p in assignment.partitions])
+        for task_id in [t for t in self._suspended if t not in wanted]:
+            self._close_task(self._suspended.pop(task_id), clean=True)
+        restorations: list[Restoration] = []
+        tracked: list[tuple[str, Restoration]] = []
+        for task_id, task_partitions in sorted(wanted.items()):
+            task = self._suspended.pop(task_id, None)
+            if task is None:
+                task, work = self._creator.create(task_id)
+                restorations.extend(work)
+                tracked.extend((str(task_id), item) for item in work)
+            self.tasks[task_id] = task
+            self._groups[task_id] = PartitionGroup(task_partitions, max_idle_ms=100)
+            if len(task_partitions) == 1:
+                self._single.add(task_id)
+            for partition in task_partitions:
+                self._task_of[partition] = task
+        self._track_restorations(tracked)
+        restore(self.restore_consumer, restorations)
+        self.restored += sum(r.restored for r in restorations)
+        if self.standbys is not None:
+            self.standbys.update(assignment.standby | assignment.warmup)
+        # OFFSET_STORED: librdkafka reads the committed offsets (stable ones under
+        # read_committed), else applies auto.offset.reset
+        self.consumer.assign(
+            [TopicPartition(t, p, OFFSET_STORED) for t, p in assignment.partitions]
+        )
+        log.info(
+            "assigned %d partitions, tasks %s; standby %s; warm-up %s",
+            len(assignment.partitions),
+            ", ".join(str(t) for t in sorted(self.tasks)) or "none",
+            ", ".join(str(t) for t in sorted(assignment.standby)) or "none",
+            ", ".join(str(t) for t in sorted(assignment.warmup)) or "none",
+        )
+        self.state = "RUNNING"
 
     def _track_restorations(self, work: list[tuple[str, Restoration]]) -> None:
         """Show ``work`` (task id, restoration) in the metrics; forget tasks gone elsewhere."""
@@ -498,6 +582,7 @@ class StreamThread:
             self._suspended.clear()
         finally:
             self._closing = True
+            self.membership.close(leave=clean)
             self.consumer.close()
             self.restore_consumer.close()
             self._global_updater.close()

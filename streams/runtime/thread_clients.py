@@ -15,8 +15,9 @@ from typing import Any
 
 from confluent_kafka import Consumer, Producer
 
-from sluice import clients
+from sluice import clients, wire
 from sluice.streams.config import StreamsConfig
+from sluice.streams.errors import StreamsError
 
 __all__ = [
     "assign_only",
@@ -26,6 +27,7 @@ __all__ = [
     "restore_consumer",
     "standby_consumer",
     "transactional_id",
+    "wire_security",
 ]
 
 
@@ -52,7 +54,10 @@ def transactional_id(config: StreamsConfig, process_id: str) -> str:
 
 
 def group_consumer(config: StreamsConfig, process_id: str) -> Consumer:
-    """The member of the group ``application_id``: range assignor, offsets committed by hand."""
+    """The consumer of the tasks' input partitions. It never joins the group itself: the stream
+    thread runs the membership (:mod:`sluice.streams.runtime.membership`) and assigns it the
+    partitions of its active tasks; ``group.id`` is the application id so that it reads the
+    group's committed offsets."""
     return clients.consumer(
         config.bootstrap_servers,
         **{
@@ -61,14 +66,19 @@ def group_consumer(config: StreamsConfig, process_id: str) -> Consumer:
             "enable.auto.commit": False,
             "enable.auto.offset.store": False,
             "auto.offset.reset": "earliest",
-            "partition.assignment.strategy": "range",
             "isolation.level": config.isolation_level,
-            "session.timeout.ms": config.session_timeout_ms,
-            "heartbeat.interval.ms": max(100, config.session_timeout_ms // 5),
-            "max.poll.interval.ms": 300_000,
             **config.consumer_config,
         },
     )
+
+
+def wire_security(config: StreamsConfig) -> wire.Security:
+    """The consumer's security settings, for the group membership's own connections."""
+    settings = {k: str(v) for k, v in config.consumer_config.items() if k in wire.SECURITY_KEYS}
+    try:
+        return wire.Security.from_config(settings)
+    except ValueError as error:
+        raise StreamsError(f"the group membership cannot connect: {error}") from None
 
 
 def restore_consumer(config: StreamsConfig, process_id: str) -> Consumer:

@@ -92,6 +92,7 @@ def test_a_streams_app_counts_by_key_on_sasl_ssl_with_least_privilege(
         stores="memory",
         state_dir=tmp_path,
         commit_interval_ms=200,
+        statestore_cache_max_bytes=0,  # all five updates are read below
         **broker.kafka_settings("streams-app"),
     )
     assert "streams-pw" not in repr(app.config), "the password shows in the config's repr"

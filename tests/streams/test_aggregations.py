@@ -44,14 +44,15 @@ def test_word_count_through_a_repartition_topic(make_app, backend, out):
 
 def test_the_changelog_gets_one_record_per_key_and_commit(make_app):
     app = make_app()
-    app.stream("lines").flat_map_values(str.split).group_by(lambda k, w: w).count(name="counts")
-    with app.test_driver() as d:
-        d.pipe("lines", None, "a b a a", timestamp=10)  # a changes three times: logged once
-        d.pipe("lines", None, "b", timestamp=12)
+    app.stream("lines").flat_map_values(str.split).group_by_key().count(name="counts")
+    with app.test_driver() as d:  # it commits after each record, as Kafka's test driver
+        d.pipe("lines", "a", "x y z", timestamp=10)  # a changes three times: logged once
+        d.pipe("lines", "b", "x", timestamp=12)
+        d.pipe("lines", "a", "x", timestamp=13)
         assert d.read_raw("app-counts-changelog") == [
             (b"a", b"3", 10, ()),
-            (b"b", b"1", 10, ()),
-            (b"b", b"2", 12, ()),
+            (b"b", b"1", 12, ()),
+            (b"a", b"4", 13, ()),
         ]
 
 

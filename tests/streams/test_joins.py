@@ -32,8 +32,8 @@ def pipe_each(d, out, topic_out, steps):
 # -- stream-stream --------------------------------------------------------------------------------
 
 
-def test_stream_stream_inner_join_with_out_of_order_and_late_records(make_app, out):
-    app = make_app()
+def test_stream_stream_inner_join_with_out_of_order_and_late_records(make_app, backend, out):
+    app = make_app(stores=backend)
     app.stream("L").join(app.stream("R"), joined, JoinWindows.of(10)).to("out")
     with app.test_driver() as d:
         got = pipe_each(
@@ -63,8 +63,8 @@ def test_stream_stream_inner_join_with_out_of_order_and_late_records(make_app, o
     ]
 
 
-def test_stream_stream_join_with_asymmetric_windows(make_app, out):
-    app = make_app()
+def test_stream_stream_join_with_asymmetric_windows(make_app, backend, out):
+    app = make_app(stores=backend)
     windows = JoinWindows.of(10).after(2)  # right records from 10 before to 2 after the left
     app.stream("L").join(app.stream("R"), joined, windows).to("out")
     with app.test_driver() as d:
@@ -88,9 +88,9 @@ def test_stream_stream_join_with_asymmetric_windows(make_app, out):
 
 
 def test_stream_stream_left_join_emits_unmatched_left_records_when_their_window_closes(
-    make_app, out
+    make_app, backend, out
 ):
-    app = make_app()
+    app = make_app(stores=backend)
     app.stream("L").left_join(app.stream("R"), joined, JoinWindows.of(10).grace(5)).to("out")
     with app.test_driver() as d:
         got = pipe_each(
@@ -124,8 +124,8 @@ def test_stream_stream_left_join_emits_unmatched_left_records_when_their_window_
     ]
 
 
-def test_stream_stream_outer_join_emits_both_sides_alone(make_app, out):
-    app = make_app()
+def test_stream_stream_outer_join_emits_both_sides_alone(make_app, backend, out):
+    app = make_app(stores=backend)
     app.stream("L").outer_join(app.stream("R"), joined, JoinWindows.of(5)).to("out")
     with app.test_driver() as d:
         got = pipe_each(
@@ -153,8 +153,10 @@ def test_stream_stream_outer_join_emits_both_sides_alone(make_app, out):
     ]
 
 
-def test_records_left_alone_go_out_before_the_results_of_the_record_that_closed_them(make_app, out):
-    app = make_app()
+def test_records_left_alone_go_out_before_the_results_of_the_record_that_closed_them(
+    make_app, backend, out
+):
+    app = make_app(stores=backend)
     app.stream("L").left_join(app.stream("R"), joined, JoinWindows.of(10)).to("out")
     with app.test_driver() as d:
         d.pipe("L", "b", "x", timestamp=0)
@@ -163,8 +165,8 @@ def test_records_left_alone_go_out_before_the_results_of_the_record_that_closed_
         assert out(d, "out") == [("b", "x+None", 0), ("a", "l+r", 11)]
 
 
-def test_records_left_alone_survive_a_jump_in_stream_time(make_app, out):
-    app = make_app()
+def test_records_left_alone_survive_a_jump_in_stream_time(make_app, backend, out):
+    app = make_app(stores=backend)
     app.stream("L").outer_join(app.stream("R"), joined, JoinWindows.of(5)).to("out")
     with app.test_driver() as d:
         d.pipe("L", "a", "l1", timestamp=0)
@@ -173,8 +175,10 @@ def test_records_left_alone_survive_a_jump_in_stream_time(make_app, out):
         assert out(d, "out") == [("a", "l1+None", 0), ("b", "None+r1", 1)]
 
 
-def test_a_restored_outer_join_buffer_does_not_emit_records_that_found_a_partner(make_app, out):
-    app = make_app()
+def test_a_restored_outer_join_buffer_does_not_emit_records_that_found_a_partner(
+    make_app, backend, out
+):
+    app = make_app(stores=backend)
     app.stream("L").outer_join(app.stream("R"), joined, JoinWindows.of(5), name="j").to("out")
     with app.test_driver() as first:
         first.pipe("L", "a", "l1", timestamp=0)  # waits in the outer buffer
@@ -193,8 +197,8 @@ def test_a_restored_outer_join_buffer_does_not_emit_records_that_found_a_partner
         assert out(second, "out") == [("b", "l2+None", 3)]
 
 
-def test_stream_stream_join_skips_records_without_key_or_value(make_app, out):
-    app = make_app()
+def test_stream_stream_join_skips_records_without_key_or_value(make_app, backend, out):
+    app = make_app(stores=backend)
     app.stream("L").left_join(app.stream("R"), joined, JoinWindows.of(10)).to("out")
     with app.test_driver() as d:
         d.pipe("R", "a", "r", timestamp=1)

@@ -236,6 +236,7 @@ def test_keyed_aggregation_keeps_avro_state_with_a_registered_changelog(
         state_dir=tmp_path / "state",
         commit_interval_ms=200,
         schema_registry_url=schema_registry.url,
+        statestore_cache_max_bytes=0,  # every update of c1 is read below
     )
     totals_serde = AvroSerde(TOTALS)
     (

@@ -11,12 +11,15 @@ from pathlib import Path
 
 import pytest
 
+from sluice.dsl import SessionWindows, TimeWindows
 from sluice.serde import INT64, JSON, STRING
 from sluice.streams.state.base import StoreContext
 from sluice.streams.state.keyvalue import KeyValueBackend, KeyValueStore, MemoryBackend
 from sluice.streams.state.rocksdb import RocksDBBackend
-from sluice.streams.state.session import SessionStore
-from sluice.streams.state.window import WindowStore
+from sluice.streams.state.rocksdb_session import RocksDBSessionBackend
+from sluice.streams.state.rocksdb_window import RocksDBWindowBackend
+from sluice.streams.state.session import MemorySessionBackend, SessionBackend, SessionStore
+from sluice.streams.state.window import MemoryWindowBackend, WindowBackend, WindowStore
 
 CHANGELOG = "app-store-changelog"
 Sent = list[tuple[str, int, bytes, bytes | None, int]]
@@ -199,17 +202,56 @@ def test_the_app_picks_the_backend_of_its_key_value_stores(make_app):
             assert isinstance(store.backend, backend_type)
 
 
+def test_the_app_picks_the_backend_of_its_window_and_session_stores(make_app):
+    kinds = [
+        ("memory", MemoryWindowBackend, MemorySessionBackend),
+        ("rocksdb", RocksDBWindowBackend, RocksDBSessionBackend),
+    ]
+    for kind, window_type, session_type in kinds:
+        app = make_app(stores=kind)
+        grouped = app.stream("in").group_by_key()
+        grouped.windowed_by(TimeWindows.of(10)).count(name="windows")
+        grouped.windowed_by(SessionWindows.of(10)).count(name="sessions")
+        with app.test_driver() as d:
+            windows, sessions = d.store("windows"), d.store("sessions")
+            assert isinstance(windows, WindowStore) and isinstance(sessions, SessionStore)
+            assert isinstance(windows.backend, window_type)
+            assert isinstance(sessions.backend, session_type)
+            assert windows.persistent is sessions.persistent is (kind == "rocksdb")
+
+
 # -- window store ---------------------------------------------------------------------------------
 
 
-def window_store(retention: int, *, duplicates: bool = False) -> tuple[WindowStore, Sent]:
-    sent: Sent = []
-    store = WindowStore(STRING, INT64, retention, retain_duplicates=duplicates)
-    store.init(StoreContext("app-w-changelog", 0, lambda *r: sent.append(r)))
-    return store, sent
+WindowStoreFactory = Callable[..., tuple[WindowStore, Sent]]
 
 
-def test_window_store_fetches_by_key_and_window_start():
+def _window_backend(kind: str, retention: int, duplicates: bool) -> WindowBackend:
+    if kind == "memory":
+        return MemoryWindowBackend(duplicates)
+    return RocksDBWindowBackend(STRING, INT64, retention, retain_duplicates=duplicates)
+
+
+@pytest.fixture(params=["memory", "rocksdb"])
+def window_store(request: pytest.FixtureRequest) -> Iterator[WindowStoreFactory]:
+    """``window_store(retention, duplicates=False)``: a fresh window store on the backend under
+    test and the list its changelog records go to; closed after the test."""
+    opened: list[WindowStore] = []
+
+    def open_(retention: int, *, duplicates: bool = False) -> tuple[WindowStore, Sent]:
+        sent: Sent = []
+        backend = _window_backend(request.param, retention, duplicates)
+        store = WindowStore(STRING, INT64, retention, retain_duplicates=duplicates, backend=backend)
+        store.init(StoreContext("app-w-changelog", 0, lambda *r: sent.append(r)))
+        opened.append(store)
+        return store, sent
+
+    yield open_
+    for store in opened:
+        store.close()
+
+
+def test_window_store_fetches_by_key_and_window_start(window_store: WindowStoreFactory) -> None:
     store, _ = window_store(100)
     store.put("a", 1, 0, 5)
     store.put("a", 2, 50, 55)
@@ -226,7 +268,9 @@ def test_window_store_fetches_by_key_and_window_start():
     assert store.fetch("b", 50) is None
 
 
-def test_window_store_expires_windows_as_observed_time_moves_on():
+def test_window_store_expires_windows_as_observed_time_moves_on(
+    window_store: WindowStoreFactory,
+) -> None:
     store, _ = window_store(100)
     store.put("a", 1, 0, 0)
     store.put("a", 2, 50, 50)
@@ -240,7 +284,7 @@ def test_window_store_expires_windows_as_observed_time_moves_on():
     assert list(store.all()) == [(("a", 100), 3), (("b", 151), 6)]
 
 
-def test_window_store_changelog_round_trip():
+def test_window_store_changelog_round_trip(window_store: WindowStoreFactory) -> None:
     store, sent = window_store(1_000)
     store.put("a", 1, 0, 3)
     store.put("a", 2, 0, 4)  # logged once
@@ -262,7 +306,9 @@ def test_window_store_changelog_round_trip():
     assert copy.fetch_with_timestamp("a", 0) == (2, 4)
 
 
-def test_window_store_with_duplicates_keeps_every_put_and_logs_removals():
+def test_window_store_with_duplicates_keeps_every_put_and_logs_removals(
+    window_store: WindowStoreFactory,
+) -> None:
     store, sent = window_store(1_000, duplicates=True)
     store.put("k", 1, 10, 10)
     store.put("k", 2, 10, 11)
@@ -301,14 +347,31 @@ def _start_seq(start: int, seq: int) -> bytes:
 # -- session store --------------------------------------------------------------------------------
 
 
-def session_store(retention: int) -> tuple[SessionStore, Sent]:
-    sent: Sent = []
-    store = SessionStore(STRING, INT64, retention)
-    store.init(StoreContext("app-s-changelog", 0, lambda *r: sent.append(r)))
-    return store, sent
+SessionStoreFactory = Callable[[int], tuple[SessionStore, Sent]]
 
 
-def test_session_store_finds_overlapping_sessions():
+@pytest.fixture(params=["memory", "rocksdb"])
+def session_store(request: pytest.FixtureRequest) -> Iterator[SessionStoreFactory]:
+    """``session_store(retention)``: a fresh session store on the backend under test and the
+    list its changelog records go to; closed after the test."""
+    opened: list[SessionStore] = []
+
+    def open_(retention: int) -> tuple[SessionStore, Sent]:
+        sent: Sent = []
+        backend: SessionBackend = MemorySessionBackend()
+        if request.param == "rocksdb":
+            backend = RocksDBSessionBackend(STRING, INT64, retention)
+        store = SessionStore(STRING, INT64, retention, backend=backend)
+        store.init(StoreContext("app-s-changelog", 0, lambda *r: sent.append(r)))
+        opened.append(store)
+        return store, sent
+
+    yield open_
+    for store in opened:
+        store.close()
+
+
+def test_session_store_finds_overlapping_sessions(session_store: SessionStoreFactory) -> None:
     store, _ = session_store(1_000)
     store.put("a", 0, 10, 2, 10)
     store.put("a", 100, 130, 5, 130)
@@ -327,7 +390,7 @@ def test_session_store_finds_overlapping_sessions():
     assert list(store.all()) == [(("a", 100, 130), 5), (("b", 0, 0), 1)]
 
 
-def test_session_store_expires_sessions_by_their_end():
+def test_session_store_expires_sessions_by_their_end(session_store: SessionStoreFactory) -> None:
     store, _ = session_store(20)
     store.put("a", 0, 10, 1, 10)
     store.put("b", 5, 25, 1, 25)
@@ -337,7 +400,9 @@ def test_session_store_expires_sessions_by_their_end():
     assert list(store.fetch("a")) == []
 
 
-def test_session_store_changelog_round_trip_with_a_merge():
+def test_session_store_changelog_round_trip_with_a_merge(
+    session_store: SessionStoreFactory,
+) -> None:
     store, sent = session_store(1_000)
     store.put("k", 0, 0, 1, 0)
     store.flush()
@@ -359,3 +424,92 @@ def test_session_store_changelog_round_trip_with_a_merge():
     copy.flush()
     assert copy_sent == []
     assert list(copy.all()) == [(("k", 0, 5), 2)]
+
+
+# -- RocksDB segments -----------------------------------------------------------------------------
+
+
+def _rocksdb_window_store(directory: Path, *, duplicates: bool = False) -> WindowStore:
+    backend = RocksDBWindowBackend(
+        STRING, INT64, 30, retain_duplicates=duplicates, segment_interval_ms=10
+    )
+    store = WindowStore(STRING, INT64, 30, retain_duplicates=duplicates, backend=backend)
+    store.init(StoreContext("app-w-changelog", 0, lambda *r: None, directory))
+    return store
+
+
+def test_rocksdb_window_segments_are_dropped_whole_and_survive_a_clean_reopen(tmp_path):
+    directory = tmp_path / "w"
+    store = _rocksdb_window_store(directory)
+    for start in range(0, 40, 5):
+        store.put("a", start, start, start)
+        store.flush()  # a commit each time: every segment is written
+    # keys whose bytes start with "a" stay apart from it
+    store.put("ab", 1, 35, 35)
+    store.put("a\x00", 2, 35, 35)
+    store.flush()
+    # observed 35, retention 30: starts <= 5 are gone; segment [0, 10) still holds 5 on disk
+    assert list(store.fetch_range("a", 0, 100)) == [(s, s) for s in range(10, 40, 5)]
+    assert sorted(p.name for p in directory.iterdir()) == [
+        ".position",
+        "w.0",
+        "w.10",
+        "w.20",
+        "w.30",
+    ]
+    store.put("b", 1, 40, 40)  # observed 40: [0, 10) has passed retention as a whole
+    store.flush()
+    assert sorted(p.name for p in directory.iterdir()) == [
+        ".position",
+        "w.10",
+        "w.20",
+        "w.30",
+        "w.40",
+    ]
+    store.close()
+    reopened = _rocksdb_window_store(directory)
+    assert reopened.observed_time == 40
+    assert list(reopened.fetch_range("a", 0, 100)) == [(s, s) for s in range(15, 40, 5)]
+    assert reopened.fetch("ab", 35) == 1 and reopened.fetch("a\x00", 35) == 2
+    assert list(reopened.fetch_all(35, 40)) == [
+        (("a", 35), 35),
+        (("a\x00", 35), 2),
+        (("ab", 35), 1),
+        (("b", 40), 1),
+    ]
+    reopened.put("a", 9, 10, 10)  # expired: 10 <= 40 - 30
+    assert reopened.fetch("a", 10) is None
+    reopened.close()
+
+
+def test_rocksdb_duplicates_keep_numbering_across_a_clean_reopen(tmp_path):
+    store = _rocksdb_window_store(tmp_path / "j", duplicates=True)
+    store.put("k", 1, 20, 20)
+    store.put("k", 2, 20, 21)
+    store.close()
+    reopened = _rocksdb_window_store(tmp_path / "j", duplicates=True)
+    reopened.put("k", 3, 20, 22)  # number 3: does not overwrite the first duplicate
+    assert [entry for _, entry in reopened.fetch_entries("k", 20, 20)] == [
+        (1, 20, 1),
+        (2, 21, 2),
+        (3, 22, 3),
+    ]
+    reopened.close()
+
+
+def test_rocksdb_sessions_are_segmented_by_end(tmp_path):
+    backend = RocksDBSessionBackend(STRING, INT64, 30, segment_interval_ms=10)
+    store = SessionStore(STRING, INT64, 30, backend=backend)
+    directory = tmp_path / "s"
+    store.init(StoreContext("app-s-changelog", 0, lambda *r: None, directory))
+    store.put("a", 0, 4, 1, 4)
+    store.put("a", 8, 25, 2, 25)
+    store.put("ab", 8, 25, 3, 25)
+    store.flush()
+    assert store.find_sessions("a", 0, 100) == [(0, 4, 1), (8, 25, 2)]
+    assert sorted(p.name for p in directory.iterdir()) == [".position", "s.0", "s.20"]
+    store.put("b", 40, 40, 1, 40)  # observed 40: sessions ending at or before 10 are gone
+    store.flush()
+    assert store.find_sessions("a", 0, 100) == [(8, 25, 2)]
+    assert sorted(p.name for p in directory.iterdir()) == [".position", "s.20", "s.40"]
+    store.close()

@@ -17,11 +17,13 @@ Results are written by hand from Kafka Streams' rules:
 from __future__ import annotations
 
 import orjson
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from sluice.dsl import SessionWindows, SlidingWindows, TimeWindows, Windowed
 from sluice.serde import STRING
+from sluice.streams.errors import TopologyError
 from sluice.streams.operators.serdes import windowed_json
 
 
@@ -32,8 +34,8 @@ def W(key: str, start: int, end: int) -> Windowed:  # noqa: N802 - reads like th
 # -- tumbling and hopping --------------------------------------------------------------------
 
 
-def test_tumbling_windows_accept_out_of_order_records_within_grace(make_app, out):
-    app = make_app()
+def test_tumbling_windows_accept_out_of_order_records_within_grace(make_app, backend, out):
+    app = make_app(stores=backend)
     counts = (
         app.stream("clicks")
         .group_by_key()
@@ -58,8 +60,27 @@ def test_tumbling_windows_accept_out_of_order_records_within_grace(make_app, out
         assert store.fetch("j", 0) is None
 
 
-def test_without_grace_a_window_closes_at_its_end(make_app, out):
-    app = make_app()
+def test_a_longer_retention_keeps_closed_windows_queryable(make_app, backend):
+    app = make_app(stores=backend)
+    windows = TimeWindows.of(10).grace(5)
+    grouped = app.stream("clicks").group_by_key().windowed_by(windows)
+    grouped.count(name="kept", retention=100)  # Kafka's Materialized.withRetention
+    grouped.count(name="default")  # retention: size + grace = 15
+    with app.test_driver() as d:
+        for ts in (1, 12, 50):
+            d.pipe("clicks", "k", "x", timestamp=ts)
+        # observed time 50: [0, 10) and [10, 20) have passed 15 ms of retention, not 100
+        assert list(d.store("kept").fetch_range("k", 0, 100)) == [(0, 1), (10, 1), (50, 1)]
+        assert list(d.store("default").fetch_range("k", 0, 100)) == [(50, 1)]
+    with pytest.raises(TopologyError, match=r"no smaller than its window size plus the grace"):
+        grouped.count(name="short", retention=14)
+    sessions = make_app().stream("s").group_by_key().windowed_by(SessionWindows.of(10))
+    with pytest.raises(TopologyError, match=r"window gap plus the grace period: at least 11 ms"):
+        sessions.count(name="short-sessions", retention="5ms")
+
+
+def test_without_grace_a_window_closes_at_its_end(make_app, backend, out):
+    app = make_app(stores=backend)
     app.stream("in").group_by_key().windowed_by(TimeWindows.of(10)).count().to_stream().to("out")
     with app.test_driver() as d:
         for ts in (1, 9, 10, 9, 19):
@@ -73,8 +94,8 @@ def test_without_grace_a_window_closes_at_its_end(make_app, out):
         ]
 
 
-def test_hopping_windows_update_every_window_holding_the_record(make_app, out):
-    app = make_app()
+def test_hopping_windows_update_every_window_holding_the_record(make_app, backend, out):
+    app = make_app(stores=backend)
     hopping = TimeWindows.of(10).advance_by(5)
     app.stream("in").group_by_key().windowed_by(hopping).count().to_stream().to("out")
     with app.test_driver() as d:
@@ -89,8 +110,8 @@ def test_hopping_windows_update_every_window_holding_the_record(make_app, out):
         ]
 
 
-def test_hopping_window_starts_are_multiples_of_the_advance(make_app, out):
-    app = make_app()
+def test_hopping_window_starts_are_multiples_of_the_advance(make_app, backend, out):
+    app = make_app(stores=backend)
     hopping = TimeWindows.of(10).advance_by(4)
     app.stream("in").group_by_key().windowed_by(hopping).count().to_stream().to("out")
     with app.test_driver() as d:
@@ -102,8 +123,8 @@ def test_hopping_window_starts_are_multiples_of_the_advance(make_app, out):
         ]
 
 
-def test_windowed_reduce_and_aggregate(make_app, out):
-    app = make_app()
+def test_windowed_reduce_and_aggregate(make_app, backend, out):
+    app = make_app(stores=backend)
     grouped = app.stream("in").group_by_key().windowed_by(TimeWindows.of(100))
     grouped.reduce(lambda a, v: a + v).to_stream().to("sums")
     grouped.aggregate(lambda: [], lambda k, v, agg: [*agg, v]).to_stream().to("lists")
@@ -124,8 +145,8 @@ def test_windowed_reduce_and_aggregate(make_app, out):
 # -- sliding ------------------------------------------------------------------------------------
 
 
-def test_sliding_windows_in_order_and_out_of_order(make_app, out):
-    app = make_app()
+def test_sliding_windows_in_order_and_out_of_order(make_app, backend, out):
+    app = make_app(stores=backend)
     app.stream("in").group_by_key().windowed_by(SlidingWindows.of(10)).count().to_stream().to("out")
     with app.test_driver() as d:
         got = []
@@ -150,8 +171,8 @@ def test_sliding_windows_in_order_and_out_of_order(make_app, out):
     ]
 
 
-def test_sliding_windows_with_grace(make_app, out):
-    app = make_app()
+def test_sliding_windows_with_grace(make_app, backend, out):
+    app = make_app(stores=backend)
     sliding = SlidingWindows.of(10).grace(5)
     app.stream("in").group_by_key().windowed_by(sliding).count().to_stream().to("out")
     with app.test_driver() as d:
@@ -168,8 +189,8 @@ def test_sliding_windows_with_grace(make_app, out):
     ]
 
 
-def test_sliding_aggregate_sees_records_in_time_order(make_app, out):
-    app = make_app()
+def test_sliding_aggregate_sees_records_in_time_order(make_app, backend, out):
+    app = make_app(stores=backend)
     (
         app.stream("in")
         .group_by_key()
@@ -191,8 +212,8 @@ def test_sliding_aggregate_sees_records_in_time_order(make_app, out):
 # -- sessions -----------------------------------------------------------------------------------
 
 
-def test_sessions_merge_extend_and_drop_late_records(make_app, out):
-    app = make_app()
+def test_sessions_merge_extend_and_drop_late_records(make_app, backend, out):
+    app = make_app(stores=backend)
     sessions = SessionWindows.with_inactivity_gap(10).grace(20)
     app.stream("in").group_by_key().windowed_by(sessions).count(name="s").to_stream().to("out")
     with app.test_driver() as d:
@@ -231,8 +252,8 @@ def test_sessions_merge_extend_and_drop_late_records(make_app, out):
         assert list(d.store("s").fetch("k")) == [(45, 45, 1), (60, 60, 1)]
 
 
-def test_a_session_still_merges_a_record_gap_after_it_while_open(make_app, out):
-    app = make_app()
+def test_a_session_still_merges_a_record_gap_after_it_while_open(make_app, backend, out):
+    app = make_app(stores=backend)
     sessions = SessionWindows.with_inactivity_gap(10)
     app.stream("in").group_by_key().windowed_by(sessions).count().to_stream().to("out")
     with app.test_driver() as d:
@@ -246,8 +267,8 @@ def test_a_session_still_merges_a_record_gap_after_it_while_open(make_app, out):
         ]
 
 
-def test_session_merger_runs_before_the_aggregator(make_app, out):
-    app = make_app()
+def test_session_merger_runs_before_the_aggregator(make_app, backend, out):
+    app = make_app(stores=backend)
     grouped = app.stream("in").group_by_key().windowed_by(SessionWindows.of(10).grace(20))
     grouped.reduce(lambda a, v: a + v).to_stream().to("joined")
     grouped.aggregate(
@@ -309,8 +330,8 @@ def test_suppress_emits_one_final_result_per_time_window(make_app, backend, out)
         ]
 
 
-def test_suppress_waits_for_a_session_to_close(make_app, out):
-    app = make_app()
+def test_suppress_waits_for_a_session_to_close(make_app, backend, out):
+    app = make_app(stores=backend)
     (
         app.stream("in")
         .group_by_key()
@@ -336,8 +357,8 @@ def test_suppress_waits_for_a_session_to_close(make_app, out):
         ]
 
 
-def test_suppress_waits_until_a_sliding_window_end_is_passed(make_app, out):
-    app = make_app()
+def test_suppress_waits_until_a_sliding_window_end_is_passed(make_app, backend, out):
+    app = make_app(stores=backend)
     (
         app.stream("in")
         .group_by_key()

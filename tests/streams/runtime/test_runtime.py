@@ -24,7 +24,14 @@ def test_word_count_over_two_partitions(
     bootstrap = shared_broker.bootstrap
     lines = create_topic(bootstrap, 2)
     out = create_topic(bootstrap, 2)
-    app = App(_app_id(), bootstrap, stores=stores, state_dir=tmp_path, commit_interval_ms=200)  # type: ignore[arg-type]
+    app = App(
+        _app_id(),
+        bootstrap,
+        stores=stores,  # type: ignore[arg-type]
+        state_dir=tmp_path,
+        commit_interval_ms=200,
+        statestore_cache_max_bytes=0,  # every update is read below
+    )
     counts = (
         app.stream(lines)
         .flat_map_values(str.split)

@@ -22,6 +22,7 @@ def _app(bootstrap: str, app_id: str, lines: str, out: str, state_dir: Path) -> 
         commit_interval_ms=100,
         num_standby_replicas=1,
         session_timeout_ms=6000,
+        statestore_cache_max_bytes=0,  # every update is read below
     )
     app.stream(lines).group_by_key().count(name="counts").to_stream().to(out)
     return app
