@@ -41,7 +41,9 @@ from dataclasses import dataclass
 
 from sluice.client_security import client_settings, masked_client, split_security
 from sluice.connectors.spark._offsets import OffsetsOption, TopicPartition, parse_offsets_option
+from sluice.connectors.spark._registry_decode import FORMATS, FieldFormat
 from sluice.errors import ConfigError
+from sluice.schemas.serdes import registry_url
 
 __all__ = ["SourceOptions", "Subscription"]
 
@@ -49,8 +51,8 @@ __all__ = ["SourceOptions", "Subscription"]
 _REFUSED = {
     "auto.offset.reset": "set the source option 'startingOffsets' instead",
     "enable.auto.commit": "the source does not commit offsets to Kafka; Spark checkpoints them",
-    "key.deserializer": "keys are always read as bytes; cast or decode them in the query",
-    "value.deserializer": "values are always read as bytes; cast or decode them in the query",
+    "key.deserializer": "keys are read as bytes, or decoded by the option 'keyFormat'",
+    "value.deserializer": "values are read as bytes, or decoded by the option 'valueFormat'",
     "enable.partition.eof": "the source needs partition EOF events to find the end of a range",
 }
 # Connection settings that the metadata client (an AdminClient) takes from the kafka.* options.
@@ -86,11 +88,18 @@ class SourceOptions:
     poll_timeout_s: float
     rows_per_batch: int
     kafka: tuple[tuple[str, str], ...]  # librdkafka settings from kafka.* options, sorted
+    key_format: FieldFormat | None = None  # keyFormat and its options; None: bytes
+    value_format: FieldFormat | None = None  # valueFormat and its options; None: bytes
+    registry_url: str = ""  # schema.registry.url (resolved on the driver)
+    registry_auth: str | None = None  # schema.registry.basic.auth.user.info
+    permissive: bool = False  # mode=PERMISSIVE: a record that does not decode gives null
 
     def __repr__(self) -> str:
         """The options with secret settings (passwords, JAAS, keys) shown as ``[hidden]``."""
         shown = {name: getattr(self, name) for name in self.__dataclass_fields__}
         shown["kafka"] = tuple(masked_client(dict(self.kafka)).items())
+        if self.registry_auth is not None:
+            shown["registry_auth"] = "[hidden]"
         return f"SourceOptions({', '.join(f'{k}={v!r}' for k, v in shown.items())})"
 
     @property
@@ -152,6 +161,15 @@ class SourceOptions:
         kafka = _translate_security(kafka)
         if batch is False and "endingoffsets" in opts:
             raise ValueError("option 'endingOffsets' is for batch queries only (spark.read)")
+        key_format = _field_format(opts, "key")
+        value_format = _field_format(opts, "value")
+        decoding = key_format is not None or value_format is not None
+        for name in ("schema.registry.url", "schema.registry.basic.auth.user.info", "mode"):
+            if name in opts and not decoding:
+                raise ValueError(
+                    f"option '{name}' applies to registry-encoded records: set 'valueFormat' or "
+                    "'keyFormat' too"
+                )
         return cls(
             bootstrap_servers=bootstrap,
             subscription=_subscription(opts),
@@ -171,7 +189,70 @@ class SourceOptions:
             poll_timeout_s=(_positive_int(opts, "kafkaConsumer.pollTimeoutMs") or 120_000) / 1000,
             rows_per_batch=_positive_int(opts, "rowsPerBatch") or 10_000,
             kafka=tuple(sorted(kafka.items())),
+            key_format=key_format,
+            value_format=value_format,
+            registry_url=registry_url(opts.get("schema.registry.url")) if decoding else "",
+            registry_auth=opts.get("schema.registry.basic.auth.user.info") or None,
+            permissive=_mode(opts),
         )
+
+    def subject_topics(self) -> tuple[str, ...]:
+        """The topics named by the subscription (none for a pattern): the subject of a key or
+        value is ``<topic>-key`` / ``<topic>-value`` when there is exactly one."""
+        if self.subscription.kind == "assign":
+            return tuple(dict.fromkeys(topic for topic, _ in self.subscription.assign))
+        return self.subscription.topics
+
+
+def _field_format(opts: Mapping[str, str], field: str) -> FieldFormat | None:
+    """``keyFormat`` / ``valueFormat`` with their subject, version, id and message options."""
+    names = {
+        part: f"{field}{part}"
+        for part in ("Format", "Subject", "SchemaVersion", "SchemaId", "MessageName")
+    }
+    raw = opts.get(names["Format"].lower())
+    fmt = (raw or "binary").strip().lower()
+    if fmt not in (*FORMATS, "binary"):
+        raise ValueError(
+            f"option '{names['Format']}' must be avro, protobuf, json-schema or binary (the "
+            f"default: bytes), got {raw!r}"
+        )
+    if fmt == "binary":
+        given = [name for part, name in names.items() if part != "Format" and name.lower() in opts]
+        if given:
+            raise ValueError(
+                f"option '{given[0]}' needs '{names['Format']}' (avro, protobuf, json-schema)"
+            )
+        return None
+    version_text = opts.get(names["SchemaVersion"].lower(), "latest").strip().lower()
+    version = None if version_text == "latest" else _positive_int(opts, names["SchemaVersion"])
+    schema_id = _positive_int(opts, names["SchemaId"])
+    if schema_id is not None and names["SchemaVersion"].lower() in opts:
+        raise ValueError(
+            f"options '{names['SchemaId']}' and '{names['SchemaVersion']}' exclude each other"
+        )
+    message = opts.get(names["MessageName"].lower())
+    if message is not None and fmt != "protobuf":
+        raise ValueError(f"option '{names['MessageName']}' is for {field}Format=protobuf only")
+    subject = opts.get(names["Subject"].lower())
+    if subject is not None and not subject.strip():
+        raise ValueError(f"option '{names['Subject']}' must not be empty")
+    return FieldFormat(
+        field,
+        fmt,
+        subject.strip() if subject else None,
+        version,
+        schema_id,
+        message.strip() if message else None,
+    )
+
+
+def _mode(opts: Mapping[str, str]) -> bool:
+    """Whether ``mode`` is PERMISSIVE (FAILFAST, the default, fails the query)."""
+    raw = opts.get("mode", "FAILFAST").strip().upper()
+    if raw not in ("FAILFAST", "PERMISSIVE"):
+        raise ValueError(f"option 'mode' must be FAILFAST or PERMISSIVE, got {opts['mode']!r}")
+    return raw == "PERMISSIVE"
 
 
 def _translate_security(kafka: dict[str, str]) -> dict[str, str]:

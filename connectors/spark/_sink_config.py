@@ -18,6 +18,7 @@ from typing import Any
 
 from sluice.connect import ConfigDef, at_least, one_of
 from sluice.errors import ConfigError
+from sluice.schemas.serdes import registry_url
 
 __all__ = ["CONFIG", "SPARK_CONF_PREFIX", "SinkSettings", "catalog_name", "strftime_format"]
 
@@ -53,6 +54,12 @@ def catalog_name(table: str) -> str:
 
 def _date_pattern(name: str, value: Any) -> None:
     strftime_format(str(value))
+
+
+def _version(name: str, value: Any) -> None:
+    text = str(value).strip().lower()
+    if text != "latest" and not (text.isdigit() and int(text) > 0):
+        raise ValueError(f"must be latest or a version number, got {value!r}")
 
 
 def _table_format(name: str, value: Any) -> None:
@@ -93,11 +100,35 @@ CONFIG = (
         importance="high",
     )
     .define(
+        "value.subject",
+        "string",
+        "",
+        doc="A schema registry subject whose schema (Avro record, Protobuf message or JSON "
+        "Schema object) gives the tables' columns, typed as the sluice Spark source types them; "
+        "read when the task starts. Excludes 'schema'.",
+        importance="high",
+    )
+    .define(
+        "value.subject.version",
+        "string",
+        "latest",
+        doc="Version of value.subject to take: latest (read at each task start) or a number.",
+        validator=_version,
+    )
+    .define(
+        "schema.registry.url",
+        "string",
+        None,
+        doc="The schema registry of value.subject. Default: value.converter.schema.registry.url, "
+        "else $SLUICE_SCHEMA_REGISTRY_URL, else http://127.0.0.1:8081.",
+    )
+    .define(
         "schema.evolution",
         "string",
         None,
         doc="add_columns: a new field adds a nullable column; none: fields not in the table are "
-        "dropped. Default: add_columns without a declared schema, none with one.",
+        "dropped. Default: add_columns without a declared schema, none with one (schema or "
+        "value.subject).",
         validator=one_of("add_columns", "none"),
     )
     .define(
@@ -153,6 +184,9 @@ class SinkSettings:
     master: str
     spark_conf: dict[str, str]
     schema_ddl: str | None
+    subject: str | None
+    subject_version: int | None  # None: the latest
+    registry_url: str
     evolution: str
     partition_columns: tuple[str, ...]
     date_field: str | None
@@ -170,7 +204,11 @@ class SinkSettings:
         for key, message in cross_problems(values):
             raise ConfigError(message, key=key)
         ddl = str(values["schema"]).strip() or None
-        evolution = values["schema.evolution"] or ("none" if ddl else "add_columns")
+        subject = str(values["value.subject"]).strip() or None
+        declared = ddl is not None or subject is not None
+        evolution = values["schema.evolution"] or ("none" if declared else "add_columns")
+        version = str(values["value.subject.version"]).strip().lower()
+        url = values["schema.registry.url"] or config.get("value.converter.schema.registry.url")
         partitions = list(values["partition.columns"])
         date_field = values["partition.date.field"] or None
         if date_field and values["partition.date.column"] not in partitions:
@@ -185,6 +223,9 @@ class SinkSettings:
                 if key.startswith(SPARK_CONF_PREFIX)
             },
             schema_ddl=ddl,
+            subject=subject,
+            subject_version=None if version == "latest" else int(version),
+            registry_url=registry_url(str(url) if url else None),
             evolution=evolution,
             partition_columns=tuple(partitions),
             date_field=date_field,
@@ -209,6 +250,10 @@ class SinkSettings:
 def cross_problems(values: Mapping[str, Any]) -> list[tuple[str, str]]:
     """Combinations of settings that do not work together, as (key, message)."""
     problems = []
+    if str(values.get("schema") or "").strip() and str(values.get("value.subject") or "").strip():
+        problems.append(
+            ("value.subject", "takes the columns from the registry: leave 'schema' empty")
+        )
     columns = list(values.get("partition.columns") or [])
     if len(set(columns)) != len(columns):
         problems.append(("partition.columns", f"names a column twice: {columns}"))

@@ -14,8 +14,13 @@ key                         default
 ``table.name.format``       ``${topic}``     table of each record
 ``schema``                                   Spark DDL of the columns (``id bigint not null,
                                              ts timestamp``); empty: inferred
-``schema.evolution``        see doc          ``add_columns`` (default without ``schema``):
-                                             new fields add nullable columns; ``none``
+``value.subject``                            a schema registry subject whose schema gives
+                                             the columns (instead of ``schema``)
+``value.subject.version``   ``latest``       the version of it to take (at task start)
+``schema.registry.url``     see doc          its registry (default: the value converter's)
+``schema.evolution``        see doc          ``add_columns`` (default without ``schema`` or
+                                             ``value.subject``): new fields add nullable
+                                             columns; ``none``
 ``partition.columns``                        partition columns (``country``, ``date``)
 ``partition.date.field``                     a timestamp field the ``date`` column is derived
                                              from (``partition.date.column``,
@@ -84,9 +89,11 @@ from sluice.connect import (
     TopicPartition,
 )
 from sluice.connectors.spark import _session
+from sluice.connectors.spark._registry_decode import subject_columns
 from sluice.connectors.spark._sink_config import CONFIG, SinkSettings, cross_problems
 from sluice.connectors.spark._sink_schema import BadValueError
 from sluice.connectors.spark._sink_table import SinkTable
+from sluice.serde import SerdeError
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -162,6 +169,8 @@ class SparkSinkTask(SinkTask):
         try:
             if settings.schema_ddl:
                 self._declared = _parse_ddl(settings.schema_ddl)
+            elif settings.subject:
+                self._declared = _subject_columns(settings)
             settings.warehouse.mkdir(parents=True, exist_ok=True)
         except BaseException:
             self.stop()  # the runtime does not stop a task whose start failed
@@ -318,6 +327,16 @@ def _value(value: Any) -> Any:
     if value is None or hasattr(value, "get"):
         return value
     raise BadValueError("", f"the value is not a JSON object but {type(value).__name__}")
+
+
+def _subject_columns(settings: SinkSettings) -> StructType:
+    """The columns of ``value.subject`` (typed as the sluice source types registry values)."""
+    try:
+        return subject_columns(
+            settings.registry_url, None, str(settings.subject), settings.subject_version
+        )
+    except (ValueError, SerdeError) as error:
+        raise ConnectError(f"spark-sink: value.subject: {error}") from None
 
 
 def _parse_ddl(ddl: str) -> StructType:

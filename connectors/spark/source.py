@@ -34,6 +34,10 @@ are checked, by the translation every Sluice client uses, and the translated set
 the executors with the options (a file they name must exist there too). A failed
 authentication fails the query at once, naming the options to check.
 
+Registry-encoded keys and values (``valueFormat=avro|protobuf|json-schema``, ``keyFormat``)
+become typed columns: the reader schema is looked up when ``load()`` runs (on the driver), each
+record is decoded by its own schema id in the executors (:mod:`._registry_decode`).
+
 Exactly once: Spark writes each micro-batch's end offsets to the checkpoint's ``offsets/`` log
 before running it, and replays the same ranges after a crash; the ranges are read exactly, so a
 sink that commits atomically with Spark's commit log (the Parquet / file sink) holds every record
@@ -81,6 +85,7 @@ from sluice.connectors.spark._offsets import (
     split_ranges,
 )
 from sluice.connectors.spark._options import SourceOptions
+from sluice.connectors.spark._registry_decode import ColumnDecoder, Resolved, resolve
 
 __all__ = ["KafkaInputPartition", "SluiceDataSource", "register"]
 
@@ -116,7 +121,11 @@ class SluiceDataSource(DataSource):
     ``maxOffsetsPerTrigger``, ``minPartitions``, ``failOnDataLoss``, ``includeHeaders``,
     ``kafkaConsumer.pollTimeoutMs`` and ``kafka.*`` consumer settings, Kafka's client security
     settings among them (``kafka.security.protocol``, ``kafka.sasl.jaas.config``,
-    ``kafka.ssl.truststore.location`` …, translated for librdkafka). See docs/connectors.md.
+    ``kafka.ssl.truststore.location`` …, translated for librdkafka). Ours: ``rowsPerBatch``,
+    and ``valueFormat`` / ``keyFormat`` (``avro``, ``protobuf``, ``json-schema``: typed columns
+    decoded through the schema registry at ``schema.registry.url``, with ``valueSubject``,
+    ``valueSchemaVersion``, ``valueSchemaId``, ``valueMessageName``, ``mode``; see
+    :mod:`sluice.connectors.spark._registry_decode`). See docs/connectors.md.
     """
 
     @classmethod
@@ -126,16 +135,42 @@ class SluiceDataSource(DataSource):
     def schema(self) -> StructType:
         # Called once when load() runs: check the options there, before any query starts.
         options = SourceOptions.parse(self.options, batch=None)
+        # Spark pickles this instance after schema() for the planning that follows: the reader
+        # schemas found now are the ones the query decodes into.
+        self._formats = _resolve_formats(options)
+        fields = list(_KAFKA_SCHEMA.fields)
+        for resolved in self._formats:
+            if resolved is not None:
+                fields[0 if resolved.field == "key" else 1] = resolved.column
         if options.include_headers:
-            return StructType([*_KAFKA_SCHEMA.fields, _HEADERS])
-        return _KAFKA_SCHEMA
+            fields.append(_HEADERS)
+        return StructType(fields)
 
     def reader(self, schema: StructType) -> DataSourceReader:
-        return SluiceBatchReader(SourceOptions.parse(self.options, batch=True))
+        options = SourceOptions.parse(self.options, batch=True)
+        return SluiceBatchReader(options, self._resolved(options))
 
     @override
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
-        return SluiceStreamReader(SourceOptions.parse(self.options))
+        options = SourceOptions.parse(self.options)
+        return SluiceStreamReader(options, self._resolved(options))
+
+    def _resolved(self, options: SourceOptions) -> _Formats:
+        found: _Formats | None = getattr(self, "_formats", None)
+        return found if found is not None else _resolve_formats(options)
+
+
+_Formats = tuple[Resolved | None, Resolved | None]  # the key's and the value's reader schemas
+
+
+def _resolve_formats(options: SourceOptions) -> _Formats:
+    """The reader schemas of ``keyFormat`` and ``valueFormat`` (None where bytes are read)."""
+    topics = options.subject_topics()
+    url, auth = options.registry_url, options.registry_auth
+    return (
+        None if options.key_format is None else resolve(options.key_format, topics, url, auth),
+        None if options.value_format is None else resolve(options.value_format, topics, url, auth),
+    )
 
 
 class KafkaInputPartition(InputPartition):
@@ -146,16 +181,54 @@ class KafkaInputPartition(InputPartition):
         self.range = rng
 
 
-def _read(options: SourceOptions, partition: InputPartition) -> Iterator[Any]:
+def _read(options: SourceOptions, formats: _Formats, partition: InputPartition) -> Iterator[Any]:
     if not isinstance(partition, KafkaInputPartition):
         return iter(())  # Spark's placeholder partition when a batch query has nothing to read
-    return read_range(
+    batches = read_range(
         options.consumer_config(),
         partition.range,
         include_headers=options.include_headers,
         rows_per_batch=options.rows_per_batch,
         poll_timeout_s=options.poll_timeout_s,
     )
+    if formats == (None, None):
+        return batches
+    return _decoded(options, formats, batches)
+
+
+def _decoded(options: SourceOptions, formats: _Formats, batches: Iterator[Any]) -> Iterator[Any]:
+    """``batches`` with the key and value columns decoded through the schema registry."""
+    import pyarrow as pa  # type: ignore[import-untyped]  # pyarrow ships no type information
+
+    decoders = [
+        (index, _decoder(resolved, options))
+        for index, resolved in enumerate(formats)
+        if resolved is not None
+    ]
+    for batch in batches:
+        columns = list(batch.columns)
+        fields = list(batch.schema)
+        topic = batch.column(2)[0].as_py()
+        partition = batch.column(3)[0].as_py()
+        offsets = batch.column(4).to_pylist()
+        for index, decoder in decoders:
+            columns[index] = decoder.decode(columns[index], topic, partition, offsets)
+            fields[index] = pa.field(fields[index].name, decoder.arrow_type)
+        yield pa.RecordBatch.from_arrays(columns, schema=pa.schema(fields))
+
+
+_decoders: dict[tuple[Resolved, str, str | None, bool], ColumnDecoder] = {}
+
+
+def _decoder(resolved: Resolved, options: SourceOptions) -> ColumnDecoder:
+    """The worker process's decoder of a column: writers' schemas are fetched once per process."""
+    key = (resolved, options.registry_url, options.registry_auth, options.permissive)
+    found = _decoders.get(key)
+    if found is None:
+        found = _decoders[key] = ColumnDecoder(
+            resolved, options.registry_url, options.registry_auth, permissive=options.permissive
+        )
+    return found
 
 
 def _plan(
@@ -208,8 +281,9 @@ def _data_loss(options: SourceOptions, message: str) -> None:
 class SluiceBatchReader(DataSourceReader):
     """A batch query: ``startingOffsets`` (default earliest) to ``endingOffsets`` (latest)."""
 
-    def __init__(self, options: SourceOptions) -> None:
+    def __init__(self, options: SourceOptions, formats: _Formats = (None, None)) -> None:
         self.options = options
+        self.formats = formats
         self.metadata = KafkaMetadata(options)
 
     def partitions(self) -> Sequence[InputPartition]:
@@ -224,14 +298,15 @@ class SluiceBatchReader(DataSourceReader):
             self.metadata.close()
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
-        return _read(self.options, partition)
+        return _read(self.options, self.formats, partition)
 
 
 class SluiceStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     """A streaming query's reader; its offsets are Spark's Kafka source offsets (see _offsets)."""
 
-    def __init__(self, options: SourceOptions) -> None:
+    def __init__(self, options: SourceOptions, formats: _Formats = (None, None)) -> None:
         self.options = options
+        self.formats = formats
         self.metadata = KafkaMetadata(options)
         self._latest: PartitionOffsets | None = None  # last seen log ends, for reportLatestOffset
         self._target: PartitionOffsets | None = None  # Trigger.AvailableNow's end
@@ -277,7 +352,7 @@ class SluiceStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return _plan(self.options, self.metadata, offsets_from_json(start), offsets_from_json(end))
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
-        return _read(self.options, partition)
+        return _read(self.options, self.formats, partition)
 
     def commit(self, end: dict[str, Any]) -> None:
         """Nothing to do: the offsets live in Spark's checkpoint, not in Kafka."""
