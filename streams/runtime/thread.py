@@ -534,12 +534,16 @@ class StreamThread:
             [TopicPartition(t, p, OFFSET_STORED) for t, p in assignment.partitions]
         )
         log.info(
-            "assigned %d partitions, tasks %s; standby %s; warm-up %s",
+            "assigned %d partitions, tasks %s",
             len(assignment.partitions),
             ", ".join(str(t) for t in sorted(self.tasks)) or "none",
-            ", ".join(str(t) for t in sorted(assignment.standby)) or "none",
-            ", ".join(str(t) for t in sorted(assignment.warmup)) or "none",
         )
+        if assignment.standby or assignment.warmup:
+            log.info(
+                "standby tasks %s, warm-up tasks %s",
+                ", ".join(str(t) for t in sorted(assignment.standby)) or "none",
+                ", ".join(str(t) for t in sorted(assignment.warmup)) or "none",
+            )
         self.state = "RUNNING"
 
     def _track_restorations(self, work: list[tuple[str, Restoration]]) -> None:

@@ -67,7 +67,8 @@ class Kcat:
         return owned
 
     def records(self) -> list[tuple[int, int]]:
-        lines = self.out.read_text().splitlines()
+        text = self.out.read_text()
+        lines = text[: text.rfind("\n") + 1].splitlines()  # not a line kcat is still writing
         return [(int(p), int(o)) for p, o in (line.split() for line in lines if line.strip())]
 
     def describe(self) -> str:
