@@ -1,6 +1,6 @@
 """The HTTP proxy's produce rate against a direct confluent-kafka producer, in the same run.
 
-    python bench/rest_proxy.py [--seconds S] [--connections N] [--json PATH]
+    python bench/rest_proxy.py [--seconds S] [--connections N] [--workers W] [--json PATH]
 
 One Sluice broker; two 1-partition topics. Records of 1 KB (1,024 random bytes), measured two
 ways, each for ``--seconds`` (8 by default) and bounded by that time plus a drain:
@@ -8,15 +8,19 @@ ways, each for ``--seconds`` (8 by default) and bounded by that time plus a drai
 * **direct**: a confluent-kafka ``Producer`` (the proxy's own settings: ``linger.ms=2``) in a
   fresh process, ``produce()`` in a loop with ``poll(0)``, then ``flush()``; records/s counted
   up to the last delivery report.
-* **proxy**: ``sluice rest-proxy start`` as its own process; ``--connections`` (4) client
-  threads, each on one keep-alive HTTP connection, each request a v3 streaming produce body of
-  100 records one after another (``{"value": {"type": "BINARY", "data": base64}}``, 1,024 bytes
-  each), the answer read whole and its 100 results checked to be ``error_code`` 200. The body is
-  built once (the client's JSON encoding is not what is measured). records/s = records
-  answered 200 / seconds.
+* **proxy**: ``sluice rest-proxy start [--workers W]`` as its own process(es);
+  ``--connections`` (4) client threads, each on one keep-alive HTTP connection, each request a
+  v3 streaming produce body of 100 records one after another (``{"value": {"type": "BINARY",
+  "data": base64}}``, 1,024 bytes each), the answer read whole and its 100 results checked to
+  be ``error_code`` 200. The body is built once (the client's JSON encoding is not what is
+  measured). records/s = records answered 200 / seconds.
+
+The direct producer runs before and after the proxy, and the ratio is taken against their
+mean, so that a change of the machine's load between the two shows rather than skews it.
 
 The issue's target: the proxy ≥ 30 % of the direct producer. Both the proxy and the broker
-share the machine's cores with the client threads; the proxy process's CPU seconds are printed.
+share the machine's cores with the client threads; the proxy processes' CPU seconds (workers
+included) are printed, and per record, which the machine's load moves much less than rates.
 """
 
 from __future__ import annotations
@@ -119,7 +123,23 @@ def proxied(
     return {"records": sum(counts), "seconds": elapsed, "rate": sum(counts) / elapsed}
 
 
-def _start_proxy(bootstrap: str, workdir: Path) -> tuple[subprocess.Popen[bytes], str]:
+def _family_cpu_seconds(pid: int) -> float:
+    """CPU seconds of ``pid`` and of its child processes (the proxy's workers)."""
+    total = cpu_seconds(pid)
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            if parent == pid:
+                total += cpu_seconds(int(entry.name))
+    return total
+
+
+def _start_proxy(
+    bootstrap: str, workdir: Path, workers: int
+) -> tuple[subprocess.Popen[bytes], str]:
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     with (workdir / "rest-proxy.log").open("wb") as log:
@@ -134,6 +154,8 @@ def _start_proxy(bootstrap: str, workdir: Path) -> tuple[subprocess.Popen[bytes]
                 bootstrap,
                 "--log-level",
                 "WARNING",
+                "--workers",
+                str(workers),
             ],
             stdout=log,
             stderr=subprocess.STDOUT,
@@ -155,6 +177,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seconds", type=float, default=8.0)
     parser.add_argument("--connections", type=int, default=4)
+    parser.add_argument("--workers", type=int, default=1, help="the proxy's --workers")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     import tempfile
@@ -162,17 +185,17 @@ def main() -> None:
     with running_broker("sluice") as broker, tempfile.TemporaryDirectory() as tmp:
         create_topic(broker.bootstrap, "direct")
         create_topic(broker.bootstrap, "proxied")
-        base = in_child(
+        before = in_child(
             direct, broker.bootstrap, "direct", args.seconds, timeout=args.seconds + 120
         )
-        proc, url = _start_proxy(broker.bootstrap, Path(tmp))
+        proc, url = _start_proxy(broker.bootstrap, Path(tmp), args.workers)
         try:
             with urllib.request.urlopen(f"{url}/v3/clusters", timeout=10) as response:
                 cluster_id = json.loads(response.read())["data"][0]["cluster_id"]
             proxied(url, cluster_id, "proxied", 1.0, args.connections)  # warm-up
-            cpu_before = cpu_seconds(proc.pid)
+            cpu_before = _family_cpu_seconds(proc.pid)
             proxy = proxied(url, cluster_id, "proxied", args.seconds, args.connections)
-            proxy_cpu = cpu_seconds(proc.pid) - cpu_before
+            proxy_cpu = _family_cpu_seconds(proc.pid) - cpu_before
         finally:
             proc.terminate()
             try:
@@ -180,21 +203,37 @@ def main() -> None:
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
-    share = proxy["rate"] / base["rate"]
+        after = in_child(
+            direct, broker.bootstrap, "direct", args.seconds, timeout=args.seconds + 120
+        )
+    base = (before["rate"] + after["rate"]) / 2
+    share = proxy["rate"] / base
+    us_per_record = proxy_cpu / proxy["records"] * 1e6
     print(
-        f"direct producer: {base['rate']:>10,.0f} records/s ({base['records']:,.0f} in "
-        f"{base['seconds']:.1f} s)"
+        f"direct producer: {base:>10,.0f} records/s (mean of {before['rate']:,.0f} before "
+        f"and {after['rate']:,.0f} after the proxy)"
     )
     print(
         f"REST proxy:      {proxy['rate']:>10,.0f} records/s ({proxy['records']:,.0f} in "
         f"{proxy['seconds']:.1f} s, {args.connections} connections, batches of {BATCH}, "
-        f"proxy CPU {proxy_cpu:.1f} s)"
+        f"{args.workers} worker(s), proxy CPU {proxy_cpu:.1f} s = {us_per_record:.1f} µs/record)"
     )
     print(f"proxy / direct:  {share:.0%} (target ≥ 30 %)")
     if args.json:
         args.json.write_text(
             json.dumps(
-                {"direct": base, "proxy": proxy, "share": share, "proxy_cpu_s": proxy_cpu}, indent=2
+                {
+                    "direct_before": before,
+                    "direct_after": after,
+                    "direct_rate": base,
+                    "proxy": proxy,
+                    "share": share,
+                    "proxy_cpu_s": proxy_cpu,
+                    "proxy_cpu_us_per_record": us_per_record,
+                    "workers": args.workers,
+                    "connections": args.connections,
+                },
+                indent=2,
             )
         )
 

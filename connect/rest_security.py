@@ -33,19 +33,14 @@ time and never logged. Every mistake is a :class:`~sluice.errors.ConfigError` na
 
 from __future__ import annotations
 
-import base64
-import binascii
-import hmac
-import re
-import ssl
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from sluice.client_properties import parse_jaas, read_entries
 from sluice.errors import ConfigError
+from sluice.http_security import CLIENT_AUTH, BasicAuth, TlsSettings, jaas_users, pem_file
 
 __all__ = ["BASIC_AUTH_EXTENSION", "BasicAuth", "RestSecurity", "TlsSettings", "rest_security"]
 
@@ -55,12 +50,6 @@ BASIC_AUTH_EXTENSION = (
 """Kafka's basic-authentication REST extension (``rest.extension.classes``)."""
 
 _EXTENSIONS = {BASIC_AUTH_EXTENSION, "BasicAuthSecurityRestExtension", "basic-auth"}
-_PROPERTY_FILE_MODULE = "PropertyFileLoginModule"
-_CLIENT_AUTH = {
-    "none": ssl.CERT_NONE,
-    "requested": ssl.CERT_OPTIONAL,
-    "required": ssl.CERT_REQUIRED,
-}
 _TLS_KEYS = (
     "ssl.keystore.location",
     "ssl.keystore.type",
@@ -69,38 +58,6 @@ _TLS_KEYS = (
     "ssl.truststore.type",
     "ssl.client.authentication",
 )
-
-
-@dataclass(frozen=True)
-class TlsSettings:
-    """The REST API's TLS: its PEM key and chain, the key's password, client certificates."""
-
-    keystore: Path
-    key_password: str | None = field(default=None, repr=False)
-    truststore: Path | None = None
-    client_auth: ssl.VerifyMode = ssl.CERT_NONE
-
-
-@dataclass(frozen=True)
-class BasicAuth:
-    """The users of HTTP basic authentication (name → password), never shown."""
-
-    users: Mapping[str, str] = field(repr=False)
-
-    def allows(self, header: str | None) -> bool:
-        """Whether an ``Authorization`` header carries a known user and its password."""
-        if not header or header[:6].lower() != "basic ":
-            return False
-        try:
-            decoded = base64.b64decode(header[6:].strip(), validate=True).decode("utf-8")
-        except (binascii.Error, UnicodeDecodeError):
-            return False
-        user, colon, password = decoded.partition(":")
-        expected = self.users.get(user)
-        if not colon or expected is None:
-            hmac.compare_digest(password, password)  # the same work for an unknown user
-            return False
-        return hmac.compare_digest(password.encode(), expected.encode())
 
 
 @dataclass(frozen=True)
@@ -119,17 +76,10 @@ class RestSecurity:
 
 
 def _pem_file(settings: Mapping[str, Any], key: str, type_key: str) -> Path:
-    kind = str(settings.get(type_key, "PEM")).strip().upper()
-    if kind != "PEM":
-        raise ConfigError(f"{kind}: only PEM files are supported", key=type_key)
-    path = Path(str(settings[key]))
-    try:
-        text = path.read_bytes()[: 64 * 1024]
-    except OSError as error:
-        raise ConfigError(f"cannot read {path}: {error.strerror}", key=key) from None
-    if b"-----BEGIN " not in text:
-        raise ConfigError(f"{path} is not PEM (a JKS or PKCS12 store?)", key=key)
-    return path
+    kind = str(settings.get(type_key, "PEM"))
+    if kind.strip().upper() != "PEM":
+        raise ConfigError(f"{kind.strip().upper()}: only PEM files are supported", key=type_key)
+    return pem_file(Path(str(settings[key])), key=key)
 
 
 def _tls(settings: Mapping[str, Any]) -> TlsSettings:
@@ -158,8 +108,8 @@ def _tls(settings: Mapping[str, Any]) -> TlsSettings:
         )
     auth_key = f"{prefix}ssl.client.authentication"
     auth = str(named.get(auth_key, "none")).strip().lower()
-    if auth not in _CLIENT_AUTH:
-        raise ConfigError(f"must be one of {', '.join(_CLIENT_AUTH)}, got {auth!r}", key=auth_key)
+    if auth not in CLIENT_AUTH:
+        raise ConfigError(f"must be one of {', '.join(CLIENT_AUTH)}, got {auth!r}", key=auth_key)
     if auth != "none" and truststore is None:
         raise ConfigError(
             "client certificates need the CAs that sign them",
@@ -167,10 +117,7 @@ def _tls(settings: Mapping[str, Any]) -> TlsSettings:
         )
     password = named.get(f"{prefix}ssl.key.password")
     return TlsSettings(keystore, None if password is None else str(password), truststore,
-                       _CLIENT_AUTH[auth])  # fmt: skip
-
-
-_SECTION = re.compile(r"(?P<name>[\w.-]+)\s*\{(?P<body>.*?)\}\s*;", re.DOTALL)
+                       CLIENT_AUTH[auth])  # fmt: skip
 
 
 def _basic_auth(settings: Mapping[str, Any]) -> BasicAuth:
@@ -179,39 +126,7 @@ def _basic_auth(settings: Mapping[str, Any]) -> BasicAuth:
         raise ConfigError(
             "the basic-authentication extension needs the JAAS file of its users", key=key
         )
-    jaas_path = Path(str(settings[key]))
-    try:
-        text = jaas_path.read_text(encoding="utf-8")
-    except OSError as error:
-        raise ConfigError(f"cannot read {jaas_path}: {error.strerror}", key=key) from None
-    sections = {m["name"]: m["body"] for m in _SECTION.finditer(text)}
-    if "KafkaConnect" not in sections:
-        raise ConfigError(f"{jaas_path} has no KafkaConnect {{ … }}; section", key=key)
-    try:
-        module = parse_jaas(sections["KafkaConnect"])
-    except ValueError as error:
-        raise ConfigError(f"{jaas_path}: KafkaConnect: {error}", key=key) from None
-    if (
-        module.login_module.rsplit(".", 1)[-1] != _PROPERTY_FILE_MODULE
-        or "file" not in module.options
-    ):
-        raise ConfigError(
-            f"{jaas_path}: KafkaConnect: expected Kafka's PropertyFileLoginModule with "
-            'file="<users file>"',
-            key=key,
-        )
-    users_path = Path(module.options["file"])
-    try:
-        users = {
-            user: password for _, user, password in read_entries(users_path.read_text("utf-8"))
-        }
-    except OSError as error:
-        raise ConfigError(
-            f"{jaas_path}: cannot read the users file {users_path}: {error.strerror}", key=key
-        ) from None
-    if not users:
-        raise ConfigError(f"{users_path} lists no user (user=password lines)", key=key)
-    return BasicAuth(users)
+    return jaas_users(Path(str(settings[key])), "KafkaConnect", key=key)
 
 
 def rest_security(settings: Mapping[str, Any]) -> RestSecurity:

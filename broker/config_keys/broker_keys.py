@@ -287,6 +287,59 @@ BROKER_KEYS: dict[str, ConfigKey] = {
             "order) that topics with confluent.value.schema.validation or "
             "confluent.key.schema.validation check schema ids against.",
         ),
+        ConfigKey(
+            "confluent.basic.auth.credentials.source",
+            ConfigType.STRING,
+            None,
+            "Confluent Server's: USER_INFO sends confluent.basic.auth.user.info to the schema "
+            "registry (HTTP basic authentication; the default when it is set); URL: the "
+            "user:password@ of confluent.schema.registry.url, if any.",
+            check=lambda v: (
+                None if str(v).upper() in ("URL", "USER_INFO") else "must be URL or USER_INFO"
+            ),
+        ),
+        ConfigKey(
+            "confluent.basic.auth.user.info",
+            ConfigType.PASSWORD,
+            None,
+            "Confluent Server's: user:password for the schema registry "
+            "(with confluent.basic.auth.credentials.source=USER_INFO).",
+            check=lambda v: None if ":" in str(v) else "must be user:password",
+        ),
+        ConfigKey(
+            "confluent.ssl.truststore.location",
+            ConfigType.STRING,
+            None,
+            "Confluent Server's: the CA (PEM) of the schema registry's HTTPS certificate "
+            "(default: the system's CAs).",
+        ),
+        ConfigKey(
+            "confluent.ssl.truststore.type",
+            ConfigType.STRING,
+            "PEM",
+            "Format of confluent.ssl.truststore.location: PEM only.",
+            check=lambda v: None if str(v).upper() == "PEM" else "only PEM is supported",
+        ),
+        ConfigKey(
+            "confluent.ssl.keystore.location",
+            ConfigType.STRING,
+            None,
+            "Confluent Server's: a client certificate for the schema registry (PEM: the key "
+            "and the certificate chain).",
+        ),
+        ConfigKey(
+            "confluent.ssl.keystore.type",
+            ConfigType.STRING,
+            "PEM",
+            "Format of confluent.ssl.keystore.location: PEM only.",
+            check=lambda v: None if str(v).upper() == "PEM" else "only PEM is supported",
+        ),
+        ConfigKey(
+            "confluent.ssl.key.password",
+            ConfigType.PASSWORD,
+            None,
+            "Confluent Server's: the password of confluent.ssl.keystore.location's key.",
+        ),
     )
 }
 

@@ -160,6 +160,7 @@ async def handle(
                             topic_data.name,
                             data.records,
                             config,
+                            broker.config.values,
                         )
                         _still_leading(broker, partition)  # other requests ran meanwhile
                     base_offset, append_time, start, end = _append(partition, data.records, now)

@@ -12,7 +12,10 @@ The modules: :mod:`.client` (the cached registry lookups), :mod:`.strategies` (s
 :mod:`.validator` (the per-batch check). :func:`check_batch` is what the Produce handler calls,
 for topics that enable validation only.
 
-The broker reaches the registry over HTTP only (it imports nothing of ``sluice.schemas`` or
+A secured registry is reached with the broker's ``confluent.basic.auth.user.info`` and
+``confluent.ssl.*`` settings (:class:`~.client.RegistryAccess`).
+
+The broker reaches the registry over HTTP(S) only (it imports nothing of ``sluice.schemas`` or
 ``sluice.schema_registry``): any Confluent-compatible registry serves.
 
 >>> from sluice.broker.config import BrokerConfig
@@ -25,13 +28,18 @@ The broker reaches the registry over HTTP only (it imports nothing of ``sluice.s
 
 from __future__ import annotations
 
+import ssl
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from kio.schema.errors import ErrorCode
 
 from sluice.broker.errors import KafkaError
-from sluice.broker.schema_validation.client import RegistryClient, RegistryUnavailableError
+from sluice.broker.schema_validation.client import (
+    RegistryAccess,
+    RegistryClient,
+    RegistryUnavailableError,
+)
 from sluice.broker.schema_validation.strategies import (
     RECORD_NAME,
     STRATEGIES,
@@ -54,6 +62,7 @@ __all__ = [
     "TOPIC_RECORD_NAME",
     "UNAVAILABLE",
     "VALUE_VALIDATION",
+    "RegistryAccess",
     "RegistryClient",
     "RegistryUnavailableError",
     "TopicRules",
@@ -67,8 +76,9 @@ REGISTRY_URL = "confluent.schema.registry.url"
 VALUE_VALIDATION = "confluent.value.schema.validation"
 KEY_VALIDATION = "confluent.key.schema.validation"
 
-_validators: dict[tuple[str, ...], Validator] = {}
-"""One validator (and so one cache) per registry URL list, for the life of the process."""
+_validators: dict[tuple[tuple[str, ...], RegistryAccess], Validator] = {}
+"""One validator (and so one cache) per registry URL list and access, for the life of the
+process."""
 
 
 def validates(config: Mapping[str, Any]) -> bool:
@@ -76,11 +86,19 @@ def validates(config: Mapping[str, Any]) -> bool:
     return bool(config.get(VALUE_VALIDATION) or config.get(KEY_VALIDATION))
 
 
-def validator_for(urls: Sequence[str]) -> Validator:
-    """The process's validator for the registry at ``urls``."""
-    key = tuple(urls)
+def validator_for(urls: Sequence[str], access: RegistryAccess | None = None) -> Validator:
+    """The process's validator for the registry at ``urls``, reached with ``access``; a
+    KafkaError when its TLS files cannot be loaded."""
+    key = (tuple(urls), access or RegistryAccess())
     if (validator := _validators.get(key)) is None:
-        validator = _validators[key] = Validator(RegistryClient(key))
+        try:
+            client = RegistryClient(key[0], access=key[1])
+        except (OSError, ssl.SSLError) as exc:
+            raise KafkaError(
+                ErrorCode.invalid_record,
+                f"cannot reach the schema registry: confluent.ssl.* files unusable: {exc}",
+            ) from None
+        validator = _validators[key] = Validator(client)
     return validator
 
 
@@ -89,11 +107,13 @@ async def check_batch(
     topic: str,
     records: bytes | memoryview | None,
     config: Mapping[str, Any],
+    broker_config: Mapping[str, Any] | None = None,
 ) -> None:
     """Refuse a Produce batch to ``topic`` whose records do not carry allowed schema ids
     (raises :class:`~sluice.broker.log.errors.RecordValidationError` or
     :class:`~sluice.broker.errors.KafkaError`). ``urls``: the broker's
-    ``confluent.schema.registry.url``."""
+    ``confluent.schema.registry.url``; ``broker_config``: its settings (the
+    ``confluent.basic.auth.*`` and ``confluent.ssl.*`` ones reach a secured registry)."""
     if not records:
         return  # the append path refuses it
     if not urls:
@@ -101,4 +121,8 @@ async def check_batch(
             ErrorCode.invalid_record,
             f"topic {topic} requires schema validation, but the broker has no {REGISTRY_URL}",
         )
-    await validator_for(urls).check(topic, records, rules_of(config))
+    try:
+        access = RegistryAccess.from_config(broker_config or {})
+    except ValueError as exc:
+        raise KafkaError(ErrorCode.invalid_record, f"topic {topic}: {exc}") from None
+    await validator_for(urls, access).check(topic, records, rules_of(config))

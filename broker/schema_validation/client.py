@@ -21,6 +21,15 @@ that needs it; concurrent lookups of one id share one request. The URLs of
 ``confluent.schema.registry.url`` are tried in order until one answers (as Confluent's clients
 fail over); when none does, :class:`RegistryUnavailableError`.
 
+A secured registry (HTTPS, HTTP basic authentication) is reached as Confluent Server reaches
+it, with :class:`RegistryAccess` made from the broker's ``confluent.basic.auth.user.info``
+(``confluent.basic.auth.credentials.source=USER_INFO``, the default when it is set; ``URL``:
+``https://user:password@host`` in ``confluent.schema.registry.url``),
+``confluent.ssl.truststore.location``
+(the CA of the registry's certificate, PEM), ``confluent.ssl.keystore.location`` (a client
+certificate: PEM key and chain) and ``confluent.ssl.key.password``. A 401 or 403 answer is an
+unavailable registry (the batch is refused with a retriable error; the reason is logged).
+
 Thread safety: the caches belong to the event loop; only :func:`_get` runs in the pool.
 
 >>> client = RegistryClient(["http://127.0.0.1:1"], timeout_s=0.5)
@@ -31,13 +40,16 @@ Thread safety: the caches belong to the event loop; only :func:`_get` runs in th
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
+import ssl
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 __all__ = [
@@ -45,6 +57,7 @@ __all__ = [
     "MISSING_TTL_S",
     "SUBJECTS_TTL_S",
     "RegisteredSchema",
+    "RegistryAccess",
     "RegistryClient",
     "RegistryUnavailableError",
 ]
@@ -61,6 +74,58 @@ _ACCEPT = "application/vnd.schemaregistry.v1+json, application/json"
 
 class RegistryUnavailableError(Exception):
     """No registry URL answered (refused, timed out, or a 5xx answer)."""
+
+
+@dataclass(frozen=True)
+class RegistryAccess:
+    """How to reach a secured registry: basic-auth ``user_info`` (``user:password``, never
+    shown), the PEM ``ca_file`` of its certificate (None: the system's CAs), a client
+    certificate ``cert_file`` (PEM key and chain) and its key's password.
+
+    >>> access = RegistryAccess.from_config({"confluent.basic.auth.user.info": "b:pw"})
+    >>> access, access.headers()
+    (RegistryAccess(ca_file=None, cert_file=None), {'Authorization': 'Basic Yjpwdw=='})
+    """
+
+    user_info: str | None = field(default=None, repr=False)
+    ca_file: str | None = None
+    cert_file: str | None = None
+    key_password: str | None = field(default=None, repr=False)
+
+    @classmethod
+    def from_config(cls, values: Mapping[str, Any]) -> RegistryAccess:
+        """From the broker's ``confluent.basic.auth.*`` and ``confluent.ssl.*`` settings
+        (``confluent.basic.auth.credentials.source``: ``USER_INFO`` when
+        ``confluent.basic.auth.user.info`` is set, else ``URL``); ValueError when the user info
+        is set with ``URL``, or missing with ``USER_INFO``."""
+        user_info = values.get("confluent.basic.auth.user.info")
+        source = values.get("confluent.basic.auth.credentials.source")
+        source = str(source or ("USER_INFO" if user_info else "URL")).upper()
+        if (source == "USER_INFO") != bool(user_info):
+            raise ValueError(
+                "confluent.basic.auth.user.info is used with (and only with) "
+                "confluent.basic.auth.credentials.source=USER_INFO"
+            )
+        return cls(
+            str(user_info) if user_info else None,
+            values.get("confluent.ssl.truststore.location") or None,
+            values.get("confluent.ssl.keystore.location") or None,
+            values.get("confluent.ssl.key.password") or None,
+        )
+
+    def headers(self) -> dict[str, str]:
+        """The ``Authorization`` header, when there are credentials."""
+        return _basic(self.user_info)
+
+    def context(self) -> ssl.SSLContext | None:
+        """The TLS context of ``https://`` URLs (None: the default one); OSError or
+        ``ssl.SSLError`` when a file cannot be loaded."""
+        if self.ca_file is None and self.cert_file is None:
+            return None
+        context = ssl.create_default_context(cafile=self.ca_file)
+        if self.cert_file is not None:
+            context.load_cert_chain(self.cert_file, password=self.key_password)
+        return context
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,8 +146,19 @@ class RegistryClient:
         *,
         timeout_s: float = 5.0,
         clock: Callable[[], float] = time.monotonic,
+        access: RegistryAccess | None = None,
     ) -> None:
-        self.urls = tuple(url.rstrip("/") for url in urls)
+        self.access = access or RegistryAccess()
+        self._context = self.access.context()
+        # Confluent's basic.auth.credentials.source=URL: user:password@ in a URL (never shown)
+        self._headers: dict[str, dict[str, str]] = {}
+        plain = []
+        for given in urls:
+            url, user_info = _without_user_info(given.rstrip("/"))
+            plain.append(url)
+            login = self.access.headers() or _basic(user_info)
+            self._headers[url] = {"Accept": _ACCEPT, **login}
+        self.urls = tuple(plain)
         self.timeout_s = timeout_s
         self._clock = clock
         self._schemas: dict[int, RegisteredSchema] = {}
@@ -174,7 +250,9 @@ class RegistryClient:
         self._inflight[path] = future
         try:
             self.requests += 1
-            result = await loop.run_in_executor(self._pool, _get, self.urls, path, self.timeout_s)
+            result = await loop.run_in_executor(
+                self._pool, _get, self.urls, path, self.timeout_s, self._headers, self._context
+            )
         except BaseException as exc:  # waiters get the error; a cancellation is ours alone
             shared = exc if isinstance(exc, Exception) else RegistryUnavailableError("cancelled")
             future.set_exception(shared)
@@ -187,19 +265,49 @@ class RegistryClient:
             del self._inflight[path]
 
 
-def _get(urls: Sequence[str], path: str, timeout_s: float) -> Any:
-    """``GET`` ``path`` of the first URL that answers (blocking: runs in the pool)."""
+def _without_user_info(url: str) -> tuple[str, str | None]:
+    """``url`` without its ``user:password@`` part, and that part (unquoted).
+
+    >>> _without_user_info("https://ops:p%40ss@r:8081")
+    ('https://r:8081', 'ops:p@ss')
+    """
+    parts = urllib.parse.urlsplit(url)
+    if "@" not in parts.netloc:
+        return url, None
+    user_info, _, host = parts.netloc.rpartition("@")
+    return urllib.parse.urlunsplit(parts._replace(netloc=host)), urllib.parse.unquote(user_info)
+
+
+def _basic(user_info: str | None) -> dict[str, str]:
+    if user_info is None:
+        return {}
+    return {"Authorization": "Basic " + base64.b64encode(user_info.encode()).decode()}
+
+
+def _get(
+    urls: Sequence[str],
+    path: str,
+    timeout_s: float,
+    headers: Mapping[str, Mapping[str, str]] | None = None,
+    context: ssl.SSLContext | None = None,
+) -> Any:
+    """``GET`` ``path`` of the first URL that answers (blocking: runs in the pool); ``headers``
+    by URL."""
     problems = []
     for url in urls:
-        request = urllib.request.Request(url + path, headers={"Accept": _ACCEPT})
+        sent = dict((headers or {}).get(url) or {"Accept": _ACCEPT})
+        request = urllib.request.Request(url + path, headers=sent)
         try:
-            with urllib.request.urlopen(request, timeout=timeout_s) as response:
+            with urllib.request.urlopen(request, timeout=timeout_s, context=context) as response:
                 return json.loads(response.read())
         except urllib.error.HTTPError as answer:
             with answer:
                 if answer.code in (400, 404, 422):  # no such id (or not a valid one)
                     return None
-                problems.append(f"{url}: HTTP {answer.code}")
+                hint = ""
+                if answer.code in (401, 403):
+                    hint = " (check confluent.basic.auth.user.info)"
+                problems.append(f"{url}: HTTP {answer.code}{hint}")
         except (OSError, ValueError) as exc:  # refused, timed out, not JSON
             problems.append(f"{url}: {exc}")
     raise RegistryUnavailableError("; ".join(problems))

@@ -38,7 +38,8 @@ from typing import Annotated, Any
 
 import typer
 
-from sluice.exit_codes import CliError
+from sluice.errors import ConfigError
+from sluice.exit_codes import EXIT_USAGE, CliError
 from sluice.schemas.formats import InvalidSchemaError, format_named
 from sluice.schemas.serdes import (
     DEFAULT_REGISTRY_URL,
@@ -49,7 +50,6 @@ from sluice.schemas.serdes import (
     RegistryError,
     for_topic,
     message_class,
-    registry_client,
 )
 from sluice.schemas.wire_format import read_header, read_message_indexes
 from sluice.serde import Serde, SerdeError
@@ -134,11 +134,33 @@ _TYPES = {
 }
 
 
-def _latest_schema(url: str, subject: str, option: str) -> str:
+def _client_conf(url: str, settings: Mapping[str, Any]) -> dict[str, Any]:
+    """confluent-kafka's registry client configuration for *url* with the registry client
+    *settings* (``--schema-registry-config``'s, :mod:`sluice.schemas.registry_client`)."""
+    from sluice.schemas.registry_client import registry_client_config
+
+    try:
+        return registry_client_config(url, settings)
+    except ConfigError as error:
+        raise CliError(f"--schema-registry-config: {error}", exit_code=EXIT_USAGE) from None
+
+
+def _client(url: str, settings: Mapping[str, Any]) -> Any:
+    """confluent-kafka's registry client for *url* with the registry client *settings*."""
+    from confluent_kafka.schema_registry import SchemaRegistryClient
+
+    conf = _client_conf(url, settings)
+    try:
+        return SchemaRegistryClient(conf)
+    except (ValueError, OSError) as error:
+        raise CliError(f"schema registry {url}: {error}", exit_code=EXIT_USAGE) from None
+
+
+def _latest_schema(url: str, subject: str, option: str, settings: Mapping[str, Any]) -> str:
     """The text of the latest schema of *subject* (for a format given without a schema file)."""
     from confluent_kafka.schema_registry.error import SchemaRegistryError
 
-    client = registry_client(url)
+    client = _client(url, settings)
     try:
         return str(client.get_latest_version(subject).schema.schema_str)
     except SchemaRegistryError as error:
@@ -153,17 +175,26 @@ def _latest_schema(url: str, subject: str, option: str) -> str:
 
 
 def encoder(
-    fmt: RecordFormat, schema_file: Path | None, url: str, topic: str, *, is_key: bool
+    fmt: RecordFormat,
+    schema_file: Path | None,
+    url: str,
+    topic: str,
+    *,
+    is_key: bool,
+    settings: Mapping[str, Any] | None = None,
 ) -> Callable[[bytes], bytes]:
     """``encode(json_text) -> bytes`` in the wire format; it raises :class:`SerdeError` for a
-    document that does not fit the schema and :class:`RegistryError` when the registry fails."""
+    document that does not fit the schema and :class:`RegistryError` when the registry fails.
+    ``settings``: the registry client settings (credentials, CA), given to the serde."""
     field = "key" if is_key else "value"
     option = f"--{field}-schema"
-    options: dict[str, Any] = {"schema.registry.url": url}
+    # the serde's options: the registry client's settings under confluent-kafka's names
+    conf = _client_conf(url, settings or {})
+    options: dict[str, Any] = {"schema.registry.url": conf.pop("url"), **conf}
     if schema_file is not None:
         text = schema_file.read_text()
     else:
-        text = _latest_schema(url, f"{topic}-{field}", option)
+        text = _latest_schema(url, f"{topic}-{field}", option, settings or {})
         options["auto.register.schemas"] = False
     try:
         format_named(_TYPES[fmt]).parse(text, {})  # the registry's own check, before any line
@@ -205,11 +236,14 @@ def _protobuf_from_json(cls: Any, document: Any) -> Any:
     return message
 
 
-def decoder(fmt: RecordFormat, url: str) -> Callable[[bytes], bytes]:
-    """``decode(record bytes) -> JSON text`` by the schema id the record carries."""
+def decoder(
+    fmt: RecordFormat, url: str, settings: Mapping[str, Any] | None = None
+) -> Callable[[bytes], bytes]:
+    """``decode(record bytes) -> JSON text`` by the schema id the record carries; ``settings``:
+    the registry client settings (credentials, CA)."""
     from confluent_kafka.schema_registry.error import SchemaRegistryError
 
-    client = registry_client(url)
+    client = _client(url, settings or {})
     schemas: dict[int, Any] = {}
 
     def schema_of(schema_id: int) -> Any:

@@ -54,6 +54,7 @@ from sluice.cli._common import (
     unescape,
     warn,
 )
+from sluice.cli._http_security_options import RegistryConfig, registry_settings
 from sluice.cli._schema_formats import DEFAULT_URL, KeyFormat, RegistryUrl, ValueFormat, decoder
 from sluice.exit_codes import EXIT_INTERRUPTED, CliError
 from sluice.serde import SerdeError
@@ -228,6 +229,7 @@ def consume(
     key_format: KeyFormat = None,
     value_format: ValueFormat = None,
     schema_registry: RegistryUrl = DEFAULT_URL,
+    schema_registry_config: RegistryConfig = None,
     bootstrap: Bootstrap = clients.DEFAULT_BOOTSTRAP,
     client_config: ClientConfig = None,
     command_config: CommandConfig = None,
@@ -247,11 +249,12 @@ def consume(
     """
     client_config = client_properties(client_config, command_config)
     render = compile_format(fmt)
+    registry = registry_settings(schema_registry_config)
     if key_format is not None or value_format is not None:
         render = decoding(
             render,
-            None if key_format is None else decoder(key_format, schema_registry),
-            None if value_format is None else decoder(value_format, schema_registry),
+            None if key_format is None else decoder(key_format, schema_registry, registry),
+            None if value_format is None else decoder(value_format, schema_registry, registry),
         )
     start: int | None = None
     if offset is not None:

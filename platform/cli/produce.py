@@ -37,6 +37,7 @@ from sluice.cli._common import (
     stderr,
     unescape,
 )
+from sluice.cli._http_security_options import RegistryConfig, registry_settings
 from sluice.cli._input_format import (
     LineError,
     Parser,
@@ -177,6 +178,7 @@ def produce(
     value_format: ValueFormat = None,
     value_schema: ValueSchema = None,
     schema_registry: RegistryUrl = DEFAULT_URL,
+    schema_registry_config: RegistryConfig = None,
     bootstrap: Bootstrap = clients.DEFAULT_BOOTSTRAP,
     client_config: ClientConfig = None,
     command_config: CommandConfig = None,
@@ -227,11 +229,16 @@ def produce(
         },
     )
     _check_topic(connection, producer, topic, partition)
+    registry = registry_settings(schema_registry_config)
     encode_key = encode_value = None
     if key_format is not None:
-        encode_key = encoder(key_format, key_schema, schema_registry, topic, is_key=True)
+        encode_key = encoder(
+            key_format, key_schema, schema_registry, topic, is_key=True, settings=registry
+        )
     if value_format is not None:
-        encode_value = encoder(value_format, value_schema, schema_registry, topic, is_key=False)
+        encode_value = encoder(
+            value_format, value_schema, schema_registry, topic, is_key=False, settings=registry
+        )
 
     started = time.monotonic()
     interrupted = False

@@ -4,12 +4,17 @@
 
     sluice schema-registry start [--listen HOST:PORT] [-b HOST:PORT] [--command-config FILE]
                                  [-X KEY=VALUE] [--advertised-url URL] [--group-id GROUP]
-                                 [--topic TOPIC]
+                                 [--topic TOPIC] [--ssl-keystore FILE [--ssl-truststore FILE]
+                                 [--ssl-client-auth MODE]] [--jaas-config FILE [--auth-realm R]]
 
 The registry keeps its schemas in the compacted topic ``--topic`` (``_schemas``, created when
 missing) and serves Confluent Schema Registry's REST API v1 on ``--listen``; several instances
 with the same ``--group-id`` and topic elect one writer and forward writes to it
 (:mod:`sluice.schema_registry`). It runs until Ctrl-C or SIGTERM.
+
+``--ssl-keystore`` serves HTTPS, ``--jaas-config`` asks for HTTP basic authentication (the
+users of the JAAS file's ``SchemaRegistry`` section): Confluent's ``listeners=https://…``,
+``ssl.*`` and ``authentication.method=BASIC`` (:mod:`sluice.cli._http_security_options`).
 """
 
 from __future__ import annotations
@@ -29,6 +34,14 @@ from sluice.cli._common import (
     CommandConfig,
     client_properties,
     parse_pairs,
+)
+from sluice.cli._http_security_options import (
+    AuthRealm,
+    JaasConfig,
+    SslClientAuth,
+    SslKeystore,
+    SslTruststore,
+    http_security,
 )
 from sluice.errors import ConfigError
 from sluice.exit_codes import EXIT_USAGE, CliError
@@ -78,6 +91,11 @@ def start(
         str,
         typer.Option("--topic", metavar="TOPIC", help="Where the schemas are kept (compacted)."),
     ] = "_schemas",
+    ssl_keystore: SslKeystore = None,
+    ssl_truststore: SslTruststore = None,
+    ssl_client_auth: SslClientAuth = "none",
+    jaas_config: JaasConfig = None,
+    auth_realm: AuthRealm = None,
     log_level: Annotated[
         str, typer.Option("--log-level", envvar="SLUICE_LOG_LEVEL", metavar="LEVEL")
     ] = "INFO",
@@ -87,7 +105,7 @@ def start(
     Example: `sluice schema-registry start --listen 127.0.0.1:8081 -b localhost:9092`
     """
     from sluice.schema_registry.kafka_store import StoreStartError
-    from sluice.schema_registry.service import RegistrySettings
+    from sluice.schema_registry.service import REALM, RegistrySettings
     from sluice.schema_registry.service import start as start_registry
 
     logging.basicConfig(
@@ -99,6 +117,9 @@ def start(
         raise typer.BadParameter(error.reason, param_hint="--listen") from None
     if advertised_url is not None and not advertised_url.startswith(("http://", "https://")):
         raise typer.BadParameter("expected http://HOST:PORT", param_hint="--advertised-url")
+    security = http_security(
+        ssl_keystore, ssl_truststore, ssl_client_auth, jaas_config, auth_realm or REALM
+    )
     settings = RegistrySettings(
         listen=address,
         bootstrap=bootstrap,
@@ -106,6 +127,7 @@ def start(
         group_id=group_id,
         topic=topic,
         client_config=parse_pairs(client_properties(client_config, command_config), "-X"),
+        security=security,
     )
     stop = threading.Event()
 

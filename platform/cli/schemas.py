@@ -15,11 +15,17 @@
 Every command takes ``--url`` (env ``SLUICE_SCHEMA_REGISTRY_URL``, default
 ``http://127.0.0.1:8081``). A refusal is printed as the registry's message with Confluent's
 error code (``error: Subject 'orders-value' not found. (40401)``) and exits 1.
+
+A secured registry (HTTPS, HTTP basic authentication) is reached with
+``--schema-registry-config FILE`` (env ``SLUICE_SCHEMA_REGISTRY_CONFIG``): Confluent's client
+properties ``basic.auth.user.info=USER:PASSWORD``, ``ssl.ca.location`` (PEM),
+``ssl.certificate.location`` / ``ssl.key.location`` (:mod:`sluice.schemas.registry_client`).
 """
 
 from __future__ import annotations
 
 import json
+import ssl
 import sys
 import urllib.error
 import urllib.parse
@@ -30,6 +36,8 @@ from typing import Annotated, Any
 import typer
 
 from sluice.cli._common import print_table
+from sluice.cli._http_security_options import RegistryConfig, registry_settings
+from sluice.errors import ConfigError
 from sluice.exit_codes import EXIT_FAILED, EXIT_USAGE, CliError
 
 __all__ = ["RegistryClient", "app"]
@@ -76,11 +84,19 @@ Deleted = Annotated[
 
 class RegistryClient:
     """The registry's REST API over ``urllib``; a refusal raises :class:`CliError` with the
-    registry's message and error code."""
+    registry's message and error code; ``config``: the client properties of a secured
+    registry (see the module docstring)."""
 
-    def __init__(self, url: str, timeout_s: float = 30.0) -> None:
+    def __init__(self, url: str, timeout_s: float = 30.0, config: Path | None = None) -> None:
+        from sluice.schemas.registry_client import http_access, registry_client_config
+
         self.url = url.rstrip("/")
         self.timeout_s = timeout_s
+        try:
+            conf = registry_client_config(self.url, registry_settings(config))
+            self._headers, self._context = http_access(conf)
+        except (ConfigError, OSError, ssl.SSLError) as error:
+            raise CliError(f"--schema-registry-config: {error}", exit_code=EXIT_USAGE) from None
 
     def call(
         self, method: str, path: str, body: Any = None, query: dict[str, Any] | None = None
@@ -93,16 +109,32 @@ class RegistryClient:
             target,
             data=data,
             method=method,
-            headers={"Content-Type": _CONTENT_TYPE, "Accept": _CONTENT_TYPE},
+            headers={"Content-Type": _CONTENT_TYPE, "Accept": _CONTENT_TYPE, **self._headers},
         )
         try:
-            with urllib.request.urlopen(request, timeout=self.timeout_s) as response:
+            with urllib.request.urlopen(
+                request, timeout=self.timeout_s, context=self._context
+            ) as response:
                 text = response.read()
         except urllib.error.HTTPError as answer:
             with answer:
-                raise CliError(_refusal(answer.code, answer.read())) from None
+                message = _refusal(answer.code, answer.read())
+            if answer.code == 401:
+                message += (
+                    " — the registry asks for credentials: give basic.auth.user.info=USER:PASSWORD"
+                    " in --schema-registry-config"
+                    if "Authorization" not in self._headers
+                    else " — the registry refused the credentials of --schema-registry-config"
+                )
+            raise CliError(message) from None
         except (urllib.error.URLError, OSError) as error:
             reason = getattr(error, "reason", error)
+            if isinstance(reason, ssl.SSLCertVerificationError):
+                raise CliError(
+                    f"the TLS certificate of the schema registry at {self.url} cannot be "
+                    f"verified ({reason.verify_message or reason}): give the CA that signed it "
+                    "as ssl.ca.location in --schema-registry-config"
+                ) from None
             raise CliError(
                 f"cannot reach the schema registry at {self.url} ({reason}); is it running? "
                 "Set --url or SLUICE_SCHEMA_REGISTRY_URL."
@@ -174,9 +206,10 @@ def register(
         bool, typer.Option("--normalize", help="Register the schema's normal form.")
     ] = False,
     url: Url = DEFAULT_URL,
+    config: RegistryConfig = None,
 ) -> None:
     """Register a schema under SUBJECT; prints its id (the same id if it was registered)."""
-    client = RegistryClient(url)
+    client = RegistryClient(url, config=config)
     answer = client.call(
         "POST",
         f"/subjects/{_path(subject)}/versions",
@@ -196,9 +229,10 @@ def list_(
     ] = "",
     deleted: Deleted = False,
     url: Url = DEFAULT_URL,
+    config: RegistryConfig = None,
 ) -> None:
     """List the subjects with their latest version."""
-    client = RegistryClient(url)
+    client = RegistryClient(url, config=config)
     subjects = client.call("GET", "/subjects", query={"subjectPrefix": prefix, "deleted": deleted})
     rows = []
     for subject in subjects:
@@ -219,10 +253,11 @@ def get(
         int | None, typer.Option("--id", metavar="ID", help="Get the schema of this id.")
     ] = None,
     url: Url = DEFAULT_URL,
+    config: RegistryConfig = None,
 ) -> None:
     """Print a schema: SUBJECT's VERSION (its subject, version, id and type on stderr), or
     the schema of --id."""
-    client = RegistryClient(url)
+    client = RegistryClient(url, config=config)
     if schema_id is not None:
         if subject is not None:
             raise typer.BadParameter("give SUBJECT or --id, not both", param_hint="--id")
@@ -247,9 +282,10 @@ def versions(
     subject: Annotated[str, typer.Argument(help="The subject.")],
     deleted: Deleted = False,
     url: Url = DEFAULT_URL,
+    config: RegistryConfig = None,
 ) -> None:
     """List SUBJECT's versions with their ids."""
-    client = RegistryClient(url)
+    client = RegistryClient(url, config=config)
     numbers = client.call("GET", f"/subjects/{_path(subject)}/versions", query={"deleted": deleted})
     live = set(client.call("GET", f"/subjects/{_path(subject)}/versions")) if deleted else None
     rows = []
@@ -276,9 +312,10 @@ def delete(
         typer.Option("--permanent", help="Delete for good (only what was soft-deleted before)."),
     ] = False,
     url: Url = DEFAULT_URL,
+    config: RegistryConfig = None,
 ) -> None:
     """Soft-delete SUBJECT (or one version); --permanent deletes what was soft-deleted."""
-    client = RegistryClient(url)
+    client = RegistryClient(url, config=config)
     kind = "permanently deleted" if permanent else "soft-deleted"
     query = {"permanent": True} if permanent else None
     if version is None:
@@ -306,9 +343,10 @@ def compat(
     schema_type: SchemaType = "AVRO",
     references: References = None,
     url: Url = DEFAULT_URL,
+    config: RegistryConfig = None,
 ) -> None:
     """Test whether a schema may be registered under SUBJECT; exit 1 with the reasons if not."""
-    client = RegistryClient(url)
+    client = RegistryClient(url, config=config)
     path = f"/compatibility/subjects/{_path(subject)}/versions"
     if version is not None:
         path += f"/{version}"
@@ -337,9 +375,10 @@ def config(
         bool, typer.Option("--delete", help="Remove the setting (the global one applies).")
     ] = False,
     url: Url = DEFAULT_URL,
+    config: RegistryConfig = None,
 ) -> None:
     """Show or set the compatibility level (of SUBJECT, or the global one)."""
-    client = RegistryClient(url)
+    client = RegistryClient(url, config=config)
     path = "/config" if subject is None else f"/config/{_path(subject)}"
     scope = subject or "(global)"
     if set_level is not None and delete:
@@ -369,9 +408,10 @@ def mode(
         bool, typer.Option("--delete", help="Remove SUBJECT's mode (the global one applies).")
     ] = False,
     url: Url = DEFAULT_URL,
+    config: RegistryConfig = None,
 ) -> None:
     """Show or set the mode (of SUBJECT, or the global one)."""
-    client = RegistryClient(url)
+    client = RegistryClient(url, config=config)
     path = "/mode" if subject is None else f"/mode/{_path(subject)}"
     scope = subject or "(global)"
     if set_mode is not None and delete:

@@ -21,6 +21,7 @@ from sluice.rest_proxy.consumers import ConsumerInstances
 from sluice.rest_proxy.errors import BAD_REQUEST, RestError
 from sluice.rest_proxy.pool import ClientPool
 from sluice.rest_proxy.produce import Producing
+from sluice.rest_proxy.records import RecordsEndpoint
 from sluice.rest_proxy.schemas import SchemaSerdes
 from sluice.rest_proxy.v2 import v2_router
 from sluice.rest_proxy.v3 import v3_router
@@ -66,6 +67,7 @@ def create_app(pool: ClientPool, serdes: SchemaSerdes, instances: ConsumerInstan
     def root() -> dict[str, Any]:
         return {}
 
-    app.include_router(v3_router(ClusterAdmin(pool), Producing(pool, serdes)))
+    app.include_router(v3_router(ClusterAdmin(pool)))
     app.include_router(v2_router(pool, instances, serdes))
+    app.add_middleware(RecordsEndpoint, pool=pool, producing=Producing(pool, serdes))
     return app

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import threading
+import itertools
 from dataclasses import dataclass
 from typing import Any
 
@@ -48,6 +48,10 @@ class Delivered:
 
 
 class _Batch:
+    """The records of one :func:`send`: their reports as they come (a message, or the error
+    that it met), counted without a lock (``itertools.count`` is atomic under the GIL) since
+    the event loop or the pool's poll thread may deliver them."""
+
     def __init__(
         self, pool: ClientPool, loop: asyncio.AbstractEventLoop, topic: str, size: int
     ) -> None:
@@ -55,39 +59,37 @@ class _Batch:
         self.size = size
         self.loop = loop
         self.topic = topic
-        self.results: list[Delivered | RestError | None] = [None] * size
-        self.remaining = size
-        self.lock = threading.Lock()
+        self.results: list[Message | KafkaError | RestError | None] = [None] * size
+        self.counted = itertools.count(1)
         self.future: asyncio.Future[list[Delivered | RestError]] = loop.create_future()
 
     def report(self, index: int, error: KafkaError | None, message: Message) -> None:
-        """A delivery report (on the producer's poll thread)."""
-        if error is not None:
-            result: Delivered | RestError = from_kafka(error, topic=self.topic)
-        else:
-            result = Delivered(
-                message.partition() or 0, message.offset() or 0, message.timestamp()[1]
-            )
-        with self.lock:
-            self.results[index] = result
-            self.remaining -= 1
-            done = self.remaining == 0
-        if done:
+        """A delivery report (on the thread that polls the producer)."""
+        self.results[index] = message if error is None else error
+        if next(self.counted) == self.size:
             self.loop.call_soon_threadsafe(self._complete)
 
     def fail(self, index: int, error: RestError) -> None:
         """A record the producer refused at once (on the event loop)."""
-        with self.lock:
-            self.results[index] = error
-            self.remaining -= 1
-            done = self.remaining == 0
-        if done:
+        self.results[index] = error
+        if next(self.counted) == self.size:
             self._complete()
 
     def _complete(self) -> None:
         self.pool.in_flight -= self.size
-        if not self.future.done():
-            self.future.set_result([r for r in self.results if r is not None])
+        if self.future.done():
+            return
+        reports: list[Delivered | RestError] = []
+        for result in self.results:
+            if isinstance(result, Message):
+                reports.append(
+                    Delivered(result.partition() or 0, result.offset() or 0, result.timestamp()[1])
+                )
+            elif isinstance(result, KafkaError):
+                reports.append(from_kafka(result, topic=self.topic))
+            elif result is not None:
+                reports.append(result)
+        self.future.set_result(reports)
 
 
 async def send(
@@ -100,18 +102,33 @@ async def send(
     pool.in_flight += len(records)
     produce = pool.producer.produce
     report = batch.report
+    partial = functools.partial
     for index, record in enumerate(records):
-        kwargs: dict[str, Any] = {
-            "partition": _ANY_PARTITION if record.partition is None else record.partition,
-            "on_delivery": functools.partial(report, index),
-        }
-        if record.headers:
-            kwargs["headers"] = record.headers
-        if record.timestamp_ms is not None:
-            kwargs["timestamp"] = record.timestamp_ms
+        partition = _ANY_PARTITION if record.partition is None else record.partition
         while True:
             try:
-                produce(topic, record.value, record.key, **kwargs)
+                if record.headers is None and record.timestamp_ms is None:
+                    produce(
+                        topic,
+                        record.value,
+                        record.key,
+                        partition=partition,
+                        on_delivery=partial(report, index),
+                    )
+                else:
+                    kwargs: dict[str, Any] = {}
+                    if record.headers:
+                        kwargs["headers"] = record.headers
+                    if record.timestamp_ms is not None:
+                        kwargs["timestamp"] = record.timestamp_ms
+                    produce(
+                        topic,
+                        record.value,
+                        record.key,
+                        partition=partition,
+                        on_delivery=partial(report, index),
+                        **kwargs,
+                    )
                 break
             except BufferError:
                 await asyncio.sleep(0.001)  # the poll thread drains the queue meanwhile

@@ -13,7 +13,7 @@
     PUT    /v3/clusters/{c}/topics/{t}/configs/{name}               204 ({"value": "..."})
     DELETE /v3/clusters/{c}/topics/{t}/configs/{name}               204 (back to the default)
     POST   /v3/clusters/{c}/topics/{t}/configs:alter                204 ({"data": [...]})
-    POST   /v3/clusters/{c}/topics/{t}/records                      produce (:mod:`.produce`)
+    POST   /v3/clusters/{c}/topics/{t}/records                      produce (:mod:`.records`)
     GET    /v3/clusters/{c}/consumer-groups[/{g}]                   KafkaConsumerGroup(List)
     GET    /v3/clusters/{c}/consumer-groups/{g}/consumers[/{id}]    KafkaConsumer(List)
     GET    /v3/clusters/{c}/consumer-groups/{g}/lag-summary         KafkaConsumerGroupLagSummary
@@ -25,18 +25,13 @@ so a slow admin call never holds up the event loop.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from typing import Annotated, Any
 
-import orjson
 from fastapi import APIRouter, Body, Request, Response
-from fastapi.responses import JSONResponse, StreamingResponse
-from starlette.requests import ClientDisconnect
-from starlette.types import Receive, Scope, Send
+from fastapi.responses import JSONResponse
 
 from sluice.rest_proxy.admin import ClusterAdmin, PartitionLag, bad_request
-from sluice.rest_proxy.errors import BAD_REQUEST, RestError, status_of
-from sluice.rest_proxy.produce import Producing, json_batches, json_values
+from sluice.rest_proxy.errors import BAD_REQUEST, RestError
 from sluice.rest_proxy.resources import Urls
 
 __all__ = ["v3_router"]
@@ -52,8 +47,8 @@ def _lag_fields(urls: Urls, group: str, lag: PartitionLag) -> dict[str, Any]:
     return urls.lag(group, lag.topic, lag.partition, lag.current, lag.end, lag.member)
 
 
-def v3_router(admin: ClusterAdmin, producing: Producing) -> APIRouter:
-    """The v3 routes over ``admin`` and ``producing``."""
+def v3_router(admin: ClusterAdmin) -> APIRouter:
+    """The v3 routes over ``admin`` (produce is :mod:`sluice.rest_proxy.records`)."""
     router = APIRouter(prefix="/v3")
     pool = admin.pool
 
@@ -295,60 +290,4 @@ def v3_router(admin: ClusterAdmin, producing: Producing) -> APIRouter:
                 return _lag_fields(here, group, lag)
         raise RestError(404, f"Consumer lag of {topic}-{partition} not found in group {group}.")
 
-    # -- produce -----------------------------------------------------------------------------
-
-    @router.post("/clusters/{cluster_id}/topics/{topic}/records")
-    async def produce(request: Request, cluster_id: str, topic: str) -> Response:
-        content_type = request.headers.get("content-type", "application/json").split(";")[0].strip()
-        if content_type not in ("application/json", "") and not content_type.endswith("+json"):
-            raise RestError(415, "HTTP 415 Unsupported Media Type")
-        actual = await pool.cluster_id_soon()
-        if cluster_id != actual:
-            raise RestError(404, f"Cluster {cluster_id} cannot be found.")
-        await pool.partitions_soon(topic)  # 40401 before anything is read
-        if "content-length" in request.headers:  # the whole body at hand
-            values, failure = json_values(await request.body())
-            if failure is not None and not values:
-                raise failure
-            if not values:
-                raise RestError(BAD_REQUEST, "The request body is empty: expected JSON records")
-            results = await producing.produce(actual, topic, values)
-            if len(values) == 1 and failure is None:
-                return JSONResponse(results[0], status_code=status_of(results[0]["error_code"]))
-            if failure is not None:
-                results.append(failure.body())
-            return Response(_joined(results), media_type="application/json")
-        batches = json_batches(request.stream().__aiter__())
-        return _stream_response(_streamed(producing, actual, topic, batches))
-
     return router
-
-
-class _ResultStream(StreamingResponse):
-    """A streamed answer that never reads the request: Starlette's own listens for the
-    client's disconnect by reading it, which would swallow a chunked body still coming in."""
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        try:
-            await self.stream_response(send)
-        except OSError:
-            raise ClientDisconnect() from None
-
-
-def _stream_response(body: AsyncIterator[bytes]) -> StreamingResponse:
-    return _ResultStream(body, media_type="application/json")
-
-
-def _joined(results: list[dict[str, Any]]) -> bytes:
-    return b"".join(orjson.dumps(r) + b"\r\n" for r in results)
-
-
-async def _streamed(
-    producing: Producing, cluster_id: str, topic: str, batches: AsyncIterator[list[Any]]
-) -> AsyncIterator[bytes]:
-    try:
-        async for batch in batches:
-            results = await producing.produce(cluster_id, topic, batch)
-            yield _joined(results)
-    except RestError as error:
-        yield orjson.dumps(error.body()) + b"\r\n"

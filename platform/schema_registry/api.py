@@ -42,6 +42,7 @@ from __future__ import annotations
 import importlib
 import json
 import logging
+import ssl
 import urllib.parse
 from collections.abc import Awaitable, Callable
 from typing import Annotated, Any
@@ -149,9 +150,14 @@ def available_types() -> list[str]:
     return found
 
 
-def create_app(registry: SchemaRegistry, election: Election | None = None) -> FastAPI:
+def create_app(
+    registry: SchemaRegistry,
+    election: Election | None = None,
+    forwarding_context: ssl.SSLContext | None = None,
+) -> FastAPI:
     """The REST API of ``registry``; with ``election``, writes on a follower are forwarded to
-    the leader (without one, this instance writes: a single registry)."""
+    the leader (without one, this instance writes: a single registry), an ``https://`` leader
+    reached with ``forwarding_context``."""
     app = FastAPI(
         title="Sluice Schema Registry",
         docs_url=None,
@@ -209,7 +215,15 @@ def create_app(registry: SchemaRegistry, election: Election | None = None) -> Fa
         raw_path = request.scope.get("raw_path")  # still percent-encoded, as the client sent it
         path = raw_path.decode("latin-1") if raw_path else urllib.parse.quote(request.url.path)
         path += f"?{request.url.query}" if request.url.query else ""
-        answer = forward(leader, request.method, path, body, sender=election.url)
+        answer = forward(
+            leader,
+            request.method,
+            path,
+            body,
+            sender=election.url,
+            authorization=request.headers.get("authorization"),
+            context=forwarding_context,
+        )
         if 200 <= answer.status < 300:
             registry.catch_up()  # read-your-write here too: the leader's record, read back
         return Response(answer.body, status_code=answer.status, media_type=answer.content_type)
@@ -269,7 +283,7 @@ def create_app(registry: SchemaRegistry, election: Election | None = None) -> Fa
         found = registry.subjects(prefix or "", _flag(deleted), only)
         return _page(found, offset, limit)
 
-    @app.get("/subjects/{subject}/versions")
+    @app.get("/subjects/{subject:path}/versions")
     def versions(
         subject: str,
         deleted: str | None = None,
@@ -280,7 +294,7 @@ def create_app(registry: SchemaRegistry, election: Election | None = None) -> Fa
         found = registry.versions(subject, _flag(deleted), _flag(deleted_only))
         return _page(found, offset, limit)
 
-    @app.post("/subjects/{subject}/versions")
+    @app.post("/subjects/{subject:path}/versions")
     def register(
         subject: str, request: Request, body: RawBody, normalize: str | None = None
     ) -> Response:
@@ -293,23 +307,23 @@ def create_app(registry: SchemaRegistry, election: Election | None = None) -> Fa
             ),
         )
 
-    @app.get("/subjects/{subject}/versions/{version}")
+    @app.get("/subjects/{subject:path}/versions/{version}")
     def get_version(
         subject: str, version: str, deleted: str | None = None, format: str | None = None
     ) -> Any:
         return registry.get_version(subject, version, _flag(deleted), format)
 
-    @app.get("/subjects/{subject}/versions/{version}/schema")
+    @app.get("/subjects/{subject:path}/versions/{version}/schema")
     def get_version_schema(subject: str, version: str, deleted: str | None = None) -> Response:
         return _text(registry.get_version_schema(subject, version, _flag(deleted)))
 
-    @app.get("/subjects/{subject}/versions/{version}/referencedby")
+    @app.get("/subjects/{subject:path}/versions/{version}/referencedby")
     def referenced_by(
         subject: str, version: str, offset: str | None = None, limit: str | None = None
     ) -> Any:
         return _page(registry.referenced_by(subject, version), offset, limit)
 
-    @app.delete("/subjects/{subject}/versions/{version}")
+    @app.delete("/subjects/{subject:path}/versions/{version}")
     def delete_version(
         subject: str, version: str, request: Request, body: RawBody, permanent: str | None = None
     ) -> Response:
@@ -319,7 +333,7 @@ def create_app(registry: SchemaRegistry, election: Election | None = None) -> Fa
             lambda _: registry.delete_version(subject, version, _flag(permanent)),
         )
 
-    @app.post("/subjects/{subject}")
+    @app.post("/subjects/{subject:path}")
     def lookup(
         subject: str,
         request: Request,
@@ -335,7 +349,7 @@ def create_app(registry: SchemaRegistry, election: Election | None = None) -> Fa
             strict=_strict(request),
         )
 
-    @app.delete("/subjects/{subject}")
+    @app.delete("/subjects/{subject:path}")
     def delete_subject(
         subject: str, request: Request, body: RawBody, permanent: str | None = None
     ) -> Response:
@@ -355,18 +369,18 @@ def create_app(registry: SchemaRegistry, election: Election | None = None) -> Fa
     def delete_global_config(request: Request, body: RawBody) -> Response:
         return write(request, body, lambda _: registry.delete_config(None))
 
-    @app.get("/config/{subject}")
+    @app.get("/config/{subject:path}")
     def subject_config(
         subject: str,
         default_to_global: Annotated[str | None, Query(alias="defaultToGlobal")] = None,
     ) -> Any:
         return registry.get_config(subject, _flag(default_to_global))
 
-    @app.put("/config/{subject}")
+    @app.put("/config/{subject:path}")
     def put_subject_config(subject: str, request: Request, body: RawBody) -> Response:
         return write(request, body, lambda payload: registry.set_config(subject, payload))
 
-    @app.delete("/config/{subject}")
+    @app.delete("/config/{subject:path}")
     def delete_subject_config(subject: str, request: Request, body: RawBody) -> Response:
         return write(request, body, lambda _: registry.delete_config(subject))
 
@@ -380,14 +394,14 @@ def create_app(registry: SchemaRegistry, election: Election | None = None) -> Fa
     def put_global_mode(request: Request, body: RawBody, force: str | None = None) -> Response:
         return write(request, body, lambda payload: registry.set_mode(None, payload, _flag(force)))
 
-    @app.get("/mode/{subject}")
+    @app.get("/mode/{subject:path}")
     def subject_mode(
         subject: str,
         default_to_global: Annotated[str | None, Query(alias="defaultToGlobal")] = None,
     ) -> Any:
         return registry.get_mode(subject, _flag(default_to_global))
 
-    @app.put("/mode/{subject}")
+    @app.put("/mode/{subject:path}")
     def put_subject_mode(
         subject: str, request: Request, body: RawBody, force: str | None = None
     ) -> Response:
@@ -395,13 +409,13 @@ def create_app(registry: SchemaRegistry, election: Election | None = None) -> Fa
             request, body, lambda payload: registry.set_mode(subject, payload, _flag(force))
         )
 
-    @app.delete("/mode/{subject}")
+    @app.delete("/mode/{subject:path}")
     def delete_subject_mode(subject: str, request: Request, body: RawBody) -> Response:
         return write(request, body, lambda _: registry.delete_mode(subject))
 
     # -- compatibility ---------------------------------------------------------------------
 
-    @app.post("/compatibility/subjects/{subject}/versions/{version}")
+    @app.post("/compatibility/subjects/{subject:path}/versions/{version}")
     def compatibility(
         subject: str,
         version: str,
@@ -419,7 +433,7 @@ def create_app(registry: SchemaRegistry, election: Election | None = None) -> Fa
             strict=_strict(request),
         )
 
-    @app.post("/compatibility/subjects/{subject}/versions")
+    @app.post("/compatibility/subjects/{subject:path}/versions")
     def compatibility_all(
         subject: str,
         request: Request,

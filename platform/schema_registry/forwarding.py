@@ -6,10 +6,15 @@ advertised URL, and answers whatever the leader answered, status and body. The f
 carries :data:`FORWARDED_HEADER` so that it is never forwarded twice: an instance that gets a
 forwarded write but is no longer the leader answers 50003. No leader known, or the leader
 unreachable, is also 50003 (Confluent's ``REQUEST_FORWARDING_FAILED_ERROR_CODE``).
+
+On a secured registry the client's ``Authorization`` header goes along (the leader checks the
+same users), and an ``https://`` leader is reached with the instance's TLS context (see
+:func:`sluice.schema_registry.service.start`).
 """
 
 from __future__ import annotations
 
+import ssl
 import urllib.error
 import urllib.request
 from dataclasses import dataclass
@@ -41,21 +46,26 @@ def forward(
     *,
     sender: str,
     timeout_s: float = 30.0,
+    authorization: str | None = None,
+    context: ssl.SSLContext | None = None,
 ) -> Forwarded:
     """Send one request to the leader and return its answer (any status); a 50003
     :class:`~sluice.schema_registry.errors.RegistryError` if it cannot be reached."""
+    headers = {
+        "Content-Type": _CONTENT_TYPE,
+        "Accept": _CONTENT_TYPE,
+        FORWARDED_HEADER: sender,
+    }
+    if authorization is not None:
+        headers["Authorization"] = authorization
     try:
         request = urllib.request.Request(
             leader_url.rstrip("/") + path_and_query,
             data=body if body else None,
             method=method,
-            headers={
-                "Content-Type": _CONTENT_TYPE,
-                "Accept": _CONTENT_TYPE,
-                FORWARDED_HEADER: sender,
-            },
+            headers=headers,
         )
-        with urllib.request.urlopen(request, timeout=timeout_s) as response:
+        with urllib.request.urlopen(request, timeout=timeout_s, context=context) as response:
             return Forwarded(
                 response.status,
                 response.read(),

@@ -1,10 +1,13 @@
 """Schema-aware serdes: Avro, JSON Schema and Protobuf in Confluent's wire format.
 
-Each serde is a :class:`~sluice.serde.Serde` built on confluent-kafka's own serializers
-(``AvroSerializer``/``AvroDeserializer``, ``JSONSerializer``/``JSONDeserializer``,
-``ProtobufSerializer``/``ProtobufDeserializer``) and its ``SchemaRegistryClient``, so the bytes
-are those every Confluent client writes and reads: magic byte 0, the 4-byte schema id, (for
-Protobuf) the message indexes, then the payload.
+Each serde is a :class:`~sluice.serde.Serde` built on confluent-kafka's ``SchemaRegistryClient``
+and its serializers (``JSONSerializer``/``JSONDeserializer``, ``ProtobufSerializer``/
+``ProtobufDeserializer``), so the bytes are those every Confluent client writes and reads: magic
+byte 0, the 4-byte schema id, (for Protobuf) the message indexes, then the payload. Avro goes
+through Sluice's own codec (:mod:`sluice.schemas.avro_wire`: a schema compiled once, the header
+and subject resolved once per subject or schema id), which writes the bytes confluent-kafka's
+``AvroSerializer`` writes and reads what its ``AvroDeserializer`` reads, several times faster;
+schemas with references or data-contract rules still go through confluent-kafka's classes.
 
 Confluent's serializers need a ``SerializationContext(topic, KEY|VALUE)``: with the default
 ``TopicNameStrategy`` the subject is ``<topic>-key`` or ``<topic>-value``. A Sluice serde is two
@@ -48,6 +51,7 @@ sluice.serde.SerdeError: unknown schema serde option 'auto.register' (known: aut
 
 from __future__ import annotations
 
+import json
 import os
 import threading
 import weakref
@@ -57,6 +61,9 @@ from typing import Any, Literal
 
 from confluent_kafka.serialization import MessageField, SerializationContext
 
+from sluice.errors import ConfigError
+from sluice.schemas.avro_wire import AvroWire, full_name
+from sluice.schemas.registry_client import REGISTRY_CLIENT_KEYS, registry_client_config
 from sluice.serde import Serde, SerdeError
 
 __all__ = [
@@ -103,16 +110,24 @@ def registry_url(url: str | None = None) -> str:
     return url or os.environ.get(ENV_REGISTRY_URL) or DEFAULT_REGISTRY_URL
 
 
-def registry_client(url: str, basic_auth_user_info: str | None = None) -> Any:
+def registry_client(
+    url: str,
+    basic_auth_user_info: str | None = None,
+    settings: Mapping[str, Any] | None = None,
+) -> Any:
     """confluent-kafka's ``SchemaRegistryClient`` for *url* (a new one: it caches what it learns,
-    so the bound copies of one serde share theirs, and serdes made apart do not)."""
+    so the bound copies of one serde share theirs, and serdes made apart do not), with the
+    client settings of :mod:`sluice.schemas.registry_client` (credentials, CA, client
+    certificate; those of ``$SLUICE_SCHEMA_REGISTRY_CONFIG`` for ``sluice up``'s registry)."""
     from confluent_kafka.schema_registry import SchemaRegistryClient
 
-    conf = {"url": url}
+    given = dict(settings or {})
     if basic_auth_user_info:
-        conf["basic.auth.user.info"] = basic_auth_user_info
+        given["basic.auth.user.info"] = basic_auth_user_info
     try:
-        return SchemaRegistryClient(conf)
+        return SchemaRegistryClient(registry_client_config(url, given))
+    except ConfigError as error:
+        raise RegistryError(f"schema registry {url!r}: {error}") from None
     except ValueError as error:
         raise RegistryError(f"schema registry {url!r}: {error}") from None
 
@@ -132,11 +147,11 @@ def _options(given: Mapping[str, Any] | None) -> dict[str, Any]:
                 known = ", ".join(STRATEGIES)
                 raise SerdeError(f"unknown subject.name.strategy {value!r} (known: {known})")
             value = short
-        elif name in _STRINGS:
+        elif name in _STRINGS or name in REGISTRY_CLIENT_KEYS:
             if not isinstance(value, str) or not value:
                 raise SerdeError(f"schema serde option {name!r} must be a non-empty string")
         else:
-            known = ", ".join(sorted(_BOOLEANS + _STRINGS))
+            known = ", ".join(sorted({*_BOOLEANS, *_STRINGS, *REGISTRY_CLIENT_KEYS}))
             raise SerdeError(f"unknown schema serde option {name!r} (known: {known})")
         options[name] = value
     return options
@@ -152,8 +167,10 @@ class _Spec:
     options: Mapping[str, Any]
     message: str | None = None
     message_type: Any = None
-    clients: dict[tuple[str, str | None], Any] = field(default_factory=dict, compare=False)
-    """The registry clients of this serde and its bound copies, by URL and credentials."""
+    clients: dict[tuple[str, tuple[tuple[str, str], ...]], Any] = field(
+        default_factory=dict, compare=False
+    )
+    """The registry clients of this serde and its bound copies, by URL and client settings."""
     lock: threading.Lock = field(default_factory=threading.Lock, compare=False)
 
     def __post_init__(self) -> None:
@@ -161,11 +178,13 @@ class _Spec:
 
     def client(self, url: str) -> Any:
         """The shared registry client for *url*."""
-        auth = self.options.get("basic.auth.user.info")
+        settings = tuple(
+            sorted((k, str(v)) for k, v in self.options.items() if k in REGISTRY_CLIENT_KEYS)
+        )
         with self.lock:
-            made = self.clients.get((url, auth))
+            made = self.clients.get((url, settings))
             if made is None:
-                made = self.clients[(url, auth)] = registry_client(url, auth)
+                made = self.clients[(url, settings)] = registry_client(url, None, dict(settings))
             return made
 
     def serializer_conf(self) -> dict[str, Any]:
@@ -187,7 +206,15 @@ class _Spec:
         return conf
 
 
-def _close_all(clients: dict[tuple[str, str | None], Any]) -> None:
+def _confluent(value: Any) -> bytes:  # pragma: no cover - a marker, never called
+    raise AssertionError("confluent-kafka's serializer writes this serde's values")
+
+
+_CONFLUENT: Any = _confluent
+"""The marker of a serde whose Avro values confluent-kafka's classes write or read."""
+
+
+def _close_all(clients: dict[Any, Any]) -> None:
     for client in clients.values():
         client.close()
     clients.clear()
@@ -208,6 +235,9 @@ class _Codec:
         field_ = MessageField.KEY if is_key else MessageField.VALUE
         self.context = SerializationContext(topic or "", field_)
         self.where = f"{'key' if is_key else 'value'} of topic {topic!r}" if topic else "a record"
+        self._avro: AvroWire | None = None
+        self._avro_writer: Callable[[Any], bytes] | None = None
+        self._avro_readers: dict[int, Callable[[bytes], Any] | None] = {}
 
     @property
     def url(self) -> str:
@@ -217,6 +247,13 @@ class _Codec:
         return self.spec.client(self.url)
 
     def serialize(self, value: Any) -> bytes:
+        if self.spec.format == "avro" and value is not None:
+            writer = self._avro_writer or self._make_avro_writer()
+            if writer is not _CONFLUENT:
+                try:
+                    return writer(value)
+                except Exception as error:
+                    raise self._error("serialize", error) from error
         serializer = self._serializer or self._make_serializer()
         if self.spec.format == "protobuf" and isinstance(value, Mapping):
             value = self._to_message(value)
@@ -229,6 +266,18 @@ class _Codec:
         return data
 
     def deserialize(self, data: bytes) -> Any:
+        if self.spec.format == "avro":
+            data = bytes(data)
+            if len(data) > 5 and data[0] == 0:
+                schema_id = int.from_bytes(data[1:5], "big")
+                reader = self._avro_readers.get(schema_id, _CONFLUENT)
+                if reader is _CONFLUENT:
+                    reader = self._make_avro_reader(schema_id)
+                if reader is not None:
+                    try:
+                        return reader(data)
+                    except Exception as error:
+                        raise self._error("deserialize", error) from error
         deserializer = self._deserializer or self._make_deserializer()
         try:
             value = deserializer(bytes(data), self.context)
@@ -239,6 +288,61 @@ class _Codec:
         return value
 
     # -- making ------------------------------------------------------------------------------
+    def _wire(self) -> AvroWire:
+        if self._avro is None:
+            conf = self.spec.serializer_conf()
+            self._avro = AvroWire(
+                self.client(),
+                auto_register=conf["auto.register.schemas"],
+                use_latest=conf["use.latest.version"],
+                normalize=conf["normalize.schemas"],
+            )
+        return self._avro
+
+    def _subject(self, record_name: str | None) -> str | None:
+        """The subject as confluent-kafka's strategy functions name it."""
+        strategy = self.spec.options.get("subject.name.strategy", "TopicNameStrategy")
+        suffix = "key" if self.is_key else "value"
+        if strategy == "TopicNameStrategy":
+            return f"{self.topic or ''}-{suffix}"
+        if record_name is None:
+            return None
+        return record_name if strategy == "RecordNameStrategy" else f"{self.topic}-{record_name}"
+
+    def _make_avro_writer(self) -> Callable[[Any], bytes]:
+        """Sluice's Avro writer for this serde's subject, or ``_CONFLUENT`` (then
+        confluent-kafka's ``AvroSerializer`` writes: references, rules)."""
+        spec = self.spec
+        record_name = None
+        if spec.schema is not None:
+            try:
+                record_name = full_name(json.loads(spec.schema))
+            except ValueError:
+                record_name = None  # a primitive's name, or bad JSON: AvroSerializer says
+        strategy = spec.options.get("subject.name.strategy", "TopicNameStrategy")
+        subject = self._subject(record_name)
+        made: Callable[[Any], bytes] | None = None
+        if subject is not None and (self.topic is not None or strategy == "RecordNameStrategy"):
+            from confluent_kafka.schema_registry.error import SchemaRegistryError
+
+            try:
+                made = self._wire().writer(spec.schema, subject)
+            except Exception as error:
+                registry = isinstance(error, SchemaRegistryError | OSError)
+                if registry or type(error).__module__.startswith("httpx"):
+                    raise self._error("serialize", error) from error
+                made = None  # a schema fastavro refuses: AvroSerializer gives the error
+        self._avro_writer = made or _CONFLUENT
+        return self._avro_writer
+
+    def _make_avro_reader(self, schema_id: int) -> Callable[[bytes], Any] | None:
+        try:
+            made = self._wire().reader(schema_id, self.spec.schema, self._subject)
+        except Exception:  # the registry's or the schema's error: AvroDeserializer reports it
+            made = None
+        self._avro_readers[schema_id] = made
+        return made
+
     def _make_serializer(self) -> Callable[[Any, SerializationContext], bytes | None]:
         spec = self.spec
         strategy = spec.options.get("subject.name.strategy", "TopicNameStrategy")

@@ -2,17 +2,20 @@
 topic's subject (``<topic>-key`` / ``<topic>-value``) through the schema registry's REST API,
 once the registry answers and has elected its writer. Registering is idempotent (the same schema
 keeps its id and version); a schema the subject's compatibility level refuses stops ``sluice up``
-with the registry's reasons, before anything that would write to the topic starts.
+with the registry's reasons, before anything that would write to the topic starts. A secured
+registry is reached with the admin's ``headers`` (basic authentication) and a TLS ``context``
+trusting the deployment's CA.
 """
 
 from __future__ import annotations
 
 import json
+import ssl
 import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from sluice.up.spec import TopicSpec
 
@@ -38,28 +41,44 @@ def register_schemas(
     report: Callable[[str], None],
     *,
     timeout: float = 90.0,
+    headers: Mapping[str, str] | None = None,
+    context: ssl.SSLContext | None = None,
 ) -> None:
-    """Register every schema ``topics`` declare at the registry at ``url``."""
+    """Register every schema ``topics`` declare at the registry at ``url`` (reached with
+    ``headers`` and ``context`` when secured)."""
     for topic in topics:
         for subject, spec in topic.schemas():
             body = {"schema": spec.file.read_text(encoding="utf-8")}
             if spec.schema_type != "AVRO":
                 body["schemaType"] = spec.schema_type
             answer = _post_until_served(
-                f"{url}/subjects/{urllib.parse.quote(subject, safe='')}/versions", body, timeout
+                f"{url}/subjects/{urllib.parse.quote(subject, safe='')}/versions",
+                body,
+                timeout,
+                headers or {},
+                context,
             )
             report(f"schema {subject}: id {answer['id']} ({spec.file.name})")
 
 
-def _post_until_served(url: str, body: dict[str, str], timeout: float) -> dict[str, int]:
+def _post_until_served(
+    url: str,
+    body: dict[str, str],
+    timeout: float,
+    headers: Mapping[str, str],
+    context: ssl.SSLContext | None,
+) -> dict[str, int]:
     deadline = time.monotonic() + timeout
     last = "no answer"
     while time.monotonic() < deadline:
         request = urllib.request.Request(
-            url, json.dumps(body).encode(), {"Content-Type": _CONTENT_TYPE}, method="POST"
+            url,
+            json.dumps(body).encode(),
+            {"Content-Type": _CONTENT_TYPE, **headers},
+            method="POST",
         )
         try:
-            with urllib.request.urlopen(request, timeout=30) as response:
+            with urllib.request.urlopen(request, timeout=30, context=context) as response:
                 answer: dict[str, int] = json.loads(response.read())
                 return answer
         except urllib.error.HTTPError as error:

@@ -21,7 +21,8 @@ The Connect worker's REST API, unless its ``config:`` sets ``listeners`` or a RE
 itself, is put on HTTPS (the broker's certificate, ``listeners=https://<rest>``) with Kafka's
 basic-auth extension: one REST user, ``admin`` with the admin password
 (``connect-rest.password``, read through ``connect-jaas.conf``), so ``sluice status`` and
-``sluice connect`` reach it with ``--rest-ca-file ca.pem --rest-user admin``.
+``sluice connect`` reach it with ``--rest-ca-file ca.pem --rest-user admin``. The schema
+registry and the REST proxy are served the same way (:mod:`sluice.up.schema_services`).
 """
 
 from __future__ import annotations
@@ -200,6 +201,9 @@ def secure_deployment(deployment: Deployment, home: Path) -> Deployment:
     hosts += [h for listen in listens if (h := listen.rpartition(":")[0].strip("[]"))]
     if deployment.connect is not None:
         hosts.append(deployment.connect.rest.rpartition(":")[0].strip("[]") or "127.0.0.1")
+    for service in (deployment.schema_registry, deployment.rest_proxy):  # HTTPS too
+        if service is not None:
+            hosts.append(service.listen.rpartition(":")[0].strip("[]") or "127.0.0.1")
     _certificates(folder, hosts)
     passwords = {user: _password(folder, user) for user in _USERS}
     security = SecuritySpec(

@@ -22,6 +22,7 @@ import ssl
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -37,6 +38,7 @@ from sluice.connect_rest import (
 )
 from sluice.errors import ConfigError, SluiceError
 from sluice.exit_codes import EXIT_FAILED, EXIT_INTERRUPTED, CliError
+from sluice.schemas.registry_client import ENV_REGISTRY_CONFIG
 from sluice.streams.config import ENV_CONFIG
 from sluice.up import state as state_file
 from sluice.up import zookeeper
@@ -49,6 +51,13 @@ from sluice.up.brokers import (
 )
 from sluice.up.children import Child, Launch, sluice_command
 from sluice.up.loader import load
+from sluice.up.schema_services import (
+    admin_access,
+    broker_registry_config,
+    registry_client_file,
+    registry_url,
+    service_options,
+)
 from sluice.up.schemas import SchemaRegistrationError, register_schemas
 from sluice.up.security import apply_security, private_file
 from sluice.up.spec import (
@@ -82,6 +91,7 @@ REST_PROXY = "rest-proxy"
 """Under ``<home>``: those properties (owner-only), also named by ``up.json``."""
 """With ``security:``, the environment variable that gives a process the path of a Kafka client
 properties file (``streams_user``'s login; ``sluice.client_properties`` reads it)."""
+_REGISTRY_KEY = "confluent.schema.registry.url"
 _READY_TIMEOUT = 90.0
 _REPLICATED_TIMEOUT = 300.0
 """How long a cluster may take to be whole again (a restarted broker catching up)."""
@@ -241,7 +251,10 @@ class Supervisor:
         broker = deployment.broker
         security = deployment.security
         registry = deployment.schema_registry
-        self._apply_brokers(broker, rolling, security, None if registry is None else registry.url)
+        url = None if registry is None else registry_url(registry, security)
+        if url is not None and security is not None and _REGISTRY_KEY not in dict(broker.config):
+            broker = replace(broker, config=(*broker.config, *broker_registry_config(security)))
+        self._apply_brokers(broker, rolling, security, url)
         if security is not None:
             apply_security(broker.bootstrap, security, self.report)
         admin = None if security is None else security.admin_client()
@@ -266,7 +279,8 @@ class Supervisor:
         """The schema registry, then the REST proxy (which uses it), each answering HTTP before
         what needs it starts; as the admin on a secured deployment."""
         bootstrap, security = deployment.broker.bootstrap, deployment.security
-        client = []
+        client: list[str] = []
+        secured: list[str] = []  # HTTPS and basic authentication of both services
         if security is not None:  # the admin's client properties, owner-only
             properties = private_file(
                 self.home / f"client-{security.admin_user}.properties",
@@ -274,18 +288,24 @@ class Supervisor:
                 escape=True,
             )
             client = ["--command-config", str(properties)]
+            if deployment.schema_registry is not None or deployment.rest_proxy is not None:
+                secured = service_options(security, self.home)
         registry, proxy = deployment.schema_registry, deployment.rest_proxy
+        url = None if registry is None else registry_url(registry, security)
         launch = None
         if registry is not None:
             command = [*sluice_command(), "schema-registry", "start", "--listen",
                        registry.listen, "--group-id", registry.group, "--topic", registry.topic,
-                       "--bootstrap-server", bootstrap, *client]  # fmt: skip
+                       "--bootstrap-server", bootstrap, *client, *secured]  # fmt: skip
             launch = Launch(tuple(command), stop_timeout=30.0)
         self._place(SCHEMA_REGISTRY, SCHEMA_REGISTRY, launch)
-        if registry is not None:
+        if registry is not None and url is not None:
             self._wait_listening(SCHEMA_REGISTRY)
+            headers, context = admin_access(security, url)
             try:
-                register_schemas(registry.url, deployment.topics, self.report)
+                register_schemas(
+                    url, deployment.topics, self.report, headers=headers, context=context
+                )
             except SchemaRegistrationError as error:
                 log = "" if error.refused else f"\n{_tail(self.children[SCHEMA_REGISTRY].log)}"
                 raise UpError(f"{error}{log}") from None
@@ -293,8 +313,12 @@ class Supervisor:
         if proxy is not None:
             command = [*sluice_command(), "rest-proxy", "start", "--listen", proxy.listen,
                        "--bootstrap-server", bootstrap, *client]  # fmt: skip
-            if registry is not None:
-                command += ["--schema-registry", registry.url]
+            command += secured
+            if url is not None:
+                command += ["--schema-registry", url]
+                if security is not None:
+                    access = registry_client_file(security, self.home, security.admin_user)
+                    command += ["--schema-registry-config", str(access)]
             launch = Launch(tuple(command), stop_timeout=30.0)
         self._place(REST_PROXY, REST_PROXY, launch)
         if proxy is not None:
@@ -568,7 +592,13 @@ def _program_launch(
         "SLUICE_INSTANCE": str(index),
     }
     if deployment.schema_registry is not None:
-        environment[SCHEMA_REGISTRY_URL] = deployment.schema_registry.url
+        registry = deployment.schema_registry
+        environment[SCHEMA_REGISTRY_URL] = registry_url(registry, deployment.security)
+        secured = deployment.security
+        if secured is not None and home is not None:  # the registry login, owner-only
+            login = secured.streams_user or secured.admin_user
+            access = registry_client_file(secured, home, login)
+            environment[ENV_REGISTRY_CONFIG] = str(access)
     if deployment.connect is not None:
         environment["SLUICE_CONNECT_URL"] = deployment.connect.url
         if rest_config is not None:

@@ -38,6 +38,8 @@ def test_bad_produce_bodies(broker: BrokerProcess, proxy: Proxy) -> None:
     assert "Schema Registry" in body["message"]
     _error(proxy.post(f"/v3/clusters/{cid}/topics/no-such-topic/records", {}), 404, 40401)
     _error(proxy.post(path, raw=b"x", content_type="text/plain"), 415, 415)
+    _error(proxy.get(path), 405, 405)
+    _error(proxy.post(f"/v3/clusters/other-{cid}/topics/{topic}/records", {}), 404, 404)
     _error(
         proxy.post(
             f"/topics/{topic}",

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import Any, cast
 
+import orjson
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -14,7 +15,13 @@ from hypothesis import strategies as st
 from sluice.rest_proxy.consumers import InstanceConfig
 from sluice.rest_proxy.errors import RestError
 from sluice.rest_proxy.formats import EmbeddedFormat, decode_plain, encode_plain
-from sluice.rest_proxy.produce import json_batches, json_values, parse_record
+from sluice.rest_proxy.produce import (
+    Producing,
+    _plain_record,
+    json_batches,
+    json_values,
+    parse_record,
+)
 
 
 async def _chunks(parts: list[bytes]) -> AsyncIterator[bytes]:
@@ -192,3 +199,63 @@ def test_integers_past_64_bits_stay_exact() -> None:
         {"value": {"type": "JSON", "data": -9223372036854775809}},
         {"n": 18446744073709551616},
     ]
+
+
+_plain_parts = st.one_of(
+    st.none(),
+    st.fixed_dictionaries(
+        {"type": st.sampled_from(["BINARY", "binary", "STRING", "JSON", "XML", 3])},
+        optional={
+            "data": st.one_of(
+                st.none(),
+                st.sampled_from(["aGk=", "", "not base64!", "aGk", "héllo"]),
+                st.integers(),
+                st.lists(st.integers(), max_size=2),
+            )
+        },
+    ),
+    st.fixed_dictionaries({"data": st.just("aGk=")}),
+    st.just("x"),
+)
+_records = st.fixed_dictionaries(
+    {},
+    optional={
+        "partition_id": st.one_of(st.integers(-1, 3), st.just(True), st.just("0")),
+        "key": _plain_parts,
+        "value": _plain_parts,
+        "timestamp": st.just("2024-01-02T03:04:05Z"),
+    },
+)
+
+
+def _general(record: Any, partitions: int) -> tuple[Any, bytes] | RestError:
+    producing = Producing(cast(Any, None), cast(Any, None))
+    try:
+        out, fields = producing.encode("t", partitions, parse_record(record))
+    except RestError as error:
+        return error
+    return out, b"," + orjson.dumps(fields)[1:-1] if fields else b""
+
+
+@given(_records)
+def test_the_quick_path_answers_as_the_general_one(record: dict[str, Any]) -> None:
+    """The usual records skip parse_record (produce's hot path): whatever it takes, it must
+    encode as the general path does, and refuse with the same code and message."""
+    expected = _general(record, 2)
+    try:
+        quick = _plain_record(record, 2)
+    except RestError as error:
+        assert isinstance(expected, RestError), (record, error.message)
+        assert (error.error_code, error.message) == (expected.error_code, expected.message)
+        return
+    if quick is None:
+        return  # the general path reads it
+    assert not isinstance(expected, RestError), (record, expected.message)
+    assert quick == expected, record
+
+
+def test_the_quick_path_takes_the_usual_records() -> None:
+    usual = {"key": {"type": "STRING", "data": "k"}, "value": {"type": "BINARY", "data": "aGk="}}
+    quick = _plain_record(usual, 1)
+    assert quick is not None and quick == _general(usual, 1)
+    assert quick[1] == b',"key":{"type":"STRING","size":1},"value":{"type":"BINARY","size":2}'

@@ -276,3 +276,19 @@ def test_lookup_and_normalize(client: SchemaRegistryClient) -> None:
     assert found.schema_id == schema_id
     assert client.register_schema("n-value", same, normalize_schemas=True) == schema_id
     assert client.get_versions("n-value") == [1]
+
+
+def test_subjects_with_slashes_as_protobuf_imports_are_registered(
+    client: SchemaRegistryClient,
+) -> None:
+    """confluent-kafka's ProtobufSerializer registers each import under its file name
+    (``shop/common.proto``), sent URL-encoded (``%2F``)."""
+    subject = "shop/common.proto"
+    text = 'syntax = "proto3";\npackage shop;\nmessage Money { int64 cents = 1; }\n'
+    first = client.register_schema(subject, Schema(text, "PROTOBUF"))
+    assert client.get_latest_version(subject).schema_id == first
+    assert client.get_versions(subject) == [1]
+    assert subject in client.get_subjects()
+    assert client.set_compatibility(subject, "NONE") == {"compatibility": "NONE"}
+    assert client.get_compatibility(subject) == "NONE"
+    assert client.delete_subject(subject) == [1]

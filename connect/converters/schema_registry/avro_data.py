@@ -21,9 +21,17 @@ The rules (Confluent's ``io.confluent.connect.avro.AvroData``):
   parameter becomes an Avro ``enum`` (read back as a string with those parameters either way).
 
 The reverse (:meth:`AvroData.to_connect_schema`) reads any of this back, ``connect.*`` properties
-first; a union of ``null`` and one type is an optional schema. A union of several types has no
-Connect form here: it is refused with :class:`~sluice.connect.ConverterError` (Confluent turns it
-into a struct named ``io.confluent.connect.avro.Union``), as are recursive records.
+first; a union of ``null`` and one type is an optional schema. A union of several types is, as
+in Confluent's ``AvroData``, a struct named ``io.confluent.connect.avro.Union`` (optional when
+the union holds ``null``) with one optional field a branch, named by the branch's type
+(``int``, ``string``, ``array``…) or, for a record, enum or fixed, its name (its full name with
+``enhanced.avro.schema.support``); such a struct is written as the union, its first non-null
+field the branch. Read back, the branch is told by the Python type of what fastavro read
+(fastavro gives no branch index): ``bool``, ``int`` in the field's range, ``float``, ``str``
+(an enum's symbols), ``bytes``, ``Decimal`` and the date and time types, ``list``, and a ``dict``
+is the first record whose field names are its keys, else a map — so records with the same
+field names in one union are told apart as the first of them. Recursive records are refused
+with :class:`~sluice.connect.ConverterError`.
 
 Values: a Connect value becomes what fastavro writes (a struct a dict, a logical value its raw
 form: unscaled bytes, days, milliseconds); fastavro's readings become Connect values again
@@ -42,6 +50,7 @@ True
 from __future__ import annotations
 
 import base64
+import dataclasses
 import datetime as dt
 from collections.abc import Mapping
 from decimal import Decimal
@@ -157,6 +166,12 @@ class AvroData:
         return avro
 
     def _avro_of(self, schema: Schema, state: _Writing, *, in_union: bool) -> Any:
+        if schema.type == "struct" and schema.name == AVRO_TYPE_UNION:
+            members = [
+                self._avro_of(dataclasses.replace(f.schema, optional=False), state, in_union=True)
+                for f in schema.fields
+            ]
+            return ["null", *members] if schema.optional else members
         base = self._base_of(schema, state)
         if schema.optional and not in_union:
             return ["null", base] if schema.default is None else [base, "null"]
@@ -166,10 +181,6 @@ class AvroData:
         params = dict(schema.parameters)
         props: dict[str, Any] = {}
         if schema.type == "struct":
-            if schema.name == AVRO_TYPE_UNION:
-                raise ConverterError(
-                    f"Connect structs named {AVRO_TYPE_UNION} (Avro unions) are not supported"
-                )
             base = self._record_of(schema, params, state)
             if isinstance(base, str):
                 return base  # defined before in this schema: referred to by name
@@ -256,7 +267,15 @@ class AvroData:
         if schema.doc is not None:
             field["doc"] = schema.doc
         field["type"] = self._avro_of(schema, state, in_union=False)
-        if schema.default is not None:
+        if schema.type == "struct" and schema.name == AVRO_TYPE_UNION:
+            if schema.optional:
+                field["default"] = None  # null is the union's first branch
+            elif isinstance(schema.default, Struct) and schema.fields:
+                first = schema.fields[0]  # Avro's default is a value of the first branch
+                value = schema.default.values.get(first.name)
+                if value is not None:
+                    field["default"] = self._json_default(first.schema, value)
+        elif schema.default is not None:
             field["default"] = self._json_default(schema, schema.default)
         elif schema.optional:
             field["default"] = None
@@ -329,6 +348,8 @@ class AvroData:
                 raise ConverterError(
                     f"Expected a Struct for {_describe(schema)}, got {type(value).__name__}"
                 )
+            if schema.name == AVRO_TYPE_UNION:
+                return self._union_datum(schema, values)
             out = {}
             for f in schema.fields:
                 try:
@@ -353,11 +374,39 @@ class AvroData:
             return bytes(value)
         return value
 
+    def _union_datum(self, schema: Schema, values: Mapping[str, Any]) -> Any:
+        """The union branch of the first field set, in fastavro's tuple notation (the branch's
+        type or full name, and its datum), so that the branch is the field's."""
+        for f in schema.fields:
+            member = values.get(f.name)
+            if member is not None:
+                try:
+                    return (self._branch_name(f.schema), self.from_connect_data(f.schema, member))
+                except ConverterError as error:
+                    raise ConverterError(f"{f.name}: {error}") from error
+        if schema.optional:
+            return None
+        raise ConverterError(f"No field of the non-optional union {AVRO_TYPE_UNION} is set")
+
+    def _branch_name(self, schema: Schema) -> str:
+        """The name fastavro knows a union branch by: a named type's full name, else its type."""
+        params = dict(schema.parameters)
+        if schema.type == "struct":
+            return schema.name or DEFAULT_SCHEMA_FULL_NAME
+        if schema.type == "string" and self.enhanced_schema_support and AVRO_TYPE_ENUM in params:
+            return params[AVRO_TYPE_ENUM]
+        if schema.type == "map":
+            key = schema.key_schema
+            return (
+                "map" if key is not None and key.type == "string" and not key.optional else "array"
+            )
+        return _AVRO_OF.get(schema.type, schema.type)
+
     # -- Avro schema → Connect schema
 
     def to_connect_schema(self, avro: Any) -> Schema:
         """The Connect schema of an Avro schema (its JSON form), as Confluent builds it."""
-        return _Reading().schema(avro, None, optional=False)
+        return _Reading(self.enhanced_schema_support).schema(avro, None, optional=False)
 
     # -- Avro datum → Connect value
 
@@ -370,6 +419,14 @@ class AvroData:
                 return raw_to_logical(schema, datum)
             return datum  # fastavro read the logical type already
         kind = schema.type
+        if kind == "struct" and schema.name == AVRO_TYPE_UNION:
+            for f in schema.fields:
+                if _holds(f.schema, datum):
+                    return Struct(schema, {f.name: self.to_connect_data(f.schema, datum)})
+            raise ConverterError(
+                f"No branch of {AVRO_TYPE_UNION} ({', '.join(f.name for f in schema.fields)}) "
+                f"holds a {type(datum).__name__}"
+            )
         if kind == "struct":
             return Struct(
                 schema,
@@ -390,6 +447,52 @@ class AvroData:
                 }
             return {k: self.to_connect_data(item, v) for k, v in datum.items()}
         return datum
+
+
+_INT_BITS = {"int8": 8, "int16": 16, "int32": 32, "int64": 64}
+_LOGICAL_CLASS: dict[str, type] = {
+    DECIMAL: Decimal,
+    DATE: dt.date,
+    TIME: dt.time,
+    TIMESTAMP: dt.datetime,
+}
+
+
+def _holds(schema: Schema, datum: Any) -> bool:
+    """Whether *datum* (as fastavro read it) is a value of the union branch *schema*."""
+    if schema.name in _LOGICAL_CLASS:
+        wanted = _LOGICAL_CLASS[schema.name]
+        if schema.name == DATE and isinstance(datum, dt.datetime):
+            return False
+        return isinstance(datum, wanted)
+    kind = schema.type
+    if isinstance(datum, bool):
+        return kind == "boolean"
+    if isinstance(datum, int):
+        bits = _INT_BITS.get(kind)
+        return bits is not None and -(1 << (bits - 1)) <= datum < 1 << (bits - 1)
+    if isinstance(datum, float):
+        return kind in ("float32", "float64")
+    if isinstance(datum, str):
+        if kind != "string":
+            return False
+        params = dict(schema.parameters)
+        if AVRO_TYPE_ENUM in params:
+            return params.get(f"{AVRO_TYPE_ENUM}.{datum}") == datum
+        return True
+    if isinstance(datum, bytes | bytearray):
+        return kind == "bytes"
+    if isinstance(datum, list):
+        if kind == "array":
+            return True
+        key = schema.key_schema
+        return kind == "map" and not (key is not None and key.type == "string" and not key.optional)
+    if isinstance(datum, dict):
+        if kind == "struct" and schema.name != AVRO_TYPE_UNION:
+            return set(datum) == {f.name for f in schema.fields}
+        key = schema.key_schema
+        return kind == "map" and key is not None and key.type == "string" and not key.optional
+    return False
 
 
 def _hashable(value: Any) -> Any:
@@ -418,7 +521,8 @@ def _describe(schema: Schema) -> str:
 class _Reading:
     """The state of one Avro → Connect conversion: named types seen so far, by full name."""
 
-    def __init__(self) -> None:
+    def __init__(self, enhanced: bool = False) -> None:
+        self.enhanced = enhanced
         self.named: dict[str, Any] = {}
         self.building: set[str] = set()
 
@@ -456,9 +560,7 @@ class _Reading:
                     members[0], namespace, optional=True, field_default=field_default,
                     has_field_default=has_field_default, field_doc=field_doc,
                 )  # fmt: skip
-            raise ConverterError(
-                f"Avro unions of several types have no Connect form here: {avro!r}"
-            )
+            return self._union(avro, members, namespace, field_default, has_field_default)
         if not isinstance(avro, dict) or "type" not in avro:
             raise ConverterError(f"Invalid Avro schema: {avro!r}")
         if isinstance(avro["type"], dict | list):
@@ -659,6 +761,43 @@ class _Reading:
                 key_schema=key_schema,
                 value_schema=value_schema,
             )
+        return schema
+
+    def _union(
+        self,
+        avro: list[Any],
+        members: list[Any],
+        namespace: str | None,
+        field_default: Any,
+        has_field_default: bool,
+    ) -> Schema:
+        """Confluent's ``io.confluent.connect.avro.Union`` struct of a union of several types."""
+        fields: list[Field] = []
+        for member in members:
+            branch = self.schema(member, namespace, optional=True)
+            node = self._resolve(member, namespace)
+            kind = node if isinstance(node, str) else node.get("type")
+            if isinstance(kind, dict | list):
+                kind = kind.get("type") if isinstance(kind, dict) else "union"
+            if kind in ("record", "enum", "fixed"):
+                own = node.get("namespace", namespace) if "." not in node["name"] else None
+                full = node.get("_full") or _full_name(node["name"], own)
+                name = full if self.enhanced else _split_name(full)[1]
+            else:
+                name = str(kind)
+            if any(f.name == name for f in fields):
+                raise ConverterError(f"Avro union {avro!r} has two branches named {name!r}")
+            fields.append(Field(name, branch))
+        schema = Schema(
+            "struct",
+            optional=len(members) < len(avro),
+            name=AVRO_TYPE_UNION,
+            fields=tuple(fields),
+        )
+        if has_field_default and field_default is not None and fields:
+            first = fields[0]  # a union's default is a value of its first branch
+            default = Struct(schema, {first.name: _default_from_json(first.schema, field_default)})
+            schema = dataclasses.replace(schema, default=default)
         return schema
 
     def _resolve(self, avro: Any, namespace: str | None) -> Any:

@@ -4,10 +4,14 @@ A record's bytes are Confluent's wire format (magic byte 0, the 4-byte schema id
 binary, JSON, or Protobuf message indexes and the message); the schema lives in a schema
 registry with Confluent's API. The Avro converter is described here; the others follow it.
 Writing, the Connect schema becomes an Avro schema (:mod:`.avro_data`, Confluent's
-``AvroData`` rules) that confluent-kafka's ``AvroSerializer`` registers (or looks up) under the
-subject of the subject name strategy; reading, the writer's schema is fetched by id and turned
-into the Connect schema (whose version, when the schema carries no ``connect.version``, is the
-schema's version under the subject the strategy names, as Confluent's converters give it).
+``AvroData`` rules) that is registered (or looked up) under the subject of the subject name
+strategy; reading, the writer's schema is fetched by id and turned into the Connect schema
+(whose version, when the schema carries no ``connect.version``, is the schema's version under
+the subject the strategy names, as Confluent's converters give it). The hot path is compiled
+once per schema: the Connect ↔ Avro value mapping (:mod:`.avro_compiled`) and Avro's binary
+encoding (:mod:`sluice.schemas.avro_wire`), giving the bytes confluent-kafka's
+``AvroSerializer`` gives; a latest version with data-contract rules goes through
+confluent-kafka's ``AvroSerializer`` / ``AvroDeserializer``, which run them.
 
 Settings (Confluent's names, given with the ``key.converter.`` / ``value.converter.`` prefix
 removed):
@@ -51,10 +55,24 @@ from typing import TYPE_CHECKING, Any
 from sluice.connect.api.data import Schema
 from sluice.connect.api.errors import ConverterError
 from sluice.connect.converters.base import Converter, boolean_setting
+from sluice.connect.converters.schema_registry.avro_compiled import (
+    Mapping_,
+    compile_to_avro,
+    compile_to_connect,
+)
 from sluice.connect.converters.schema_registry.avro_data import AvroData
-from sluice.connect.converters.schema_registry.json_schema_data import JsonSchemaData, dumps_exact
-from sluice.connect.converters.schema_registry.protobuf_data import ProtobufData, new_pool
+from sluice.connect.converters.schema_registry.json_schema_data import (
+    JsonSchemaData,
+    dumps_exact,
+    referenced_documents,
+)
+from sluice.connect.converters.schema_registry.protobuf_data import (
+    ProtobufData,
+    registered_descriptor,
+)
 from sluice.errors import ConfigError
+from sluice.schemas.avro_wire import AvroWire, full_name
+from sluice.schemas.registry_client import REGISTRY_CLIENT_KEYS, registry_client_config
 
 if TYPE_CHECKING:
     from confluent_kafka.schema_registry import Schema as RegisteredSchemaText
@@ -77,6 +95,7 @@ _COMMON_KEYS = frozenset(
         "key.subject.name.strategy",
         "value.subject.name.strategy",
         "schemas.cache.config",
+        *REGISTRY_CLIENT_KEYS,
     ]
 )
 
@@ -116,28 +135,24 @@ class SchemaRegistryConverter(Converter):
                 raise ConfigError(
                     f"not an http(s) URL: {part.strip()!r}", key="schema.registry.url"
                 )
-        client: dict[str, Any] = {"url": url}
         source = str(config.get("basic.auth.credentials.source", "URL")).strip().upper()
-        user_info = config.get("basic.auth.user.info") or config.get(
-            "schema.registry.basic.auth.user.info"
-        )
-        if source == "USER_INFO":
-            if not user_info or ":" not in str(user_info):
-                raise ConfigError(
-                    "must be user:password with basic.auth.credentials.source=USER_INFO",
-                    key="basic.auth.user.info",
-                )
-            client["basic.auth.user.info"] = str(user_info)
-        elif source != "URL":
+        if source not in ("URL", "USER_INFO"):
             raise ConfigError(
                 f"must be URL or USER_INFO, not {source!r} (SASL_INHERIT is not supported)",
                 key="basic.auth.credentials.source",
             )
-        elif user_info:
+        if source == "URL" and (
+            config.get("basic.auth.user.info") or config.get("schema.registry.basic.auth.user.info")
+        ):
             raise ConfigError(
                 "is used only with basic.auth.credentials.source=USER_INFO",
                 key="basic.auth.user.info",
             )
+        client = registry_client_config(
+            url,
+            {k: v for k, v in config.items() if k in REGISTRY_CLIENT_KEYS},
+            environment=False,
+        )
         self._client_config = client
         self._contexts: dict[str, SerializationContext] = {}
         self._by_schema: dict[int, tuple[Schema, Callable[..., bytes | None]]] = {}
@@ -265,8 +280,10 @@ class AvroConverter(SchemaRegistryConverter):
             cache_size=self._cache_size,
         )
         self._serializers: dict[str, Callable[..., bytes | None]] = {}
-        self._readers: dict[tuple[str, int], tuple[Schema, Callable[..., Any]]] = {}
+        self._readers: dict[tuple[str, int], tuple[Schema, Callable[[bytes], Any], Mapping_]] = {}
         self._deserializer: Callable[..., Any] | None = None
+        self._writing: dict[int, _Writing] = {}
+        self._wire: AvroWire | None = None
 
     def from_connect(self, topic: str, schema: Schema | None, value: Any) -> bytes | None:
         if value is None and (schema is None or schema.default is None):
@@ -276,12 +293,18 @@ class AvroConverter(SchemaRegistryConverter):
                 f"AvroConverter needs a schema to write a value of topic {topic} (schemaless "
                 f"values are not supported)"
             )
-        datum = self.avro_data.from_connect_data(schema, value)
+        writing = self._writing.get(id(schema))
+        if writing is None or writing.schema is not schema:
+            writing = self._writing_of(schema)
         try:
-            serializer = self._serializer_of(
-                schema, lambda: self._serializer(self.avro_data.from_connect_schema(schema))
-            )
-            serialized = serializer(datum, self._context(topic))
+            datum = writing.to_avro(value)
+        except Exception:  # not the common case: the generic mapping's result or error
+            datum = self.avro_data.from_connect_data(schema, value)
+        try:
+            writer = writing.writers.get(topic)
+            if writer is None:
+                writer = writing.writers[topic] = self._writer(writing, topic)
+            serialized: bytes | None = writer(datum)
         except ConverterError:
             raise
         except Exception as error:  # the registry's or fastavro's, about this record
@@ -290,8 +313,41 @@ class AvroConverter(SchemaRegistryConverter):
             ) from error
         return serialized
 
-    def _serializer(self, avro: Any) -> Callable[..., bytes | None]:
-        text = json.dumps(avro, separators=(",", ":"))
+    def _writing_of(self, schema: Schema) -> _Writing:
+        avro = self.avro_data.from_connect_schema(schema)
+        writing = _Writing(
+            schema,
+            compile_to_avro(schema, self.avro_data.from_connect_data),
+            json.dumps(avro, separators=(",", ":")),
+            full_name(avro),
+        )
+        self._remember(self._writing, id(schema), writing)
+        return writing
+
+    def _writer(self, writing: _Writing, topic: str) -> Callable[[Any], bytes | None]:
+        """Sluice's codec for the subject of *topic* (confluent-kafka's ``AvroSerializer``
+        where it does not write: a latest version with references or rules)."""
+        subject = self._strategy_function()(self._context(topic), writing.record_name)
+        if subject is not None:
+            made = self._avro_wire().writer(writing.text, subject)
+            if made is not None:
+                return made
+        serializer = self._serializer(writing.text)
+        context = self._context(topic)
+        return lambda datum: serializer(datum, context)
+
+    def _avro_wire(self) -> AvroWire:
+        """Sluice's Avro writers and readers on this converter's registry client."""
+        if self._wire is None:
+            self._wire = AvroWire(
+                self.client,
+                auto_register=self._serializer_config["auto.register.schemas"],
+                use_latest=self._serializer_config["use.latest.version"],
+                normalize=self._serializer_config["normalize.schemas"],
+            )
+        return self._wire
+
+    def _serializer(self, text: str) -> Callable[..., bytes | None]:
         found = self._serializers.get(text)
         if found is None:
             from confluent_kafka.schema_registry.avro import AvroSerializer
@@ -307,43 +363,68 @@ class AvroConverter(SchemaRegistryConverter):
         data = bytes(data)
         schema_id = self._schema_id(topic, data)
         try:
-            schema, reader = self._reader(topic, schema_id)
-            datum = reader(data, self._context(topic))
+            found = self._readers.get((topic, schema_id))
+            if found is None:
+                found = self._reader(topic, schema_id)
+            schema, read, to_connect = found
+            datum = read(data)
         except ConverterError:
             raise
         except Exception as error:  # the registry's (unknown id) or fastavro's (bad bytes)
             raise ConverterError(
                 f"Failed to deserialize Avro data of topic {topic} (schema id {schema_id}): {error}"
             ) from error
-        return schema, self.avro_data.to_connect_data(schema, datum)
+        return schema, to_connect(datum)
 
-    def _reader(self, topic: str, schema_id: int) -> tuple[Schema, Callable[..., Any]]:
-        found = self._readers.get((topic, schema_id))
-        if found is None:
+    def close(self) -> None:
+        super().close()
+        self._wire = None  # its codecs and ids belong to the closed client's registry
+
+    def _reader(
+        self, topic: str, schema_id: int
+    ) -> tuple[Schema, Callable[[bytes], Any], Mapping_]:
+        registered = self.client.get_schema(schema_id)
+        if registered.schema_type not in (None, "AVRO"):
+            raise ConverterError(
+                f"Schema id {schema_id} is a {registered.schema_type} schema, not Avro"
+            )
+        if registered.references:
+            raise ConverterError(
+                f"Schema id {schema_id} has references, which AvroConverter does not resolve here"
+            )
+        avro = json.loads(registered.schema_str or "null")
+        schema = self.avro_data.to_connect_schema(avro)
+        record = isinstance(avro, dict) and avro.get("type") == "record"
+        schema = self._with_registered_version(
+            topic, schema, registered, full_name(avro) if record else None
+        )
+        read = self._avro_wire().reader(schema_id)
+        if read is None:  # rules: confluent-kafka's deserializer runs them
             from confluent_kafka.schema_registry.avro import AvroDeserializer
 
-            registered = self.client.get_schema(schema_id)
-            if registered.schema_type not in (None, "AVRO"):
-                raise ConverterError(
-                    f"Schema id {schema_id} is a {registered.schema_type} schema, not Avro"
-                )
-            if registered.references:
-                raise ConverterError(
-                    f"Schema id {schema_id} has references, which AvroConverter does not "
-                    f"resolve here"
-                )
-            avro = json.loads(registered.schema_str or "null")
-            schema = self.avro_data.to_connect_schema(avro)
-            record_name = None
-            if isinstance(avro, dict) and avro.get("type") == "record":
-                name, namespace = str(avro["name"]), avro.get("namespace")
-                record_name = name if "." in name or not namespace else f"{namespace}.{name}"
-            schema = self._with_registered_version(topic, schema, registered, record_name)
             if self._deserializer is None:
                 self._deserializer = AvroDeserializer(self.client)
-            found = (schema, self._deserializer)
-            self._remember(self._readers, (topic, schema_id), found)
+            deserializer, context = self._deserializer, self._context(topic)
+
+            def read_confluent(data: bytes) -> Any:
+                return deserializer(data, context)
+
+            read = read_confluent
+        found = (schema, read, compile_to_connect(schema, self.avro_data.to_connect_data))
+        self._remember(self._readers, (topic, schema_id), found)
         return found
+
+
+@dataclasses.dataclass
+class _Writing:
+    """What writing values of one Connect schema needs: its compiled mapping, its Avro
+    schema's text and record name, and the writer of each topic."""
+
+    schema: Schema
+    to_avro: Mapping_
+    text: str
+    record_name: str | None
+    writers: dict[str, Callable[[Any], bytes | None]] = dataclasses.field(default_factory=dict)
 
 
 class JsonSchemaConverter(SchemaRegistryConverter):
@@ -356,7 +437,11 @@ class JsonSchemaConverter(SchemaRegistryConverter):
     schema when written and read) and ``schemas.cache.config`` (default 1000).
     """
 
-    KEYS = _COMMON_KEYS | {"decimal.format", "json.fail.invalid.schema"}
+    KEYS = _COMMON_KEYS | {
+        "decimal.format",
+        "json.fail.invalid.schema",
+        "generalized.sum.type.support",
+    }
 
     def configure(self, config: Mapping[str, Any], is_key: bool) -> None:
         super().configure(config, is_key)
@@ -364,7 +449,11 @@ class JsonSchemaConverter(SchemaRegistryConverter):
         if fmt not in ("BASE64", "NUMERIC"):
             raise ConfigError(f"must be BASE64 or NUMERIC, not {fmt!r}", key="decimal.format")
         self.json_data = JsonSchemaData(
-            decimal_numeric=fmt == "NUMERIC", cache_size=self._cache_size
+            decimal_numeric=fmt == "NUMERIC",
+            cache_size=self._cache_size,
+            generalized_sum_type_support=boolean_setting(
+                config, "generalized.sum.type.support", False
+            ),
         )
         self._validate = boolean_setting(config, "json.fail.invalid.schema", False)
         self._serializers: dict[str, Callable[..., bytes | None]] = {}
@@ -441,13 +530,9 @@ class JsonSchemaConverter(SchemaRegistryConverter):
                     f"Schema id {schema_id} is a {registered.schema_type or 'AVRO'} schema, "
                     f"not JSON"
                 )
-            if registered.references:
-                raise ConverterError(
-                    f"Schema id {schema_id} has references, which JsonSchemaConverter does not "
-                    f"resolve here"
-                )
             document = json.loads(registered.schema_str or "null")
-            found = self.json_data.to_connect_schema(document)
+            references = referenced_documents(self.client, registered)
+            found = self.json_data.to_connect_schema(document, references)
             title = document.get("title") if isinstance(document, dict) else None
             found = self._with_registered_version(
                 topic, found, registered, title if isinstance(title, str) else None
@@ -468,11 +553,16 @@ class ProtobufConverter(SchemaRegistryConverter):
     mapping). The record's Connect schema must be a struct. Its own setting:
     ``schemas.cache.config`` (default 1000)."""
 
-    KEYS = _COMMON_KEYS
+    KEYS = _COMMON_KEYS | {"generalized.sum.type.support"}
 
     def configure(self, config: Mapping[str, Any], is_key: bool) -> None:
         super().configure(config, is_key)
-        self.protobuf_data = ProtobufData(cache_size=self._cache_size)
+        self.protobuf_data = ProtobufData(
+            cache_size=self._cache_size,
+            generalized_sum_type_support=boolean_setting(
+                config, "generalized.sum.type.support", False
+            ),
+        )
         self._readers: dict[tuple[str, int, tuple[int, ...]], tuple[Schema, Any]] = {}
 
     def from_connect(self, topic: str, schema: Schema | None, value: Any) -> bytes | None:
@@ -533,7 +623,6 @@ class ProtobufConverter(SchemaRegistryConverter):
     def _reader(self, topic: str, schema_id: int, indexes: tuple[int, ...]) -> tuple[Schema, Any]:
         found = self._readers.get((topic, schema_id, indexes))
         if found is None:
-            from confluent_kafka.schema_registry.common.protobuf import _str_to_proto
             from google.protobuf import message_factory
 
             registered = self.client.get_schema(schema_id, fmt="serialized")
@@ -542,19 +631,10 @@ class ProtobufConverter(SchemaRegistryConverter):
                     f"Schema id {schema_id} is a {registered.schema_type or 'AVRO'} schema, "
                     f"not Protobuf"
                 )
-            if registered.references:
-                raise ConverterError(
-                    f"Schema id {schema_id} has references, which ProtobufConverter does not "
-                    f"resolve here"
-                )
-            file = _str_to_proto(f"schema-{schema_id}.proto", registered.schema_str or "")
-            pool = new_pool()
-            pool.Add(file)
-            path = [file.message_type[indexes[0]]]
-            for index in indexes[1:]:
-                path.append(path[-1].nested_type[index])
-            full = ".".join(([file.package] if file.package else []) + [m.name for m in path])
-            descriptor = pool.FindMessageTypeByName(full)
+            descriptor = registered_descriptor(
+                self.client, registered, f"schema-{schema_id}.proto", indexes
+            )
+            full = descriptor.full_name
             schema = self.protobuf_data.to_connect_schema(descriptor)
             schema = self._with_registered_version(topic, schema, registered, full)
             found = (schema, message_factory.GetMessageClass(descriptor))

@@ -17,9 +17,25 @@ The rules (Confluent's ``io.confluent.connect.protobuf.ProtobufData``):
 
 proto3 has no required fields: reading, every field's schema is optional (the root struct is
 not), a scalar that was not set reads as its default (0, "", false) and an unset message field as
-null, as with Confluent's converter. ``oneof`` groups and ``enum`` fields of writers from
-elsewhere have no Connect form here and are refused (Confluent maps them to a
-``io.confluent.connect.protobuf.Union`` struct and a string with enum parameters).
+null, as with Confluent's converter. Messages, enums and oneofs are named by their full names
+(what Confluent's ``enhanced.protobuf.schema.support=true`` gives).
+
+- an ``enum`` field → an optional ``string`` (the symbol) named by the enum, with the parameters
+  ``io.confluent.connect.protobuf.Enum`` = the enum's name and
+  ``io.confluent.connect.protobuf.Enum.<SYMBOL>`` = its number; written back as an enum
+  (defined in the message using it, its values in number order: proto3 needs the 0 first). A
+  number the enum does not define reads as ``UNKNOWN_ENUM_VALUE_<Enum>_<n>``, as Java's does;
+- a ``oneof`` → an optional struct field ``<oneof>_<index>`` (before the other fields) named
+  ``io.confluent.connect.protobuf.Union.<oneof full name>``, one optional field per member,
+  each with the ``io.confluent.connect.protobuf.Tag`` parameter (its number); the member set
+  is the one non-null field. Written back as a ``oneof`` of that name, fields without a tag
+  are numbered after the tags in use;
+- with ``generalized_sum_type_support`` (Confluent's ``generalized.sum.type.support``), a oneof
+  is a struct named by the oneof, with ``org.apache.kafka.connect.data.Union`` = its name, and
+  enums carry ``org.apache.kafka.connect.data.Enum`` parameters instead.
+
+A schema with references (``import "other.proto"`` of another subject) is read with its
+imports fetched from the registry, as confluent-kafka does: :func:`registered_descriptor`.
 
 >>> from sluice.connect.api.data import Field, Schema
 >>> point = Schema.struct([Field("x", Schema("int32")), Field("y", Schema("int8"))], name="geo.P")
@@ -30,13 +46,14 @@ elsewhere have no Connect form here and are refused (Confluent maps them to a
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import hashlib
 from decimal import Decimal
 from typing import Any
 
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
-from google.protobuf.descriptor import Descriptor, FieldDescriptor
+from google.protobuf.descriptor import Descriptor, FieldDescriptor, OneofDescriptor
 from google.protobuf.message import Message
 
 from sluice.connect.api.data import Field, Schema, Struct
@@ -50,10 +67,15 @@ from sluice.connect.api.logical import (
     millis_to_datetime,
 )
 
-__all__ = ["ProtobufData"]
+__all__ = ["ProtobufData", "registered_descriptor"]
 
 NAMESPACE = "io.confluent.connect.protobuf"
 PROTOBUF_TYPE_TAG = f"{NAMESPACE}.Tag"
+PROTOBUF_TYPE_ENUM = f"{NAMESPACE}.Enum"
+PROTOBUF_TYPE_UNION = f"{NAMESPACE}.Union"
+PROTOBUF_TYPE_UNION_PREFIX = PROTOBUF_TYPE_UNION + "."
+GENERALIZED_TYPE_UNION = "org.apache.kafka.connect.data.Union"  # Confluent's ConnectUnion
+GENERALIZED_TYPE_ENUM = "org.apache.kafka.connect.data.Enum"  # Confluent's ConnectEnum
 DEFAULT_SCHEMA_NAME = "ConnectDefault"
 CONNECT_TYPE_PROP = "connect.type"
 CONNECT_PRECISION_PROP = "connect.decimal.precision"
@@ -123,8 +145,11 @@ class _Writing:
 class ProtobufData:
     """Confluent's ``ProtobufData`` (see the module docstring)."""
 
-    def __init__(self, *, cache_size: int = 1000) -> None:
+    def __init__(
+        self, *, cache_size: int = 1000, generalized_sum_type_support: bool = False
+    ) -> None:
         self.cache_size = cache_size
+        self.generalized_sum_type_support = generalized_sum_type_support
         self._files: dict[int, tuple[Schema, descriptor_pb2.FileDescriptorProto]] = {}
         self._classes: dict[bytes, type[Message]] = {}
 
@@ -154,15 +179,38 @@ class ProtobufData:
     ) -> descriptor_pb2.DescriptorProto:
         message = descriptor_pb2.DescriptorProto(name=name)
         nested: set[str] = set()
-        number = 1
+        numbers = _Numbers(schema)
         for f in schema.fields:
-            tag = dict(f.schema.parameters).get(PROTOBUF_TYPE_TAG)
-            if tag is not None:
-                field_number = int(tag)
-            else:
-                field_number, number = number, number + 1
-            message.field.append(self._field(message, nested, f, field_number, state))
+            if f.schema.type == "struct" and _is_union(f.schema):
+                self._oneof(message, nested, f, numbers, state)
+                continue
+            number = numbers.of(f.schema)
+            message.field.append(self._field(message, nested, f, number, state))
         return message
+
+    def _oneof(
+        self,
+        message: descriptor_pb2.DescriptorProto,
+        nested: set[str],
+        f: Field,
+        numbers: _Numbers,
+        state: _Writing,
+    ) -> None:
+        """A union struct as a ``oneof`` of its fields (named by the union, as Confluent)."""
+        union = f.schema
+        generalized = dict(union.parameters).get(GENERALIZED_TYPE_UNION)
+        if generalized is not None:
+            name = generalized
+        else:
+            name = _split((union.name or "").removeprefix(PROTOBUF_TYPE_UNION_PREFIX))[1]
+        index = len(message.oneof_decl)
+        message.oneof_decl.add(name=name)
+        for member in union.fields:
+            if member.schema.type in ("array", "map"):
+                raise ConverterError(f"{f.name}.{member.name}: a oneof member cannot be repeated")
+            field = self._field(message, nested, member, numbers.of(member.schema), state)
+            field.oneof_index = index
+            message.field.append(field)
 
     def _field(
         self,
@@ -203,7 +251,11 @@ class ProtobufData:
             field.type_name = entry_name
             return field
         params: dict[str, str] = {}
-        if schema.name in _LOGICAL:
+        enum_marker = _enum_marker(schema, self.generalized_sum_type_support)
+        if enum_marker is not None:
+            field.type = _F.TYPE_ENUM
+            field.type_name = _add_enum(message, schema, enum_marker)
+        elif schema.name in _LOGICAL:
             type_name, location = _LOGICAL[schema.name]
             field.type = _F.TYPE_MESSAGE
             field.type_name = "." + type_name
@@ -244,7 +296,12 @@ class ProtobufData:
         found = self._classes.get(key)
         if found is None:
             pool = new_pool()
-            pool.Add(file)
+            try:
+                pool.Add(file)
+            except TypeError as error:  # e.g. two enums of one message with a symbol in common
+                raise ConverterError(
+                    f"The Connect schema has no valid proto3 form: {error}"
+                ) from None
             package = f"{file.package}." if file.package else ""
             descriptor = pool.FindMessageTypeByName(package + file.message_type[0].name)
             found = message_factory.GetMessageClass(descriptor)
@@ -271,12 +328,27 @@ class ProtobufData:
                     raise ConverterError(f"{f.name}: null value for a required field")
                 continue
             try:
-                self._set(message, f.name, f.schema, item)
+                if f.schema.type == "struct" and _is_union(f.schema):
+                    self._set_union(message, f.schema, item)
+                else:
+                    self._set(message, f.name, f.schema, item)
             except ConverterError as error:
                 raise ConverterError(f"{f.name}: {error}") from error
             except (TypeError, ValueError) as error:
                 raise ConverterError(f"{f.name}: {error}") from error
         return message
+
+    def _set_union(self, message: Message, schema: Schema, value: Any) -> None:
+        """The one member of a oneof that the union struct sets."""
+        values = value.values if isinstance(value, Struct) else value
+        if not isinstance(values, dict):
+            raise ConverterError(f"Expected a union Struct, got {type(value).__name__}")
+        for member in schema.fields:
+            item = values.get(member.name)
+            if item is not None:
+                self._set(message, member.name, member.schema, item)
+                return
+        raise ConverterError("Cannot find non-null field of the union")
 
     def _set(self, message: Message, name: str, schema: Schema, value: Any) -> None:
         if schema.type == "array":
@@ -343,13 +415,35 @@ class ProtobufData:
     def _struct(self, descriptor: Descriptor, *, optional: bool, seen: set[str]) -> Schema:
         if descriptor.full_name in seen:
             raise ConverterError(f"Recursive message {descriptor.full_name} has no Connect form")
-        if descriptor.oneofs and any(
-            not o.name.startswith("_") or len(o.fields) > 1 for o in descriptor.oneofs
-        ):
-            raise ConverterError(f"oneof in {descriptor.full_name} has no Connect form here")
         seen = seen | {descriptor.full_name}
-        fields = tuple(Field(fd.name, self._field_schema(fd, seen)) for fd in descriptor.fields)
-        return Schema("struct", optional=optional, name=descriptor.full_name, fields=fields)
+        oneofs = _real_oneofs(descriptor)
+        fields = [Field(_union_field_name(o), self._union(o, seen)) for o in oneofs]
+        members = {fd.full_name for o in oneofs for fd in o.fields}
+        fields += [
+            Field(fd.name, self._field_schema(fd, seen))
+            for fd in descriptor.fields
+            if fd.full_name not in members
+        ]
+        return Schema("struct", optional=optional, name=descriptor.full_name, fields=tuple(fields))
+
+    def _union(self, oneof: OneofDescriptor, seen: set[str]) -> Schema:
+        params: tuple[tuple[str, str], ...] = ()
+        if self.generalized_sum_type_support:
+            name = oneof.name
+            params = ((GENERALIZED_TYPE_UNION, name),)
+        else:
+            name = PROTOBUF_TYPE_UNION_PREFIX + oneof.full_name
+        fields = tuple(
+            Field(
+                fd.name,
+                dataclasses.replace(
+                    schema := self._field_schema(fd, seen),
+                    parameters=(*schema.parameters, (PROTOBUF_TYPE_TAG, str(fd.number))),
+                ),
+            )
+            for fd in oneof.fields
+        )
+        return Schema("struct", optional=True, name=name, parameters=params, fields=fields)
 
     def _field_schema(self, fd: FieldDescriptor, seen: set[str]) -> Schema:
         if fd.message_type is not None and fd.message_type.GetOptions().map_entry:
@@ -381,7 +475,17 @@ class ProtobufData:
                 return Schema("int64", optional=True, name=TIMESTAMP, version=1)
             return self._struct(fd.message_type, optional=True, seen=seen)
         if fd.type == FieldDescriptor.TYPE_ENUM:
-            raise ConverterError(f"{fd.full_name}: enum fields have no Connect form here")
+            enum = fd.enum_type
+            marker = (
+                GENERALIZED_TYPE_ENUM if self.generalized_sum_type_support else PROTOBUF_TYPE_ENUM
+            )
+            symbols = [(f"{marker}.{v.name}", str(v.number)) for v in enum.values]
+            return Schema(
+                "string",
+                optional=True,
+                name=enum.full_name,
+                parameters=((marker, enum.name), *symbols),
+            )
         kind = _CONNECT_OF.get(fd.type)
         if kind is None:
             raise ConverterError(f"{fd.full_name}: unsupported protobuf type {fd.type}")
@@ -395,8 +499,11 @@ class ProtobufData:
         """The Connect struct of a message read with the class of its writer's schema."""
         values: dict[str, Any] = {}
         for f in schema.fields:
-            raw = getattr(message, f.name)
             fs = f.schema
+            if fs.type == "struct" and _is_union(fs):
+                values[f.name] = self._union_value(fs, message, f.name)
+                continue
+            raw = getattr(message, f.name)
             if fs.type == "array":
                 assert fs.value_schema is not None
                 values[f.name] = [self._value(fs.value_schema, item) for item in raw]
@@ -409,7 +516,20 @@ class ProtobufData:
                 values[f.name] = self._value(fs, raw)
         return Struct(schema, values)
 
+    def _union_value(self, schema: Schema, message: Message, field_name: str) -> Struct | None:
+        """The union struct of a oneof (``<oneof>_<index>``): its member set, or null."""
+        oneof = field_name.rpartition("_")[0]
+        member = message.WhichOneof(oneof)
+        if member is None:
+            return None
+        found = schema.field(member)
+        if found is None:
+            raise ConverterError(f"oneof {oneof} member {member} is not in the union {schema.name}")
+        return Struct(schema, {member: self._value(found.schema, getattr(message, member))})
+
     def _value(self, schema: Schema, raw: Any) -> Any:
+        if schema.type == "string" and isinstance(raw, int):
+            return _enum_symbol(schema, raw)
         if schema.name == DECIMAL:
             from confluent_kafka.schema_registry.common.protobuf import protobuf_to_decimal
 
@@ -431,6 +551,102 @@ def _is_message(schema: Schema) -> bool:
     return schema.type == "struct" or schema.name in _LOGICAL
 
 
+def _is_union(schema: Schema) -> bool:
+    return (schema.name or "").startswith(PROTOBUF_TYPE_UNION) or any(
+        k == GENERALIZED_TYPE_UNION for k, _ in schema.parameters
+    )
+
+
+def _real_oneofs(descriptor: Descriptor) -> list[OneofDescriptor]:
+    """The oneofs of a message but the synthetic ones of proto3 ``optional`` fields."""
+    return [
+        o
+        for o in descriptor.oneofs
+        if not (len(o.fields) == 1 and o.name == "_" + o.fields[0].name)
+    ]
+
+
+def _union_field_name(oneof: OneofDescriptor) -> str:
+    return f"{oneof.name}_{oneof.index}"
+
+
+def _enum_marker(schema: Schema, generalized: bool) -> str | None:
+    """The enum parameter of a Connect string schema (Confluent's or the generalized one)."""
+    if schema.type != "string":
+        return None
+    keys = {k for k, _ in schema.parameters}
+    if GENERALIZED_TYPE_ENUM in keys and (generalized or PROTOBUF_TYPE_ENUM not in keys):
+        return GENERALIZED_TYPE_ENUM
+    return PROTOBUF_TYPE_ENUM if PROTOBUF_TYPE_ENUM in keys else None
+
+
+def _enum_values(schema: Schema, marker: str) -> list[tuple[str, int]]:
+    prefix = marker + "."
+    try:
+        return sorted(
+            ((k[len(prefix) :], int(v)) for k, v in schema.parameters if k.startswith(prefix)),
+            key=lambda item: item[1],
+        )
+    except ValueError as error:
+        raise ConverterError(f"enum {schema.name}: a value that is not a number: {error}") from None
+
+
+def _add_enum(message: descriptor_pb2.DescriptorProto, schema: Schema, marker: str) -> str:
+    """Define the enum of a Connect enum schema in ``message`` (once); its type name."""
+    name = dict(schema.parameters)[marker] or _split(schema.name or "")[1]
+    if not name:
+        raise ConverterError("an enum schema needs a name (the enum parameter or the schema's)")
+    if any(e.name == name for e in message.enum_type):
+        return name
+    values = _enum_values(schema, marker)
+    if not values or values[0][1] != 0:
+        raise ConverterError(f"enum {name} has no value numbered 0, which proto3 needs first")
+    enum = message.enum_type.add(name=name)
+    for symbol, number in values:
+        enum.value.add(name=symbol, number=number)
+    return name
+
+
+def _enum_symbol(schema: Schema, number: int) -> str:
+    marker = _enum_marker(schema, False)
+    if marker is None:
+        raise ConverterError(f"Invalid class for string type: int {number}")
+    for symbol, value in _enum_values(schema, marker):
+        if value == number:
+            return symbol
+    return f"UNKNOWN_ENUM_VALUE_{dict(schema.parameters)[marker]}_{number}"
+
+
+class _Numbers:
+    """Field numbers of a message written from a struct: a field's (or a union member's)
+    ``io.confluent.connect.protobuf.Tag``, else the next number no tag of the message uses."""
+
+    def __init__(self, schema: Schema) -> None:
+        self.used = {int(t) for t in (_tag(f.schema) for f in _flat(schema)) if t is not None}
+        self.next = 1
+
+    def of(self, schema: Schema) -> int:
+        tag = _tag(schema)
+        if tag is not None:
+            return int(tag)
+        while self.next in self.used:
+            self.next += 1
+        self.next += 1
+        return self.next - 1
+
+
+def _flat(schema: Schema) -> list[Field]:
+    """A struct's fields with its unions' members in place of the unions."""
+    out: list[Field] = []
+    for f in schema.fields:
+        out.extend(f.schema.fields if f.schema.type == "struct" and _is_union(f.schema) else [f])
+    return out
+
+
+def _tag(schema: Schema) -> str | None:
+    return dict(schema.parameters).get(PROTOBUF_TYPE_TAG)
+
+
 def _scalar(schema: Schema, value: Any) -> Any:
     kind = schema.type
     if kind in ("int8", "int16", "int32", "int64"):
@@ -441,6 +657,13 @@ def _scalar(schema: Schema, value: Any) -> Any:
         return float(value)
     if kind == "bytes":
         return bytes(value)
+    marker = _enum_marker(schema, False) if kind == "string" else None
+    if marker is not None:
+        for symbol, number in _enum_values(schema, marker):
+            if symbol == value:
+                return number
+        symbols = ", ".join(s for s, _ in _enum_values(schema, marker))
+        raise ConverterError(f"{value!r} is not a symbol of enum {schema.name} ({symbols})")
     return value
 
 
@@ -467,3 +690,33 @@ def new_pool() -> descriptor_pool.DescriptorPool:
         except KeyError:
             pool.AddSerializedFile(module.DESCRIPTOR.serialized_pb)
     return pool
+
+
+def registered_descriptor(
+    client: Any, registered: Any, file_name: str, indexes: tuple[int, ...]
+) -> Descriptor:
+    """The message type a record names (its message ``indexes``) in a registered Protobuf
+    schema (``registered``: confluent-kafka's ``Schema``, fetched with ``fmt="serialized"``),
+    in a pool holding Google's and Confluent's files and the schema's references, fetched
+    from the registry through ``client`` (confluent-kafka's ``SchemaRegistryClient``)
+    recursively, each under its reference name, as confluent-kafka's deserializer does.
+    """
+    from confluent_kafka.schema_registry._sync.protobuf import _resolve_named_schema
+    from confluent_kafka.schema_registry.common.protobuf import _str_to_proto
+
+    pool = new_pool()
+    try:
+        _resolve_named_schema(registered, client, pool)
+    except (TypeError, ValueError) as error:  # a broken reference (no name, subject, version)
+        raise ConverterError(f"Cannot resolve the schema's references: {error}") from error
+    file = _str_to_proto(file_name, registered.schema_str or "")
+    pool.Add(file)
+    if not indexes or indexes[0] >= len(file.message_type):
+        raise ConverterError(f"Message indexes {list(indexes)} name no message of the schema")
+    path = [file.message_type[indexes[0]]]
+    for index in indexes[1:]:
+        if index >= len(path[-1].nested_type):
+            raise ConverterError(f"Message indexes {list(indexes)} name no message of the schema")
+        path.append(path[-1].nested_type[index])
+    full = ".".join(([file.package] if file.package else []) + [m.name for m in path])
+    return pool.FindMessageTypeByName(full)

@@ -356,8 +356,9 @@ def test_json_schema_with_validation_refuses_a_value_off_its_schema(
 
 
 def test_json_schema_combinations_without_connect_form_are_refused() -> None:
-    with pytest.raises(ConverterError, match="oneOf of several types"):
-        JsonSchemaData().to_connect_schema({"oneOf": [{"type": "string"}, {"type": "integer"}]})
+    # oneOf/anyOf of several types are union structs (test_json_schema_unions.py)
+    with pytest.raises(ConverterError, match="oneOf/anyOf must be a non-empty array"):
+        JsonSchemaData().to_connect_schema({"oneOf": []})
     with pytest.raises(ConverterError, match="allOf"):
         JsonSchemaData().to_connect_schema({"allOf": [{"type": "string"}]})
 
@@ -425,6 +426,8 @@ def test_connect_meta_data_false_leaves_out_connect_properties() -> None:
     assert full["fields"][0]["type"]["connect.name"] == "org.apache.kafka.connect.data.Date"
 
 
-def test_avro_unions_of_several_types_are_refused_clearly() -> None:
-    with pytest.raises(ConverterError, match="unions of several types"):
-        AvroData().to_connect_schema(["null", "string", "long"])
+def test_avro_unions_of_several_types_are_union_structs() -> None:
+    # the mapping both ways: test_avro_unions.py
+    schema = AvroData().to_connect_schema(["null", "string", "long"])
+    assert schema.name == "io.confluent.connect.avro.Union" and schema.optional
+    assert [f.name for f in schema.fields] == ["string", "long"]
