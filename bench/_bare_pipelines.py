@@ -1,7 +1,7 @@
 """The streams benchmark pipelines as hand-written confluent-kafka loops: the client's ceiling.
 
     python bench/_bare_pipelines.py PIPELINE --bootstrap HOST:PORT --topic IN --out OUT \\
-        --group GROUP --state-dir DIR [--commit-interval S]
+        --group GROUP --state-dir DIR [--commit-interval S] [--changelog TOPIC]
 
 No framework: one ``consume()`` loop per process doing what the pipeline asks with the fewest
 Python operations that still give the same output records (``filter``: ``orjson.loads``, the
@@ -11,6 +11,14 @@ as the frameworks do). The state is a dict in memory with no changelog: this is 
 fault-tolerant program, only the most that a Python process can do per record with this client
 on this machine, which bounds every framework built on it. Keys stay bytes (no decode);
 counts are written as JSON numbers and window keys as Sluice writes them.
+
+``--changelog TOPIC`` (``bench/streams.py``'s **bare-changelog** rows): ``count`` and ``window``
+also keep their state fault-tolerant as Kafka Streams (and Sluice) do: the keys changed since
+the last commit are remembered (a dict: key → its latest count) and, at each commit, written to
+``TOPIC`` (compacted, made by the parent) as one record per key changed, before the producer
+flush and the offset commit. The changelog layout is Sluice's: ``count`` logs ``key → count``
+(JSON number), ``window`` logs ``key + 8-byte big-endian window start → count`` with the record's
+timestamp (``streams/state/window.py``). ``filter`` is stateless and writes none.
 
 Client settings are Sluice's stream thread's (``streams/runtime/thread_clients.py`` on top of
 ``sluice.clients``): ``fetch.queue.backoff.ms=50``, ``linger.ms=5``, ``batch.num.messages=10000``.
@@ -91,11 +99,73 @@ def _step(pipeline: str, out: str, produce: Any) -> Any:
     return {"filter": filter_, "count": count, "window": window}[pipeline]
 
 
+def _logged_step(pipeline: str, out: str, produce: Any, changelog: str) -> tuple[Any, Any]:
+    """``(step, flush_changelog)`` for ``pipeline`` with a changelog: ``step`` as in
+    :func:`_step` and also notes each changed key; ``flush_changelog()`` produces one changelog
+    record per key changed since its last call (the commit's job)."""
+    import struct
+
+    import orjson
+
+    loads = orjson.loads
+    start_bytes = struct.Struct(">q").pack
+    counts: dict[Any, int] = {}
+    get = counts.get
+    dirty: dict[Any, tuple[int, int]] = {}  # key → (count, timestamp): the latest per commit
+
+    def count(messages: list[Any]) -> None:
+        for m in messages:
+            key = m.key()
+            loads(m.value())
+            ts = m.timestamp()[1]
+            n = counts[key] = get(key, 0) + 1
+            dirty[key] = (n, ts)
+            produce(out, b"%d" % n, key, -1, None, None, ts)
+
+    def window(messages: list[Any]) -> None:
+        for m in messages:
+            key = m.key()
+            loads(m.value())
+            ts = m.timestamp()[1]
+            start = ts - ts % WINDOW_MS
+            n = counts[(key, start)] = get((key, start), 0) + 1
+            dirty[(key, start)] = (n, ts)
+            windowed = b'{"key":"%b","window":{"start":%d,"end":%d}}' % (
+                key,
+                start,
+                start + WINDOW_MS,
+            )
+            produce(out, b"%d" % n, windowed, -1, None, None, ts)
+
+    def flush_count() -> None:
+        for key, (n, ts) in dirty.items():
+            produce(changelog, b"%d" % n, key, 0, None, None, ts)
+        dirty.clear()
+
+    def flush_window() -> None:
+        for (key, start), (n, ts) in dirty.items():
+            produce(changelog, b"%d" % n, key + start_bytes(start), 0, None, None, ts)
+        dirty.clear()
+
+    if pipeline == "count":
+        return count, flush_count
+    if pipeline == "window":
+        return window, flush_window
+    return _step(pipeline, out, produce), lambda: None  # stateless: nothing to log
+
+
 def main() -> None:
-    args = pipeline_parser().parse_args()
+    parser = pipeline_parser()
+    parser.add_argument("--changelog", default="", help="write the state's changelog here")
+    args = parser.parse_args()
     stop = StopOnTerm()
     consumer, producer = _clients(args)
-    step = _step(args.pipeline, args.out, producer.produce)
+    if args.changelog:
+        step, flush_changelog = _logged_step(
+            args.pipeline, args.out, producer.produce, args.changelog
+        )
+    else:
+        step, flush_changelog = _step(args.pipeline, args.out, producer.produce), lambda: None
     consumer.subscribe([args.topic])
     last_commit = time.monotonic()
     read = False
@@ -106,9 +176,11 @@ def main() -> None:
             read = True
         producer.poll(0)
         if read and time.monotonic() - last_commit >= args.commit_interval:
+            flush_changelog()  # one record per key changed since the last commit
             producer.flush(60)
             consumer.commit(asynchronous=False)
             last_commit, read = time.monotonic(), False
+    flush_changelog()
     producer.flush(60)
     consumer.close()
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from _harness import cpu_seconds, create_topic
+from _streams_input import create_compacted_topic
 from rich.console import Console
 
 BENCH = Path(__file__).resolve().parent
@@ -145,10 +146,12 @@ def _command(ctx: Context, framework: str, pipeline: str, out: str, group: str) 
     script = {
         "sluice": "_sluice_pipelines.py",
         "bare-loop": "_bare_pipelines.py",
+        "bare-changelog": "_bare_pipelines.py",
         "native-loop": "_native_pipelines.py",
         "quixstreams": "_quix_pipelines.py",
     }.get(framework, "_faust_pipelines.py")
     python = str(ctx.quix) if framework == "quixstreams" else sys.executable
+    logged = ["--changelog", changelog_of(group)] if framework == "bare-changelog" else []
     return [
         python,
         str(BENCH / script),
@@ -165,7 +168,13 @@ def _command(ctx: Context, framework: str, pipeline: str, out: str, group: str) 
         str(ctx.workdir / group),
         "--commit-interval",
         str(COMMIT_INTERVAL_S),
+        *logged,
     ]
+
+
+def changelog_of(group: str) -> str:
+    """The changelog topic of a bare-changelog run (compacted, one partition)."""
+    return f"{group}-changelog"
 
 
 def tail(path: Path, chars: int = 1500) -> str:
@@ -182,6 +191,8 @@ def run_pipeline(
     result = Result(framework, pipeline, inputs, expected)
     out, group = f"out-{framework}-{pipeline}", f"bench-{framework}-{pipeline}"
     create_topic(ctx.bootstrap, out)
+    if framework == "bare-changelog":
+        create_compacted_topic(ctx.bootstrap, changelog_of(group))
     log_path = ctx.workdir / f"{group}.log"
     with log_path.open("wb") as log:
         proc = subprocess.Popen(

@@ -1,9 +1,9 @@
 """Streams: three pipelines in Sluice's DSL beside quixstreams and faust-streaming, and a restore.
 
     python bench/streams.py [--records N] [--faust-records M]
-                            [--only sluice,bare-loop,native-loop,quixstreams,faust]
+                            [--only sluice,bare-loop,bare-changelog,native-loop,quixstreams,faust]
                             [--pipelines filter,count,window] [--no-restore] [--restore-keys K]
-                            [--json PATH]
+                            [--window-entries E] [--json PATH]
 
 One Sluice broker (``_harness.running_broker``, the 3 s initial rebalance delay set to 0) holds one
 input topic of N JSON records (default 1,000,000), produced once before anything is measured:
@@ -35,6 +35,14 @@ confluent-kafka ``consume()``/``produce()`` loops with a dict for state and no c
 Sluice's client settings. It is the reference for "how fast can Python go per record with this
 client on this machine", which bounds Sluice and quixstreams alike.
 
+**bare-changelog** is the same hand-written loop doing the work a fault-tolerant app must: its
+``count`` and ``window`` also write their state's changelog as Kafka Streams does, one compacted
+changelog record per key (and window) changed per commit, written at each commit (every 5 s, as
+Sluice's ``commit_interval_ms``) before the producer flush and the offset commit, in Sluice's
+changelog layout (``_bare_pipelines.py --changelog``). It is what issue 24's "≥ 0.8x the
+hand-written loop" compares with. Sluice's pipelines run with ``statestore_cache_max_bytes=0``
+(every update forwarded downstream, the changelog folded per key per commit by the store).
+
 **native-loop** (``_native_pipelines.py``) does the same per-record work without a client
 library: blocking Fetch and Produce requests (``sluice.wire``) and aiokafka's Cython
 record-batch codec, no group, no commits. It shows what leaving librdkafka would be worth.
@@ -54,6 +62,15 @@ state directory, once with RocksDB stores and once in memory; timed in the app's
 ``App.start()`` until the runtime logs "restored N records ..." (then the last key written is
 checked in the store). Beside it: the runtime's own figure for the restore phase alone, and the
 same changelog consumed by a bare confluent-kafka consumer (``_clients.consume_run``).
+
+**Restarts** (``_streams_restarts.py``, ``_restart_app.py``; with the restore, unless
+``--no-restore``): the same 1 M-key changelog, and one of ``--window-entries`` window entries
+(10,000,000: 100,000 keys × 100 one-minute windows in Sluice's window changelog layout; 0 skips
+it), each restored by an app with RocksDB stores from an empty state directory, then restarted
+after a clean stop (nothing to restore) and after a ``kill -9`` (no checkpoint: everything
+again), timed from ``App.start()`` to the stream thread's RUNNING; the windowed app also once in
+memory. The peak RSS of each run (psutil, sampled every 50 ms) gives the RocksDB / in-memory
+ratio of the windowed app holding all the entries.
 """
 
 from __future__ import annotations
@@ -66,12 +83,19 @@ from pathlib import Path
 from _harness import create_topic, in_child, running_broker
 from _streams_input import create_compacted_topic, produce_changelog, produce_events
 from _streams_report import PIPELINES, print_report, write_json
+from _streams_restarts import (
+    WINDOW_CHANGELOG,
+    Restart,
+    produce_window_changelog,
+    run_series,
+    window_base_ms,
+)
 from _streams_restore import RESTORE_APP, RESTORE_STORES, Restore, restore_reference, run_restore
 from _streams_runs import INPUT, Context, Result, Watermark, quix_python, run_pipeline
 from broker_throughput import _machine
 from rich.console import Console
 
-FRAMEWORKS = ("sluice", "bare-loop", "native-loop", "quixstreams", "faust")
+FRAMEWORKS = ("sluice", "bare-loop", "bare-changelog", "native-loop", "quixstreams", "faust")
 
 
 def main() -> None:
@@ -87,6 +111,13 @@ def main() -> None:
     parser.add_argument("--pipelines", default=",".join(PIPELINES), help="comma-separated")
     parser.add_argument("--no-restore", action="store_true", help="skip the restore benchmark")
     parser.add_argument("--restore-keys", type=int, default=1_000_000)
+    parser.add_argument(
+        "--window-entries",
+        type=int,
+        default=10_000_000,
+        help="window entries of the windowed restarts (10,000,000 = 100,000 keys x 100 windows; "
+        "0 skips them)",
+    )
     parser.add_argument("--timeout", type=float, default=900.0, help="bound on each run, seconds")
     parser.add_argument("--data-root", help="where the broker's log and state dirs live")
     parser.add_argument("--json", type=Path, help="also write the figures to this file")
@@ -110,6 +141,7 @@ def main() -> None:
 
     results: dict[tuple[str, str], Result] = {}
     restores: list[Restore] = []
+    restarts: list[Restart] = []
     restore_floor = float("nan")
     config = {"group.initial.rebalance.delay.ms": "0"}
     with (
@@ -146,10 +178,36 @@ def main() -> None:
             restore_floor = restore_reference(broker.bootstrap, changelog, args.restore_keys)
             for stores in RESTORE_STORES:
                 log.log(f"restore, {stores} stores")
-                r = run_restore(ctx, stores, args.restore_keys)
-                restores.append(r)
-                if r.error:
-                    log.print(f"[red]restore {stores}: {r.error}[/]")
+                restore = run_restore(ctx, stores, args.restore_keys)
+                restores.append(restore)
+                if restore.error:
+                    log.print(f"[red]restore {stores}: {restore.error}[/]")
+            log.log(f"restarts over {args.restore_keys:,} keys")
+            restarts += run_series(ctx, "keys", args.restore_keys, memory=False)
+            if args.window_entries > 0:
+                create_compacted_topic(broker.bootstrap, WINDOW_CHANGELOG)
+                base_ms = window_base_ms()
+                log.log(f"producing {args.window_entries:,} window changelog records")
+                in_child(
+                    produce_window_changelog,
+                    broker.bootstrap,
+                    WINDOW_CHANGELOG,
+                    args.window_entries,
+                    base_ms,
+                    timeout=1200,
+                )
+                log.log(f"restarts over {args.window_entries:,} window entries")
+                restarts += run_series(
+                    ctx, "window entries", args.window_entries, memory=True, base_ms=base_ms
+                )
+            for x in restarts:
+                if x.error:
+                    log.print(f"[red]restart {x.dataset} {x.stores} {x.after}: {x.error}[/]")
+                else:
+                    log.log(
+                        f"  {x.dataset}, {x.stores}, after {x.after}: {x.seconds:.2f} s, "
+                        f"{x.restored:,} restored, peak RSS {x.peak_rss / 2**20:,.0f} MiB"
+                    )
 
     print_report(
         console,
@@ -163,6 +221,7 @@ def main() -> None:
         restores=restores,
         restore_keys=args.restore_keys,
         restore_floor=restore_floor,
+        restarts=restarts,
     )
     if args.json:
         write_json(
@@ -174,6 +233,7 @@ def main() -> None:
             results=results,
             restores=restores,
             restore_floor=restore_floor,
+            restarts=restarts,
         )
 
 
