@@ -90,6 +90,7 @@ class GroupMembership:
         self._coordinator: wire.Node | None = None
         self._conn: wire.Connection | None = None
         self._closed = threading.Event()
+        self._joining = threading.Event()
         self._heartbeats: threading.Thread | None = None
 
     # -- connections ----------------------------------------------------------------------
@@ -125,15 +126,19 @@ class GroupMembership:
     def join(self, subscription: bytes, assignor: LeaderAssignor) -> bytes:
         """Join (again) and return this member's assignment; the leader runs ``assignor``."""
         self.rejoin_needed.clear()
-        deadline = time.monotonic() + max(60.0, 3 * self.rebalance_timeout_ms / 1000)
-        while True:
-            if time.monotonic() > deadline:
-                raise StreamsError(f"could not join the group {self.group_id}")
-            try:
-                return self._join_once(subscription, assignor)
-            except (_RetryError, wire.WireError) as error:
-                log.info("joining %s again: %s", self.group_id, error)
-                time.sleep(0.2)
+        self._joining.set()  # no heartbeats meanwhile: their answers would be about the old round
+        try:
+            deadline = time.monotonic() + max(60.0, 3 * self.rebalance_timeout_ms / 1000)
+            while True:
+                if time.monotonic() > deadline:
+                    raise StreamsError(f"could not join the group {self.group_id}")
+                try:
+                    return self._join_once(subscription, assignor)
+                except (_RetryError, wire.WireError) as error:
+                    log.info("joining %s again: %s", self.group_id, error)
+                    time.sleep(0.2)
+        finally:
+            self._joining.clear()
 
     def _join_once(self, subscription: bytes, assignor: LeaderAssignor) -> bytes:
         answer = self._call(
@@ -212,7 +217,8 @@ class GroupMembership:
         interval = max(0.1, self.session_timeout_ms / 5000)
         conn: wire.Connection | None = None
         while not self._closed.wait(interval):
-            if self.rejoin_needed.is_set() or self.generation < 0:
+            generation = self.generation
+            if self.rejoin_needed.is_set() or self._joining.is_set() or generation < 0:
                 continue
             try:
                 if conn is None:
@@ -225,7 +231,7 @@ class GroupMembership:
                 answer = conn.call(
                     HEARTBEAT,
                     group_id=self.group_id,
-                    generation_id=i32(self.generation),
+                    generation_id=i32(generation),
                     member_id=self.member_id,
                     group_instance_id=None,
                 )
@@ -236,6 +242,8 @@ class GroupMembership:
                 conn = None
                 continue
             code = answer.error_code
+            if self._joining.is_set() or generation != self.generation:
+                continue  # answered about a round that a join has since replaced
             if code in _COORDINATOR_MOVED:
                 conn.close()
                 conn = None

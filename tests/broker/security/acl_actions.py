@@ -91,12 +91,14 @@ class NotListedError(Exception):
 class Scenario:
     """What a client does to use an API, and every ACL it needs for it: ``(resource type,
     operation, on the fresh topic)``. ``denied`` is the error code the row's refusal shows
-    (None: the row's resource type's)."""
+    (None: the row's resource type's); ``also_denied``, another code the client may show first
+    for the same refusal."""
 
     run: Callable[[AclBroker, str, Names], None]
     needs: tuple[tuple[ResourceType, AclOperation], ...]
     denied: int | None = None
     fresh_topic: bool = False
+    also_denied: int | None = None
 
 
 # ---- what the clients do ---------------------------------------------------------------------

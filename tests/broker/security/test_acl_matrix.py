@@ -139,10 +139,11 @@ SCENARIOS: dict[tuple[int, SluiceType, str], Scenario] = {
     (22, SluiceType.TRANSACTIONAL_ID, "transactional"): Scenario(
         transaction, ((TXN, Op.WRITE), (TOPIC, Op.WRITE))
     ),
-    # KIP-679: WRITE on the topic alone lets a producer be idempotent; without it, librdkafka
-    # shows the Produce refusal (InitProducerId's CLUSTER_AUTHORIZATION_FAILED is audited)
+    # KIP-679: WRITE on the topic alone lets a producer be idempotent; without it the broker
+    # refuses InitProducerId (CLUSTER_AUTHORIZATION_FAILED, audited) and Produce; librdkafka
+    # usually shows the Produce refusal, but under load the fatal InitProducerId one first
     (22, SluiceType.TOPIC, "idempotent: or, on any topic"): Scenario(
-        idempotent_produce, ((TOPIC, Op.WRITE),), TOPIC_DENIED
+        idempotent_produce, ((TOPIC, Op.WRITE),), TOPIC_DENIED, also_denied=CLUSTER_DENIED
     ),
     (24, SluiceType.TRANSACTIONAL_ID, ""): Scenario(
         transaction, ((TXN, Op.WRITE), (TOPIC, Op.WRITE))
@@ -261,18 +262,18 @@ def test_denied_without_the_acl_allowed_with_it(broker: AclBroker, row: Requirem
     broker.grant(grants("alice", scenario.needs) + grants("bob", tuple(
         need for need in scenario.needs if need != own
     )))  # fmt: skip
-    expected = scenario.denied or int(DENIED_ERRORS[row.resource_type])
+    expected = {scenario.denied or int(DENIED_ERRORS[row.resource_type]), scenario.also_denied}
     try:
         with pytest.raises((KafkaException, NotListedError)) as refused:
             scenario.run(broker, "bob", n)
         if refused.type is KafkaException:
-            assert code_of(refused.value) == expected, (
+            assert code_of(refused.value) in expected, (
                 f"{row.api}: bob without {own} got {refused.value}, expected code {expected}"
             )
         try:
             scenario.run(broker, "alice", n)
         except KafkaException as exc:
-            assert code_of(exc) != expected, f"{row.api}: alice with {own} was refused: {exc}"
+            assert code_of(exc) not in expected, f"{row.api}: alice with {own} was refused: {exc}"
     finally:
         _forget(broker, n, scenario)
 
