@@ -71,7 +71,7 @@ class StreamAggregate(FusedOperator, CachedStoreOperator):
     def fuse(self, downstream: Emit) -> Emit:
         if self.cache is not None:
             downstream = self.cache.wrap(downstream)
-        get, put = self.store.get_with_timestamp, self.store.put
+        get, put = self.store.accessors()  # the backend's get, the store's put: no frame between
         initializer, aggregator = self.initializer, self.aggregator
         # tuple.__new__(Change, …) is Change(…) without the named tuple's Python-level __new__:
         # half the cost, once per record

@@ -93,7 +93,7 @@ class WindowedAggregate(FusedOperator, _WindowOperator):
             downstream = self.cache.wrap(downstream)
         context, grace = self.context, self.windows.grace_ms
         windows_for = self.windows.windows_for
-        fetch, put = self.store.fetch_with_timestamp, self.store.put
+        fetch, put = self.store.accessors()  # the backend's get: no store frame between
         initializer, aggregator = self.initializer, self.aggregator
         new_tuple = tuple.__new__  # named tuples without their Python-level __new__ (hot path)
 

@@ -22,16 +22,19 @@ key changed a thousand times is logged once.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any, Protocol
 
 from sluice.serde import Serde
 from sluice.streams.state.base import StateStore, StoreContext
 
-__all__ = ["Entry", "KeyValueBackend", "KeyValueStore", "MemoryBackend"]
+__all__ = ["Entry", "KeyValueBackend", "KeyValueStore", "MemoryBackend", "Put"]
 
 Entry = tuple[Any, int]
 """A stored value and its timestamp."""
+
+Put = Callable[[Any, Any, int], None]
+"""``put(key, value, timestamp)``: :meth:`KeyValueStore.put` (``value`` None deletes)."""
 
 
 class KeyValueBackend(Protocol):
@@ -62,6 +65,22 @@ class KeyValueBackend(Protocol):
         """Delete everything."""
 
 
+def logged_put(backend: KeyValueBackend, changed: dict[Any, int]) -> Put:
+    """``put(key, value, timestamp)`` into ``backend`` that also notes ``key → timestamp`` in
+    ``changed`` (the keys to log at the next flush): the backend's own ``logged_put`` when it has
+    one (the same in one call: this runs once per store update)."""
+    own = getattr(backend, "logged_put", None)
+    if own is not None:
+        return own(changed)  # type: ignore[no-any-return]
+    backend_put = backend.put
+
+    def put(key: Any, value: Any, timestamp: int) -> None:
+        backend_put(key, None if value is None else (value, timestamp))
+        changed[key] = timestamp
+
+    return put
+
+
 class MemoryBackend:
     """A dict; range queries sort the keys (Python order) each time."""
 
@@ -76,6 +95,20 @@ class MemoryBackend:
             self.data.pop(key, None)
         else:
             self.data[key] = entry
+
+    def logged_put(self, changed: dict[Any, int]) -> Put:
+        """See :func:`logged_put` (``data`` is never replaced, only cleared)."""
+        data = self.data
+        drop = data.pop
+
+        def put(key: Any, value: Any, timestamp: int) -> None:
+            if value is None:
+                drop(key, None)
+            else:
+                data[key] = (value, timestamp)
+            changed[key] = timestamp
+
+        return put
 
     def commit(self) -> None:
         pass
@@ -112,6 +145,9 @@ class KeyValueStore(StateStore):
         self.value_serde = value_serde
         self.backend: KeyValueBackend = backend if backend is not None else MemoryBackend()
         self._dirty: dict[Any, int] = {}
+        """Keys changed since the last flush → timestamp (cleared, never replaced: ``_put``
+        holds it)."""
+        self._put = logged_put(self.backend, self._dirty)
         self.persistent = bool(getattr(self.backend, "persistent", False))
 
     def init(self, context: StoreContext) -> None:
@@ -130,8 +166,29 @@ class KeyValueStore(StateStore):
 
     def put(self, key: Any, value: Any, timestamp: int = 0) -> None:
         """Set ``key`` (``value=None`` deletes it)."""
-        self.backend.put(key, None if value is None else (value, timestamp))
-        self._dirty[key] = timestamp
+        self._put(key, value, timestamp)
+
+    def accessors(self) -> tuple[Callable[[Any], Entry | None], Put]:
+        """``(get_with_timestamp, put)`` for an operator's per-record path: the same as those
+        methods, called without the store's own frame in between (the backend's ``get``, and the
+        put that :meth:`put` runs); a subclass that overrides either gets its methods.
+
+        >>> from sluice.serde import STRING, INT64
+        >>> store = KeyValueStore(STRING, INT64)
+        >>> get, put = store.accessors()
+        >>> put("a", 1, 10); get("a"), store.get_with_timestamp("a")
+        ((1, 10), (1, 10))
+        """
+        cls = type(self)
+        if (
+            cls.get_with_timestamp is not KeyValueStore.get_with_timestamp
+            or cls.put is not KeyValueStore.put
+        ):
+            return self.get_with_timestamp, self.put
+        backend = self.backend
+        if type(backend) is MemoryBackend:
+            return backend.data.get, self._put  # the dict's own get (never replaced)
+        return backend.get, self._put
 
     def delete(self, key: Any, timestamp: int = 0) -> Any:
         """Remove ``key``; returns the value it had."""
@@ -153,7 +210,8 @@ class KeyValueStore(StateStore):
 
     # -- runtime API ------------------------------------------------------------------------
     def flush(self) -> None:
-        dirty, self._dirty = self._dirty, {}
+        dirty = dict(self._dirty)
+        self._dirty.clear()  # not replaced: the put of accessors() holds it
         if self.logged and self.context is not None and self.context.changelog_topic is not None:
             serialize_key = self.key_serde.serialize
             serialize_value = self.value_serde.serialize

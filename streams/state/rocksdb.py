@@ -33,12 +33,13 @@ from rocksdict import Options, Rdict, WriteBatch
 
 from sluice.serde import Serde
 from sluice.streams.state.base import StoreContext
-from sluice.streams.state.keyvalue import Entry
+from sluice.streams.state.keyvalue import Entry, Put
 
 __all__ = ["RocksDBBackend"]
 
 _TIMESTAMP = struct.Struct(">q")
 _READ_CACHE = 100_000
+_MISSING: Any = object()
 
 
 class RocksDBBackend:
@@ -74,15 +75,19 @@ class RocksDBBackend:
         return self.value_serde.deserialize(raw[8:]), _TIMESTAMP.unpack_from(raw)[0]
 
     def get(self, key: Any) -> Entry | None:
-        dirty = self._dirty
-        if key in dirty:
-            return dirty[key]
-        clean = self._clean
-        if key in clean:
-            return clean[key]
+        # one dict look-up per cache (an entry may be None: a deleted key)
+        entry = self._dirty.get(key, _MISSING)
+        if entry is _MISSING:
+            entry = self._clean.get(key, _MISSING)
+            if entry is _MISSING:
+                return self._read(key)
+        return entry  # type: ignore[no-any-return]
+
+    def _read(self, key: Any) -> Entry | None:
         assert self._db is not None
         raw = self._db.get(self.key_serde.serialize(key))
         entry = None if raw is None else self._decode(raw)
+        clean = self._clean
         if len(clean) >= _READ_CACHE:
             clean.clear()
         clean[key] = entry
@@ -91,6 +96,20 @@ class RocksDBBackend:
     def put(self, key: Any, entry: Entry | None) -> None:
         self._dirty[key] = entry
         self._clean.pop(key, None)
+
+    def logged_put(self, changed: dict[Any, int]) -> Put:
+        """:meth:`put` of ``(value, timestamp)`` that also notes ``key → timestamp`` in
+        ``changed``, in one call (the store's put: see ``keyvalue.logged_put``); the caches are
+        cleared, never replaced."""
+        dirty = self._dirty
+        forget = self._clean.pop
+
+        def put(key: Any, value: Any, timestamp: int) -> None:
+            dirty[key] = None if value is None else (value, timestamp)
+            forget(key, None)
+            changed[key] = timestamp
+
+        return put
 
     def commit(self) -> None:
         if not self._dirty or self._db is None:
@@ -107,7 +126,7 @@ class RocksDBBackend:
         if len(self._clean) + len(self._dirty) > _READ_CACHE:
             self._clean.clear()
         self._clean.update(self._dirty)
-        self._dirty = {}
+        self._dirty.clear()  # not replaced: logged_put holds it
 
     def put_raw(self, records: list[tuple[bytes, bytes | None, int]]) -> None:
         """Write changelog records as they are (restoration): bytes in, bytes stored."""

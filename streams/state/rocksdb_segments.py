@@ -146,6 +146,13 @@ class Segments:
             self._position = (-1, 0)
         return self._position
 
+    def last_time(self) -> int | None:
+        """The largest time the open segments can hold (the end of the newest), or None when
+        there is none."""
+        if not self._segments:
+            return None
+        return (max(self._segments) + 1) * self.interval_ms - 1
+
     def segment_id(self, timestamp: int) -> int:
         """The segment a record with this time belongs to."""
         return timestamp // self.interval_ms

@@ -69,10 +69,16 @@ class RocksDBWindowBackend:
         self._dirty: dict[tuple[Any, int, int], Entry | None] = {}
         self._clean: dict[tuple[Any, int], Entry | None] = {}
         self._limit = _FIRST
+        self._stored_max = _FIRST
+        """No window starting later is in the segments: a point read of one needs no RocksDB
+        look-up (a new window, most of a windowed aggregation's reads)."""
 
     def open(self, context: StoreContext) -> tuple[int, int]:
         directory = context.directory
-        return self.segments.open(directory, "window" if directory is None else directory.name)
+        position = self.segments.open(directory, "window" if directory is None else directory.name)
+        last = self.segments.last_time()  # what was there before: anything up to its end
+        self._stored_max = _FIRST if last is None else last
+        return position
 
     def _decode(self, raw: bytes, seq: int) -> Entry:
         value = self.value_serde.deserialize(raw[8:])
@@ -94,7 +100,9 @@ class RocksDBWindowBackend:
         cached = (key, start)
         if cached in clean:
             return clean[cached]
-        segment = self.segments.get(self.segments.segment_id(start))
+        segment = None
+        if start <= self._stored_max:
+            segment = self.segments.get(self.segments.segment_id(start))
         raw = None
         if segment is not None:
             raw = segment.get(self.key_serde.serialize(key) + _START.pack(start))
@@ -170,9 +178,11 @@ class RocksDBWindowBackend:
         if len(clean) + len(dirty) > _READ_CACHE:
             clean.clear()
         cache = not duplicates and len(dirty) <= _READ_CACHE
+        stored_max = self._stored_max
         for (key, start, seq), entry in dirty.items():
             if start <= limit:
                 continue
+            stored_max = max(stored_max, start)
             raw_key = serialize_key(key) + (pack(start, seq) if duplicates else pack(start))
             raw_value = (
                 None if entry is None else pack_timestamp(entry[1]) + serialize_value(entry[0])
@@ -185,6 +195,7 @@ class RocksDBWindowBackend:
         if cache:
             for (key, start, _), entry in dirty.items():
                 clean[(key, start)] = entry
+        self._stored_max = stored_max  # before the write: a failed one may have written some
         self.segments.write(batches)
 
     def commit(self, observed_time: int, seq: int) -> None:
@@ -197,11 +208,14 @@ class RocksDBWindowBackend:
         self._clean.clear()
         pack_timestamp, segment_id = _TIMESTAMP.pack, self.segments.segment_id
         batches: dict[int, list[tuple[bytes, bytes | None]]] = {}
+        stored_max = self._stored_max
         for raw_key, start, _, value, timestamp in records:
+            stored_max = max(stored_max, start)
             batch = batches.get(segment_id(start))
             if batch is None:
                 batch = batches[segment_id(start)] = []
             batch.append((raw_key, None if value is None else pack_timestamp(timestamp) + value))
+        self._stored_max = stored_max
         self.segments.write(batches)
 
     def close(self) -> None:
@@ -213,4 +227,5 @@ class RocksDBWindowBackend:
         self._dirty.clear()
         self._clean.clear()
         self._limit = _FIRST
+        self._stored_max = _FIRST
         self.segments.wipe()

@@ -228,6 +228,23 @@ class WindowStore(StateStore):
         """``(value, timestamp)`` of ``key`` in one window, or None."""
         return self.backend.get(key, window_start)
 
+    def accessors(
+        self,
+    ) -> tuple[Callable[[Any, int], Entry | None], Callable[[Any, Any, int, int], None]]:
+        """``(fetch_with_timestamp, put)`` for an operator's per-record path: the same as those
+        methods, the fetch without the store's own frame (the backend's ``get``); a subclass
+        that overrides :meth:`fetch_with_timestamp` gets its method.
+
+        >>> from sluice.serde import STRING, INT64
+        >>> store = WindowStore(STRING, INT64, retention_ms=60_000)
+        >>> fetch, put = store.accessors()
+        >>> put("a", 1, 0, 10); fetch("a", 0)
+        (1, 10)
+        """
+        if type(self).fetch_with_timestamp is not WindowStore.fetch_with_timestamp:
+            return self.fetch_with_timestamp, self.put
+        return self.backend.get, self.put
+
     def fetch_range(self, key: Any, time_from: int, time_to: int) -> Iterator[tuple[int, Any]]:
         """``(window start, value)`` of ``key`` for starts in ``[time_from, time_to]``."""
         for start, entry in self.backend.fetch(key, time_from, time_to):
