@@ -221,9 +221,9 @@ class GroupMembership:
             if self.rejoin_needed.is_set() or self._joining.is_set() or generation < 0:
                 continue
             try:
-                if conn is None:
+                if conn is None:  # found again: the coordinator may have moved
                     conn = wire.connect_node(
-                        self._coordinator or self._find_coordinator(),
+                        self._find_coordinator(),
                         timeout=self.timeout_s,
                         client_id=self.client_id,
                         security=self.security,
@@ -269,16 +269,29 @@ class GroupMembership:
                     committed_metadata=None,
                 )
             )
+        topics = tuple(
+            OffsetCommitRequestTopic(name=TopicName(topic), partitions=tuple(parts))
+            for topic, parts in by_topic.items()
+        )
+        deadline = time.monotonic() + self.timeout_s
+        while True:  # a coordinator that moved (its broker died) is found again
+            try:
+                self._commit_once(topics)
+                return
+            except (_RetryError, wire.WireError) as error:
+                if time.monotonic() > deadline:
+                    raise StreamsError(f"cannot commit the offsets: {error}") from None
+                log.info("committing to %s again: %s", self.group_id, error)
+                time.sleep(0.2)
+
+    def _commit_once(self, topics: tuple[OffsetCommitRequestTopic, ...]) -> None:
         answer = self._call(
             OFFSET_COMMIT,
             group_id=self.group_id,
             generation_id_or_member_epoch=i32(self.generation),
             member_id=self.member_id,
             group_instance_id=None,
-            topics=tuple(
-                OffsetCommitRequestTopic(name=TopicName(topic), partitions=tuple(parts))
-                for topic, parts in by_topic.items()
-            ),
+            topics=topics,
         )
         for topic in answer.topics:
             for partition in topic.partitions:
@@ -290,6 +303,7 @@ class GroupMembership:
                     raise CommitFailedError(f"offsets not committed: {error.name}")
                 if error in _COORDINATOR_MOVED:
                     self._drop_connection()
+                    raise _RetryError(f"OffsetCommit: {error.name}")
                 raise StreamsError(
                     f"cannot commit {topic.name}[{partition.partition_index}]: {error.name}"
                 )
