@@ -83,8 +83,14 @@ def test_garbage_raises_decompression_error_only(data: bytes, codec: int) -> Non
 @given(codec=st.sampled_from(COMPRESSED), cut=st.floats(0.0, 0.999))
 def test_truncated_stream_is_an_error(codec: int, cut: float) -> None:
     packed = compress(codec, TEXT)
-    with pytest.raises(DecompressionError, match="invalid"):
-        decompress(codec, packed[: int(len(packed) * cut)])
+    try:
+        out = decompress(codec, packed[: int(len(packed) * cut)])
+    except DecompressionError as error:
+        assert "invalid" in str(error)
+        return
+    # xerial snappy frames blocks with no total length: a cut between two blocks is a valid,
+    # shorter stream (the record batch's count catches it); never anything but a prefix
+    assert codec == SNAPPY and len(out) < len(TEXT) and TEXT.startswith(out), (codec, len(out))
 
 
 def test_error_tree() -> None:
