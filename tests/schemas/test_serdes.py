@@ -16,14 +16,13 @@ from confluent_kafka.schema_registry.json_schema import JSONDeserializer
 from confluent_kafka.schema_registry.protobuf import ProtobufDeserializer
 from confluent_kafka.serialization import MessageField, SerializationContext
 
+from sluice.schemas.protobuf_messages import message_class, message_to_dict
 from sluice.schemas.serdes import (
     AvroSerde,
     JsonSchemaSerde,
     ProtobufSerde,
     RegistryError,
     for_topic,
-    message_class,
-    message_to_dict,
 )
 from sluice.serde import Serde, SerdeError
 from tests.conftest import CLIENT_TIMEOUT, BrokerProcess, create_topic, free_port
