@@ -301,7 +301,7 @@ def _add_well_known(pool: Any, name: str) -> None:
     from google.protobuf import descriptor_pool
     from google.protobuf.descriptor_pb2 import FileDescriptorProto
 
-    from sluice.schemas.serdes import message_class
+    from sluice.schemas.protobuf_messages import message_class
 
     message_class('syntax = "proto3"; message _Warm {}')  # imports the well-known modules
     try:

@@ -41,6 +41,7 @@ import typer
 from sluice.errors import ConfigError
 from sluice.exit_codes import EXIT_USAGE, CliError
 from sluice.schemas.formats import InvalidSchemaError, format_named
+from sluice.schemas.protobuf_messages import message_class
 from sluice.schemas.serdes import (
     DEFAULT_REGISTRY_URL,
     ENV_REGISTRY_URL,
@@ -49,7 +50,6 @@ from sluice.schemas.serdes import (
     ProtobufSerde,
     RegistryError,
     for_topic,
-    message_class,
 )
 from sluice.schemas.wire_format import read_header, read_message_indexes
 from sluice.serde import Serde, SerdeError
