@@ -40,7 +40,8 @@ from sluice.rest_proxy.errors import (
     RestError,
 )
 from sluice.rest_proxy.formats import EmbeddedFormat
-from sluice.rest_proxy.protobuf_types import ProtoSchemaError, message_class
+from sluice.schemas.protobuf_messages import message_class
+from sluice.serde import SerdeError
 
 __all__ = ["STRATEGIES", "RegisteredSchema", "SchemaRequest", "SchemaSerdes", "to_json"]
 
@@ -204,7 +205,7 @@ class SchemaSerdes:
             )
         except SchemaRegistryError as error:
             raise _registry_error(error) from None
-        except ProtoSchemaError as error:
+        except SerdeError as error:  # the Protobuf text protoc refuses
             raise RestError(INVALID_SCHEMA, f"Invalid schema: {error}") from None
 
     def _serializer(
@@ -246,7 +247,7 @@ class SchemaSerdes:
             out = serializer(data, ctx)
         except SchemaRegistryError as error:
             raise _registry_error(error) from None
-        except ProtoSchemaError as error:
+        except SerdeError as error:  # the Protobuf text protoc refuses
             raise RestError(INVALID_SCHEMA, f"Invalid schema: {error}") from None
         except Exception as error:  # the serializers' own errors, fastavro's, protobuf's
             raise RestError(

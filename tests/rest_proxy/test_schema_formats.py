@@ -174,7 +174,7 @@ def test_jsonschema_values(
 
 
 def test_protobuf_values(broker: BrokerProcess, schema_proxy: Proxy) -> None:
-    from sluice.rest_proxy.protobuf_types import message_class
+    from sluice.schemas.protobuf_messages import message_class
 
     topic = create_topic(broker.bootstrap)
     path = f"/v3/clusters/{cluster_id(schema_proxy)}/topics/{topic}/records"
@@ -190,6 +190,11 @@ def test_protobuf_values(broker: BrokerProcess, schema_proxy: Proxy) -> None:
     message = message_class(PROTO)()
     message.ParseFromString(raw[6:])  # magic, id, message indexes [0] as one zero byte
     assert (message.id, message.item) == (7, "cup")
+    bad = schema_proxy.post(
+        path, {"value": {"type": "PROTOBUF", "schema": "message M { int32 a = }", "data": {}}}
+    )
+    assert bad.status == 422 and bad.json()["error_code"] == 42205, bad.body
+    assert "Invalid schema" in bad.json()["message"], bad.body
 
 
 def test_v2_avro_produce_and_consume(broker: BrokerProcess, schema_proxy: Proxy) -> None:
@@ -238,7 +243,7 @@ def test_v2_protobuf_consumer_decodes_confluent_framed_records(
     from confluent_kafka import Producer
     from confluent_kafka.schema_registry import Schema
 
-    from sluice.rest_proxy.protobuf_types import message_class
+    from sluice.schemas.protobuf_messages import message_class
 
     topic = create_topic(broker.bootstrap)
     schema_id = registry_client.register_schema(f"{topic}-value", Schema(PROTO, "PROTOBUF"))
