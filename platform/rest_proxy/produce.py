@@ -552,7 +552,8 @@ def _plain_record(obj: Any, partitions: int) -> tuple[OutRecord, bytes] | None:
     if key_part is not None:
         if type(key_part) is not dict or not key_part.keys() <= _TYPE_AND_DATA:
             return None
-        key_quick = _QUICK_PARTS.get(key_part.get("type"))  # type: ignore[arg-type]
+        kind = key_part.get("type")
+        key_quick = _QUICK_PARTS.get(kind) if type(kind) is str else None
         if key_quick is None:
             return None
     value_part = obj.get("value")
@@ -560,7 +561,8 @@ def _plain_record(obj: Any, partitions: int) -> tuple[OutRecord, bytes] | None:
     if value_part is not None:
         if type(value_part) is not dict or not value_part.keys() <= _TYPE_AND_DATA:
             return None
-        value_quick = _QUICK_PARTS.get(value_part.get("type"))  # type: ignore[arg-type]
+        kind = value_part.get("type")
+        value_quick = _QUICK_PARTS.get(kind) if type(kind) is str else None
         if value_quick is None:
             return None
     info = b""
