@@ -46,11 +46,9 @@ from sluice.connect.api.errors import ConverterError
 from sluice.connect.api.logical import java_string
 from sluice.connect.converters.base import Converter
 from sluice.connect.converters.json_converter import JsonConverter
-from sluice.connect.converters.schema_registry.converters import (
-    AvroConverter,
-    JsonSchemaConverter,
-    ProtobufConverter,
-)
+from sluice.connect.converters.schema_registry.avro_converter import AvroConverter
+from sluice.connect.converters.schema_registry.json_schema_converter import JsonSchemaConverter
+from sluice.connect.converters.schema_registry.protobuf_converter import ProtobufConverter
 from sluice.errors import ConfigError
 
 __all__ = [

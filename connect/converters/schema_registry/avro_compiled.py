@@ -26,7 +26,7 @@ from typing import Any
 
 from sluice.connect.api.data import Schema, Struct
 from sluice.connect.api.logical import LOGICAL_NAMES, TIMESTAMP, datetime_to_millis
-from sluice.connect.converters.schema_registry.avro_data import AVRO_TYPE_UNION
+from sluice.connect.converters.schema_registry.avro_names import AVRO_TYPE_UNION
 
 __all__ = ["compile_to_avro", "compile_to_connect"]
 

@@ -8,10 +8,8 @@ import pytest
 
 from sluice.connect.api.data import Schema
 from sluice.connect.converters import converter_from
-from sluice.connect.converters.schema_registry.converters import (
-    AvroConverter,
-    SchemaRegistryConverter,
-)
+from sluice.connect.converters.schema_registry.avro_converter import AvroConverter
+from sluice.connect.converters.schema_registry.registry_converter import SchemaRegistryConverter
 
 AVRO = "io.confluent.connect.avro.AvroConverter"
 JSON_SCHEMA = "io.confluent.connect.json.JsonSchemaConverter"

@@ -17,9 +17,7 @@ from confluent_kafka.serialization import MessageField, SerializationContext
 from sluice.connect.api.data import Field, Schema, Struct
 from sluice.connect.api.errors import ConverterError
 from sluice.connect.api.logical import date_schema, time_schema, timestamp_schema
-from sluice.connect.converters.schema_registry.converters import (
-    ProtobufConverter,
-)
+from sluice.connect.converters.schema_registry.protobuf_converter import ProtobufConverter
 from tests.connect.converters.converter_fixtures import (
     PRICE_10_2,
     make_converter,
