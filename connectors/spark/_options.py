@@ -41,7 +41,7 @@ from dataclasses import dataclass
 
 from sluice.client_security import client_settings, masked_client, split_security
 from sluice.connectors.spark._offsets import OffsetsOption, TopicPartition, parse_offsets_option
-from sluice.connectors.spark._registry_decode import FORMATS, FieldFormat
+from sluice.connectors.spark._registry_schema import FORMATS, FieldFormat
 from sluice.errors import ConfigError
 from sluice.schemas.serdes import registry_url
 

@@ -89,7 +89,7 @@ from sluice.connect import (
     TopicPartition,
 )
 from sluice.connectors.spark import _session
-from sluice.connectors.spark._registry_decode import subject_columns
+from sluice.connectors.spark._registry_schema import subject_columns
 from sluice.connectors.spark._sink_config import CONFIG, SinkSettings, cross_problems
 from sluice.connectors.spark._sink_schema import BadValueError
 from sluice.connectors.spark._sink_table import SinkTable

@@ -35,8 +35,9 @@ the executors with the options (a file they name must exist there too). A failed
 authentication fails the query at once, naming the options to check.
 
 Registry-encoded keys and values (``valueFormat=avro|protobuf|json-schema``, ``keyFormat``)
-become typed columns: the reader schema is looked up when ``load()`` runs (on the driver), each
-record is decoded by its own schema id in the executors (:mod:`._registry_decode`).
+become typed columns: the reader schema is looked up when ``load()`` runs (on the driver;
+:mod:`._registry_schema`), each record is decoded by its own schema id in the executors
+(:mod:`._registry_decode`).
 
 Exactly once: Spark writes each micro-batch's end offsets to the checkpoint's ``offsets/`` log
 before running it, and replays the same ranges after a crash; the ranges are read exactly, so a
@@ -85,7 +86,8 @@ from sluice.connectors.spark._offsets import (
     split_ranges,
 )
 from sluice.connectors.spark._options import SourceOptions
-from sluice.connectors.spark._registry_decode import ColumnDecoder, Resolved, resolve
+from sluice.connectors.spark._registry_decode import ColumnDecoder
+from sluice.connectors.spark._registry_schema import Resolved, resolve
 
 __all__ = ["KafkaInputPartition", "SluiceDataSource", "register"]
 
@@ -124,7 +126,8 @@ class SluiceDataSource(DataSource):
     ``kafka.ssl.truststore.location`` …, translated for librdkafka). Ours: ``rowsPerBatch``,
     and ``valueFormat`` / ``keyFormat`` (``avro``, ``protobuf``, ``json-schema``: typed columns
     decoded through the schema registry at ``schema.registry.url``, with ``valueSubject``,
-    ``valueSchemaVersion``, ``valueSchemaId``, ``valueMessageName``, ``mode``; see
+    ``valueSchemaVersion``, ``valueSchemaId``, ``valueMessageName``, ``mode``; the reader
+    schema: :mod:`sluice.connectors.spark._registry_schema`, the records:
     :mod:`sluice.connectors.spark._registry_decode`). See docs/connectors.md.
     """
 

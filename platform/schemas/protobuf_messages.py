@@ -11,7 +11,7 @@ from typing import Any
 
 from sluice.serde import SerdeError
 
-__all__ = ["message_class", "message_to_dict"]
+__all__ = ["message_class", "message_named", "message_to_dict"]
 
 _pools: dict[str, tuple[Any, list[str]]] = {}
 _pools_lock = threading.Lock()
@@ -30,13 +30,26 @@ def message_class(proto: str, message: str | None = None) -> Any:
     from google.protobuf import message_factory
 
     pool, names = _pool(proto)
-    wanted = names[0]
-    if message is not None:
-        candidates = [n for n in names if n == message or n.rsplit(".", 1)[-1] == message]
-        if not candidates:
-            raise SerdeError(f"no message {message!r} in the schema (it has {', '.join(names)})")
-        wanted = candidates[0]
-    return message_factory.GetMessageClass(pool.FindMessageTypeByName(wanted))
+    return message_factory.GetMessageClass(
+        pool.FindMessageTypeByName(message_named(names, message))
+    )
+
+
+def message_named(names: list[str], message: str | None) -> str:
+    """The full name among *names* (a schema's messages, top-level first) that *message* means:
+    itself or a short name; the first message when ``None``.
+
+    >>> message_named(["shop.Order", "shop.Line"], "Line")
+    'shop.Line'
+    >>> message_named(["shop.Order"], None)
+    'shop.Order'
+    """
+    if message is None:
+        return names[0]
+    candidates = [n for n in names if n == message or n.rsplit(".", 1)[-1] == message]
+    if not candidates:
+        raise SerdeError(f"no message {message!r} in the schema (it has {', '.join(names)})")
+    return candidates[0]
 
 
 def _pool(proto: str) -> tuple[Any, list[str]]:

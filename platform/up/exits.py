@@ -1,4 +1,5 @@
-"""Why a child ended: its exit status in words and the last error line of its log.
+"""Why a child ended: its exit status in words, the last error line of its log, and the last
+lines of its log for a message.
 
 >>> describe_exit(1), describe_exit(-9), describe_exit(0)
 ('exited 1', 'killed by SIGKILL', 'exited 0')
@@ -19,7 +20,7 @@ import signal
 from collections.abc import Sequence
 from pathlib import Path
 
-__all__ = ["describe_exit", "error_line", "last_error_line", "signal_name"]
+__all__ = ["describe_exit", "error_line", "last_error_line", "log_tail", "signal_name"]
 
 _TAIL_BYTES = 64 * 1024
 """How much of a log's end is searched for the last error."""
@@ -93,3 +94,17 @@ def last_error_line(log: Path, start: int = 0) -> str | None:
     if begin > start and lines:
         lines = lines[1:]  # the first line read may be cut
     return error_line(lines)
+
+
+def log_tail(log: Path, lines: int = 15) -> str:
+    """The last ``lines`` lines of ``log``, indented (to follow a message), or why there are
+    none.
+
+    >>> log_tail(Path("no-such.log"))
+    '(no log at no-such.log)'
+    """
+    try:
+        text = log.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return f"(no log at {log})"
+    return "\n".join(f"  {line}" for line in text.splitlines()[-lines:])

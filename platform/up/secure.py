@@ -22,7 +22,7 @@ itself, is put on HTTPS (the broker's certificate, ``listeners=https://<rest>``)
 basic-auth extension: one REST user, ``admin`` with the admin password
 (``connect-rest.password``, read through ``connect-jaas.conf``), so ``sluice status`` and
 ``sluice connect`` reach it with ``--rest-ca-file ca.pem --rest-user admin``. The schema
-registry and the REST proxy are served the same way (:mod:`sluice.up.schema_services`).
+registry and the REST proxy are served the same way (:mod:`sluice.up.schema_services_security`).
 """
 
 from __future__ import annotations

@@ -1,8 +1,10 @@
 """The supervisor behind ``sluice up``: makes the machine match a deployment and keeps it so.
 
 :meth:`Supervisor.apply` starts (or, for a re-read file, changes) the parts in order — the
-broker, the topics, the other processes (a source's input may come from one), the Connect
-worker and its connectors, the Streams apps — waiting for each to be ready before the next.
+broker, the topics, the schema registry and the REST proxy (a collaborator:
+:class:`~sluice.up.schema_services.SchemaServices`), the other processes (a source's input may
+come from one), the Connect worker and its connectors, the Streams apps — waiting for each to
+be ready before the next.
 :meth:`Supervisor.run` then watches the children, starts one that ends again as its restart
 policy says (with backoff; a crash loop is shown as such), writes ``<home>/up.json`` every
 second (:mod:`sluice.up.state`; ``sluice status`` reads it) and, on SIGINT or SIGTERM, stops
@@ -21,8 +23,7 @@ import socket
 import ssl
 import sys
 import time
-from collections.abc import Callable
-from dataclasses import replace
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -36,9 +37,8 @@ from sluice.connect_rest import (
     apply_when_ready,
     write_rest_config,
 )
-from sluice.errors import ConfigError, SluiceError
+from sluice.errors import ConfigError
 from sluice.exit_codes import EXIT_FAILED, EXIT_INTERRUPTED, CliError
-from sluice.schemas.registry_client import ENV_REGISTRY_CONFIG
 from sluice.streams.config import ENV_CONFIG
 from sluice.up import state as state_file
 from sluice.up import zookeeper
@@ -50,15 +50,10 @@ from sluice.up.brokers import (
     zookeeper_launch,
 )
 from sluice.up.children import Child, Launch, sluice_command
+from sluice.up.errors import UpError
+from sluice.up.exits import log_tail
 from sluice.up.loader import load
-from sluice.up.schema_services import (
-    admin_access,
-    broker_registry_config,
-    registry_client_file,
-    registry_url,
-    service_options,
-)
-from sluice.up.schemas import SchemaRegistrationError, register_schemas
+from sluice.up.schema_services import SchemaServices
 from sluice.up.security import apply_security, private_file
 from sluice.up.spec import (
     BrokerSpec,
@@ -76,31 +71,19 @@ __all__ = ["CLIENT_PROPERTIES", "CONNECT_CONFIG", "STREAMS_CONFIG", "Supervisor"
 STREAMS_CONFIG = ENV_CONFIG
 """The environment variable that carries a Streams app's ``config:`` (a JSON object)."""
 CLIENT_PROPERTIES = "SLUICE_CLIENT_PROPERTIES"
+"""With ``security:``, the environment variable that gives a process the path of a Kafka client
+properties file (``streams_user``'s login; ``sluice.client_properties`` reads it)."""
 CONNECT_CONFIG = "SLUICE_CONNECT_CONFIG"
 """With a Connect REST API on HTTPS or with basic authentication, the environment variable
 that gives a process the REST client properties (CA, login) to reach it with, as
 ``sluice connect … --rest-config`` takes them."""
 REST_CONFIG_FILE = "connect-rest.properties"
-SCHEMA_REGISTRY_URL = "SLUICE_SCHEMA_REGISTRY_URL"
-"""With ``schema_registry:``, the environment variable that gives every process and Streams app
-the registry's URL."""
-SCHEMA_REGISTRY = "schema-registry"
-"""The schema registry's child name (and kind)."""
-REST_PROXY = "rest-proxy"
-"""The REST proxy's child name (and kind)."""
 """Under ``<home>``: those properties (owner-only), also named by ``up.json``."""
-"""With ``security:``, the environment variable that gives a process the path of a Kafka client
-properties file (``streams_user``'s login; ``sluice.client_properties`` reads it)."""
-_REGISTRY_KEY = "confluent.schema.registry.url"
 _READY_TIMEOUT = 90.0
 _REPLICATED_TIMEOUT = 300.0
 """How long a cluster may take to be whole again (a restarted broker catching up)."""
 _TIERS = ("streams", "connect", "process", "rest-proxy", "schema-registry", "broker", "zookeeper")
 """The order children are stopped in (they start in the reverse order)."""
-
-
-class UpError(SluiceError):
-    """A part could not be started or configured (the message says which and why)."""
 
 
 class Supervisor:
@@ -127,6 +110,10 @@ class Supervisor:
         self._seen_events: dict[str, int] = {}
         self.rest_config: Path | None = None
         """The REST client properties of a worker with a secured REST API (else None)."""
+        self.schema_services = SchemaServices(
+            self.home, report, self.children, place=self._place, wait=self._wait_listening
+        )
+        """The schema registry and the REST proxy (started and stopped in :meth:`apply`)."""
 
     @property
     def logs(self) -> Path:
@@ -248,18 +235,15 @@ class Supervisor:
                 raise UpError(f"sluice brokers rebalance: {error}") from None
 
     def _apply(self, deployment: Deployment, rolling: bool = False) -> None:
-        broker = deployment.broker
+        services = self.schema_services
+        broker = services.broker(deployment)
         security = deployment.security
-        registry = deployment.schema_registry
-        url = None if registry is None else registry_url(registry, security)
-        if url is not None and security is not None and _REGISTRY_KEY not in dict(broker.config):
-            broker = replace(broker, config=(*broker.config, *broker_registry_config(security)))
-        self._apply_brokers(broker, rolling, security, url)
+        self._apply_brokers(broker, rolling, security, services.url(deployment))
         if security is not None:
             apply_security(broker.bootstrap, security, self.report)
         admin = None if security is None else security.admin_client()
         ensure_topics(broker.bootstrap, deployment.topics, self.report, admin)
-        self._apply_schema_services(deployment)
+        services.apply(deployment)
         self._place_programs(deployment, "process")
         connect = deployment.connect
         launch = None
@@ -275,55 +259,6 @@ class Supervisor:
         self.deployment = deployment
         self._print_events()
 
-    def _apply_schema_services(self, deployment: Deployment) -> None:
-        """The schema registry, then the REST proxy (which uses it), each answering HTTP before
-        what needs it starts; as the admin on a secured deployment."""
-        bootstrap, security = deployment.broker.bootstrap, deployment.security
-        client: list[str] = []
-        secured: list[str] = []  # HTTPS and basic authentication of both services
-        if security is not None:  # the admin's client properties, owner-only
-            properties = private_file(
-                self.home / f"client-{security.admin_user}.properties",
-                security.client(security.admin_user).items(),
-                escape=True,
-            )
-            client = ["--command-config", str(properties)]
-            if deployment.schema_registry is not None or deployment.rest_proxy is not None:
-                secured = service_options(security, self.home)
-        registry, proxy = deployment.schema_registry, deployment.rest_proxy
-        url = None if registry is None else registry_url(registry, security)
-        launch = None
-        if registry is not None:
-            command = [*sluice_command(), "schema-registry", "start", "--listen",
-                       registry.listen, "--group-id", registry.group, "--topic", registry.topic,
-                       "--bootstrap-server", bootstrap, *client, *secured]  # fmt: skip
-            launch = Launch(tuple(command), stop_timeout=30.0)
-        self._place(SCHEMA_REGISTRY, SCHEMA_REGISTRY, launch)
-        if registry is not None and url is not None:
-            self._wait_listening(SCHEMA_REGISTRY)
-            headers, context = admin_access(security, url)
-            try:
-                register_schemas(
-                    url, deployment.topics, self.report, headers=headers, context=context
-                )
-            except SchemaRegistrationError as error:
-                log = "" if error.refused else f"\n{_tail(self.children[SCHEMA_REGISTRY].log)}"
-                raise UpError(f"{error}{log}") from None
-        launch = None
-        if proxy is not None:
-            command = [*sluice_command(), "rest-proxy", "start", "--listen", proxy.listen,
-                       "--bootstrap-server", bootstrap, *client]  # fmt: skip
-            command += secured
-            if url is not None:
-                command += ["--schema-registry", url]
-                if security is not None:
-                    access = registry_client_file(security, self.home, security.admin_user)
-                    command += ["--schema-registry-config", str(access)]
-            launch = Launch(tuple(command), stop_timeout=30.0)
-        self._place(REST_PROXY, REST_PROXY, launch)
-        if proxy is not None:
-            self._wait_listening(REST_PROXY)
-
     def _place_programs(self, deployment: Deployment, kind: ProgramKind) -> None:
         """Start, restart or stop the instances of the programs of ``kind``."""
         wanted = set()
@@ -333,7 +268,10 @@ class Supervisor:
             for index in range(program.instances):
                 name = f"{program.name}-{index}"
                 wanted.add(name)
-                launch = _program_launch(program, index, deployment, self.home, self.rest_config)
+                registry = self.schema_services.environment(deployment)
+                launch = _program_launch(
+                    program, index, deployment, self.home, self.rest_config, registry
+                )
                 self._place(name, kind, launch, program)
         for name, child in list(self.children.items()):
             if child.kind == kind and name not in wanted:
@@ -384,7 +322,7 @@ class Supervisor:
         deadline = time.monotonic() + _READY_TIMEOUT
         while time.monotonic() < deadline:
             if child is not None and not child.alive() and child.state == "running":
-                raise UpError(f"{child.name} exited at start:\n{_tail(child.log)}")
+                raise UpError(f"{child.name} exited at start:\n{log_tail(child.log)}")
             try:
                 with socket.create_connection((host.strip("[]") or "127.0.0.1", int(port)), 1):
                     return
@@ -398,7 +336,7 @@ class Supervisor:
         deadline = time.monotonic() + _READY_TIMEOUT
         while not zookeeper.is_ready(host.strip("[]"), int(port)):
             if not child.alive() and child.state == "running":
-                raise UpError(f"ZooKeeper exited at start:\n{_tail(child.log)}")
+                raise UpError(f"ZooKeeper exited at start:\n{log_tail(child.log)}")
             if time.monotonic() > deadline:
                 raise UpError(
                     f"ZooKeeper at {broker.zookeeper_listen} did not answer in "
@@ -441,7 +379,7 @@ class Supervisor:
 
         def alive() -> None:
             if not child.alive():
-                raise UpError(f"the Connect worker exited at start:\n{_tail(child.log)}")
+                raise UpError(f"the Connect worker exited at start:\n{log_tail(child.log)}")
 
         apply_when_ready(
             ConnectRest(connect.url, timeout=60, security=rest),
@@ -585,20 +523,17 @@ def _program_launch(
     deployment: Deployment,
     home: Path | None = None,
     rest_config: Path | None = None,
+    registry: Mapping[str, str] | None = None,
 ) -> Launch:
+    """``registry``: the environment that reaches the schema registry
+    (:meth:`~sluice.up.schema_services.SchemaServices.environment`)."""
     environment = {
         "PYTHONUNBUFFERED": "1",
         "SLUICE_BOOTSTRAP": deployment.broker.bootstrap,
         "SLUICE_INSTANCE": str(index),
     }
-    if deployment.schema_registry is not None:
-        registry = deployment.schema_registry
-        environment[SCHEMA_REGISTRY_URL] = registry_url(registry, deployment.security)
-        secured = deployment.security
-        if secured is not None and home is not None:  # the registry login, owner-only
-            login = secured.streams_user or secured.admin_user
-            access = registry_client_file(secured, home, login)
-            environment[ENV_REGISTRY_CONFIG] = str(access)
+    if registry is not None:
+        environment.update(registry)
     if deployment.connect is not None:
         environment["SLUICE_CONNECT_URL"] = deployment.connect.url
         if rest_config is not None:
@@ -620,14 +555,6 @@ def _program_launch(
         environment[CLIENT_PROPERTIES] = str(path)
     environment.update(program.environment)
     return Launch(tuple(program.command(sys.executable)), tuple(sorted(environment.items())))
-
-
-def _tail(log: Path, lines: int = 15) -> str:
-    try:
-        text = log.read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return f"(no log at {log})"
-    return "\n".join(f"  {line}" for line in text.splitlines()[-lines:])
 
 
 def _message(error: BaseException) -> str:

@@ -23,12 +23,8 @@ from confluent_kafka import Producer
 from pyspark.sql.types import StructType
 
 from sluice.connect import ConnectError, TopicPartition
-from sluice.connectors.spark._registry_decode import (
-    ColumnDecoder,
-    FieldFormat,
-    _protobuf_pool,
-    resolve,
-)
+from sluice.connectors.spark._registry_decode import ColumnDecoder
+from sluice.connectors.spark._registry_schema import FieldFormat, protobuf_pool, resolve
 from sluice.connectors.spark._sink_commit import TableDir
 from sluice.connectors.spark._sink_config import SinkSettings
 from sluice.connectors.spark.source import register
@@ -364,7 +360,7 @@ def test_schema_references_are_resolved_through_the_registry(registry: RegistryP
         FieldFormat("value", "protobuf", f"{name}p-value", 1, None, "Line"), (), registry.url, None
     )
     assert proto.spark_type.simpleString() == "struct<c:struct<n:bigint>>"
-    pool, _ = _protobuf_pool(proto.schema, dict(proto.references))
+    pool, _ = protobuf_pool(proto.schema, dict(proto.references))
     message = message_factory.GetMessageClass(pool.FindMessageTypeByName("shop.Line"))()
     message.c.n = 42
     data = b"\x00" + proto_id.to_bytes(4, "big") + b"\x00" + message.SerializeToString()

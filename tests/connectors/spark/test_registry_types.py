@@ -16,11 +16,8 @@ import pytest
 from pyspark.sql.types import StructType
 
 from sluice.connectors.spark._options import SourceOptions
-from sluice.connectors.spark._registry_decode import (
-    ColumnDecoder,
-    RecordDecodeError,
-    Resolved,
-)
+from sluice.connectors.spark._registry_decode import ColumnDecoder, RecordDecodeError
+from sluice.connectors.spark._registry_schema import Resolved
 from sluice.connectors.spark._registry_types import avro_type, json_schema_type, protobuf_type
 from sluice.schemas.serdes import message_class
 
