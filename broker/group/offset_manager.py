@@ -103,7 +103,10 @@ class OffsetMetadataManager:
         group = self.groups.group(group_id)
         if not group_id:
             return [ErrorCode.invalid_group_id] * len(offsets)
-        if group is not None and group.members and generation >= 0:
+        # Kafka's validateOffsetCommit: a request naming a member or a generation must come
+        # from a current member (UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION) — an expired member's
+        # commit is refused even when the group has emptied; none named: a producer's own
+        if generation >= 0 or member_id or instance_id is not None:
             try:
                 self.groups.validate_member(group_id, member_id, instance_id, generation)
             except KafkaError as exc:

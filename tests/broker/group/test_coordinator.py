@@ -143,6 +143,47 @@ def test_two_members_join_sync_and_commit(tmp_path: Path) -> None:
     run(body)
 
 
+def test_a_transactional_commit_must_come_from_a_current_member(tmp_path: Path) -> None:
+    """Kafka's validateOffsetCommit for TxnOffsetCommit: a member id or a generation must be
+    the group's current ones — also once the member is gone and the group is empty (an expired
+    member of an exactly-once app must not commit) — while a producer that names neither
+    (``send_offsets_to_transaction`` with a bare group id) may commit."""
+    c = make_coordinator(tmp_path)
+
+    def txn_commit(member_id: str, generation: int, offset: int) -> list[ErrorCode]:
+        return c.offsets("g").txn_commit(
+            group_id="g",
+            producer_id=7,
+            producer_epoch=0,
+            member_id=member_id,
+            instance_id=None,
+            generation=generation,
+            offsets=[("t", 0, offset, -1, None)],
+        )
+
+    async def body() -> None:
+        a = await join_known(c)
+        await c.membership("g").sync(
+            group_id="g",
+            member_id=a.member_id,
+            instance_id=None,
+            generation=1,
+            protocol_type="consumer",
+            protocol="range",
+            assignments={a.member_id: b""},
+        )
+        assert txn_commit(a.member_id, 1, 10) == [ErrorCode.none]
+        assert txn_commit(a.member_id, 0, 11) == [ErrorCode.illegal_generation]
+        assert txn_commit("nobody", 1, 12) == [ErrorCode.unknown_member_id]
+        assert c.membership("g").leave("g", [(a.member_id, None)])[0] is ErrorCode.none
+        assert c.groups["g"].state is GroupState.EMPTY
+        assert txn_commit(a.member_id, 1, 13) == [ErrorCode.unknown_member_id]
+        assert txn_commit("", -1, 14) == [ErrorCode.none]
+        c.close()
+
+    run(body)
+
+
 def test_a_member_that_stops_heartbeating_is_removed_and_the_group_rebalances(
     tmp_path: Path,
 ) -> None:
