@@ -4,7 +4,9 @@ when it joins, and what the leader makes of everyone's subscriptions.
 An instance reports, per task whose state is on its disk, the changelog offsets it holds — a
 running task as :data:`~sluice.streams.runtime.assignor.RUNNING`, a standby or warm-up by how far
 it has read, any other task directory by its checkpoint. The leader reads the end offsets of
-every stateful task's changelogs, runs :func:`~sluice.streams.runtime.assignor.assign`, and
+every stateful task's changelogs (when one is not known, as Kafka's fallback: the prior
+owners count as caught up and a probing rebalance follows), runs
+:func:`~sluice.streams.runtime.assignor.assign`, and
 tells each member its tasks (as the partitions of its active tasks, plus the task lists),
 everyone's partitions by ``application_server`` (for interactive queries) and, when warm-ups
 were placed, when to probe again (``probing_rebalance_interval_ms``).
@@ -50,7 +52,7 @@ class StreamsPartitionAssignor:
         topology: Topology,
         partitions: Mapping[str, int],
         changelog_topic: Callable[[str], str | None],
-        end_offset: Callable[[str, int], int],
+        end_offset: Callable[[str, int], int | None],
         *,
         standby_replicas: int,
         max_warmup_replicas: int,
@@ -96,10 +98,18 @@ class StreamsPartitionAssignor:
         """Every member's assignment, from every member's subscription."""
         subscriptions = {member: Subscription.decode(data) for member, data in members}
         inputs, changelogs = self._tasks()
-        stateful = {
-            task: sum(self.end_offset(topic, task.partition) for topic in topics)
-            for task, topics in changelogs.items()
-        }
+        stateful: dict[TaskId, int] = {}
+        unknown = []
+        for task, topics in changelogs.items():
+            ends = [self.end_offset(topic, task.partition) for topic in topics]
+            if None in ends:
+                # Kafka's fallback: only the prior owners count as caught up (the end is put
+                # past every other instance's acceptable lag), and a probing rebalance follows
+                unknown.append(task)
+                sums = [s.offset_sums.get(task, 0) for s in subscriptions.values()]
+                stateful[task] = max([0, *sums]) + self.acceptable_recovery_lag + 1
+            else:
+                stateful[task] = sum(end for end in ends if end is not None)
         stateless = [task for task in inputs if task not in changelogs]
         plan = assign(
             [
@@ -126,7 +136,13 @@ class StreamsPartitionAssignor:
                     "active": [tp for t in sorted(placed.active) for tp in inputs[t]],
                     "standby": [tp for t in sorted(placed.standby) for tp in inputs[t]],
                 }
-        probe = self.probing_rebalance_interval_ms if plan.probing_rebalance else None
+        if unknown:
+            log.warning(
+                "changelog ends of %s not known: assigned as before, probing again later",
+                _names(set(unknown)),
+            )
+        probing = plan.probing_rebalance or bool(unknown)
+        probe = self.probing_rebalance_interval_ms if probing else None
         answer = {}
         for member, placed in plan.clients.items():
             answer[member] = Assignment(

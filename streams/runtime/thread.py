@@ -52,6 +52,7 @@ from sluice.streams.runtime.restore import Restoration, restore
 from sluice.streams.runtime.standby import StandbyTasks
 from sluice.streams.runtime.task_creator import TaskCreator, now_ms
 from sluice.streams.runtime.topics import InternalTopics
+from sluice.streams.runtime.txn_calls import call_retrying
 from sluice.streams.task import StreamTask, TaskCounters, TaskId
 from sluice.streams.topology import Topology
 
@@ -62,6 +63,9 @@ log = logging.getLogger("sluice.streams")
 Partition = tuple[str, int]
 
 REBALANCE_TIMEOUT_MS = 300_000
+TXN_CALL_BUDGET_S = 60.0
+"""How long a transactional call is retried while it fails with retriable errors (a moved
+coordinator is found again within seconds; Kafka's ``max.block.ms`` is 60 s)."""
 """How long the coordinator waits for every member to join again (Kafka's
 ``max.poll.interval.ms`` default)."""
 
@@ -383,14 +387,22 @@ class StreamThread:
                         self.membership.member_id,
                     )
                     try:
-                        self.producer.send_offsets_to_transaction(offsets, metadata, 30)
+                        call_retrying(
+                            lambda timeout: self.producer.send_offsets_to_transaction(
+                                offsets, metadata, timeout
+                            ),
+                            "send the offsets to the transaction",
+                            TXN_CALL_BUDGET_S,
+                        )
                     except KafkaException as error:
                         if not error.args[0].txn_requires_abort():
                             raise
                         raise CommitFailedError(
                             f"the group moved on: {error.args[0].str()}"
                         ) from None
-                self.producer.commit_transaction(60)
+                call_retrying(
+                    self.producer.commit_transaction, "commit the transaction", TXN_CALL_BUDGET_S
+                )
                 self._in_transaction = False
             self.collector.check()
         else:
@@ -405,7 +417,7 @@ class StreamThread:
 
     def _write_checkpoints(self, tasks: Any) -> None:
         for task in tasks:
-            offsets = {}
+            offsets: dict[tuple[str, int], int] = {}
             for name, store in task.stores.items():
                 topic = self.topics.changelog_topic(name)
                 if topic is None or not store.persistent:
@@ -415,9 +427,14 @@ class StreamThread:
                     if offset is None:
                         continue
                 else:
-                    offset = self.restore_consumer.get_watermark_offsets(
-                        TopicPartition(topic, task.id.partition), timeout=10
-                    )[1]
+                    end = self._end_offset(topic, task.id.partition)
+                    if end is None:
+                        # the previous checkpoint stays, which a restart restores from
+                        # (replaying more of the changelog, which is harmless)
+                        log.warning("%s: checkpoint not written this time", task.id)
+                        offsets = {}
+                        break
+                    offset = end
                 offsets[(topic, task.id.partition)] = offset
             if offsets:
                 checkpoint.write(self.state_dir / str(task.id), offsets)
@@ -481,11 +498,16 @@ class StreamThread:
             sums[task_id] = RUNNING
         return sums
 
-    def _end_offset(self, topic: str, partition: int) -> int:
-        """The end of a changelog partition (the leader's view of a task's state)."""
-        _, high = self.restore_consumer.get_watermark_offsets(
-            TopicPartition(topic, partition), timeout=10
-        )
+    def _end_offset(self, topic: str, partition: int) -> int | None:
+        """The end of a changelog partition (the leader's view of a task's state); ``None``
+        when the broker does not say in time (its leader moving, say)."""
+        try:
+            _, high = self.restore_consumer.get_watermark_offsets(
+                TopicPartition(topic, partition), timeout=10
+            )
+        except KafkaException as error:
+            log.warning("the end of %s[%d] is not known: %s", topic, partition, error.args[0].str())
+            return None
         return max(int(high), 0)
 
     def _lose_tasks(self) -> None:
