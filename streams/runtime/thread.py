@@ -63,11 +63,11 @@ log = logging.getLogger("sluice.streams")
 Partition = tuple[str, int]
 
 REBALANCE_TIMEOUT_MS = 300_000
+"""How long the coordinator waits for every member to join again (Kafka's
+``max.poll.interval.ms`` default)."""
 TXN_CALL_BUDGET_S = 60.0
 """How long a transactional call is retried while it fails with retriable errors (a moved
 coordinator is found again within seconds; Kafka's ``max.block.ms`` is 60 s)."""
-"""How long the coordinator waits for every member to join again (Kafka's
-``max.poll.interval.ms`` default)."""
 
 LAG_REFRESH_S = 1.0
 """How often the consumer lag of the metrics is computed (from cached watermarks, no request)."""
@@ -500,14 +500,23 @@ class StreamThread:
 
     def _end_offset(self, topic: str, partition: int) -> int | None:
         """The end of a changelog partition (the leader's view of a task's state); ``None``
-        when the broker does not say in time (its leader moving, say)."""
+        when the broker does not say in time (its leader moving, say).
+
+        The restore consumer is assign-only and mostly assigned nothing, so nothing refreshes
+        its metadata: after its cached leader died it kept asking the dead broker. A failed
+        query refreshes the topic's metadata and asks once more."""
+        where = TopicPartition(topic, partition)
         try:
-            _, high = self.restore_consumer.get_watermark_offsets(
-                TopicPartition(topic, partition), timeout=10
-            )
-        except KafkaException as error:
-            log.warning("the end of %s[%d] is not known: %s", topic, partition, error.args[0].str())
-            return None
+            _, high = self.restore_consumer.get_watermark_offsets(where, timeout=5)
+        except KafkaException:
+            try:
+                self.restore_consumer.list_topics(topic, timeout=5)
+                _, high = self.restore_consumer.get_watermark_offsets(where, timeout=5)
+            except KafkaException as error:
+                log.warning(
+                    "the end of %s[%d] is not known: %s", topic, partition, error.args[0].str()
+                )
+                return None
         return max(int(high), 0)
 
     def _lose_tasks(self) -> None:

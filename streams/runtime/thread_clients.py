@@ -4,7 +4,8 @@ Every client of process ``P`` of application ``A`` is named ``A-P-<role>`` (cons
 restore-consumer, standby, producer); the consumers read committed records only under
 exactly-once; ``consumer_config``/``producer_config`` of the app come on top. ``P`` is the
 process id kept in the state directory (:mod:`sluice.streams.runtime.state_directory`), so it
-is the same after a restart.
+is the same after a restart. Every client reconnects as Kafka's Java clients do
+(:data:`JAVA_RECONNECT`).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from sluice.streams.config import StreamsConfig
 from sluice.streams.errors import StreamsError
 
 __all__ = [
+    "JAVA_RECONNECT",
     "assign_only",
     "client_id",
     "group_consumer",
@@ -29,6 +31,13 @@ __all__ = [
     "transactional_id",
     "wire_security",
 ]
+
+
+JAVA_RECONNECT: dict[str, Any] = {"reconnect.backoff.max.ms": 1000}
+"""Kafka's Java clients' reconnect backoff ceiling (librdkafka's is 10 s). A client learns that
+a coordinator moved only when its connection to the old one fails: with backoffs growing to
+10 s, a producer whose transaction coordinator was killed asked for the new one after ~10 s,
+past ``transaction.timeout.ms``, and its transaction had to be aborted."""
 
 
 def client_id(config: StreamsConfig, process_id: str, role: str) -> str:
@@ -67,6 +76,7 @@ def group_consumer(config: StreamsConfig, process_id: str) -> Consumer:
             "enable.auto.offset.store": False,
             "auto.offset.reset": "earliest",
             "isolation.level": config.isolation_level,
+            **JAVA_RECONNECT,
             **config.consumer_config,
         },
     )
@@ -92,6 +102,7 @@ def restore_consumer(config: StreamsConfig, process_id: str) -> Consumer:
             "fetch.wait.max.ms": 20,  # the end of a changelog shows up at once
             "isolation.level": config.isolation_level,
             "auto.offset.reset": "earliest",
+            **JAVA_RECONNECT,
             **config.consumer_config,
         },
     )
@@ -105,6 +116,7 @@ def standby_consumer(config: StreamsConfig, process_id: str) -> Consumer:
             "client.id": client_id(config, process_id, "standby"),
             **assign_only(config, "standby"),
             "isolation.level": config.isolation_level,
+            **JAVA_RECONNECT,
             **config.consumer_config,
         },
     )
@@ -122,6 +134,7 @@ def producer(config: StreamsConfig, process_id: str, on_delivery: Callable[..., 
         "partitioner": "murmur2_random",  # Java's: co-partitioned with Java clients' topics
         "on_delivery": on_delivery,
         "delivery.report.only.error": True,
+        **JAVA_RECONNECT,
     }
     if config.exactly_once:
         settings["transactional.id"] = transactional_id(config, process_id)

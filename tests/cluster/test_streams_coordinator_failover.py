@@ -1,18 +1,29 @@
-"""A Streams app outlives its group coordinator: on three brokers, the broker that coordinates
-the app's group is killed (kill -9) while keyed records flow in, and the app — without a
-restart of its instance — finds the new coordinator for its heartbeats and offset commits
-(``sluice.streams.runtime.membership``), counts every record (exactly once under
-``exactly_once_v2``) and commits to the end of its input.
+"""A Streams app outlives the kill (kill -9) of a broker it depends on: on three brokers, while
+keyed records flow in, the broker that is one of the following to the app is killed, and the
+app — without a restart of its instance or of its stream thread — carries on, counts every
+record (exactly once under ``exactly_once_v2``, at least once under ``at_least_once``) and
+commits to the end of its input:
 
-The coordinator's move must outlast a session: the new coordinator loads the group with its
-member and expires it unless heartbeats come, so records keep flowing for more than
-:data:`SESSION_TIMEOUT_MS` after the new coordinator is named, and then the new coordinator
-must list the app's member in a Stable group — a member that kept asking the dead broker is
-dropped (under at-least-once its next OffsetCommit to the dead broker also stops the app).
+* its **group coordinator**: the app finds the new coordinator for its heartbeats and offset
+  commits (``sluice.streams.runtime.membership``). The move must outlast a session: the new
+  coordinator loads the group with its member and expires it unless heartbeats come, so
+  records keep flowing for more than :data:`SESSION_TIMEOUT_MS` after the new coordinator is
+  named, and then the new coordinator must list the app's member in a Stable group — a member
+  that kept asking the dead broker is dropped (under at-least-once its next OffsetCommit to
+  the dead broker also stops the app);
+* its **transaction coordinator** (exactly-once only): ``send_offsets_to_transaction`` and
+  ``commit_transaction`` fail with retriable errors until librdkafka finds the new
+  coordinator, and the stream thread retries them (``sluice.streams.runtime.txn_calls``);
+* the **leader** of every partition of its topics (input, changelog, output): the consumers
+  and the producer follow the new leaders, and a changelog end that cannot be read meanwhile
+  skips that checkpoint instead of stopping the thread.
 
-The killed broker is the group's coordinator and nothing else of the app's: the app's topics
-(its changelog created here beforehand) are led by the two other brokers, and its transaction
-coordinator is one of them — the test is about the group coordinator's move alone.
+Each case kills that broker and nothing else of the app's: the group and the transaction
+coordinators are two different brokers (the application id is drawn until they are), the
+third broker being the one that leads the topics in the leader case; otherwise the topics
+(the changelog created here beforehand) are led by the two brokers that stay, the doomed one a
+follower of every partition. After the kill, once the role has moved to a broker that stays,
+the app must go on processing and committing while records still come.
 """
 
 from __future__ import annotations
@@ -23,8 +34,9 @@ import time
 import uuid
 from collections import Counter
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 from confluent_kafka import Consumer, KafkaError, Message, Producer, TopicPartition
@@ -56,6 +68,8 @@ MAX_RECORDS = 4000
 """The producer's bound (at ~100 records a second it stops well before)."""
 STOPPED = {"ERROR", "PENDING_SHUTDOWN", "NOT_RUNNING"}
 DESCRIBE_GROUPS = wire.Api(15, "DescribeGroups", 5, 5)
+Role = Literal["group-coordinator", "transaction-coordinator", "leader"]
+"""What the killed broker is to the app."""
 
 
 class KeyedProducer:
@@ -129,12 +143,30 @@ class StateWatch:
         return self.states
 
 
-def an_app(
-    cluster: BrokerCluster, state_dir: Path, guarantee: ProcessingGuarantee
-) -> tuple[App, int, list[int]]:
+@dataclass(frozen=True)
+class Placement:
+    """A counting app and the brokers that matter to it: its group coordinator, its
+    transaction coordinator (that of its transactional id, also under at-least-once where it
+    goes unused) and the third broker."""
+
+    app: App
+    transactional_id: str
+    group: int
+    txn: int
+    other: int
+
+    def doomed(self, role: Role) -> int:
+        """The broker to kill in the case ``role``."""
+        if role == "group-coordinator":
+            return self.group
+        if role == "transaction-coordinator":
+            return self.txn
+        return self.other  # neither coordinator: the leader of the app's topics
+
+
+def an_app(cluster: BrokerCluster, state_dir: Path, guarantee: ProcessingGuarantee) -> Placement:
     """A counting app whose group coordinator is not its transaction coordinator (its process
-    id written to its state directory beforehand, so its transactional id is known): the app,
-    its group coordinator and the two other brokers, its transaction coordinator first."""
+    id written to its state directory beforehand, so its transactional id is known)."""
     for _ in range(20):  # each try: 2 in 3 that they differ
         suffix = uuid.uuid4().hex[:8]
         app = App(
@@ -147,12 +179,20 @@ def an_app(
             session_timeout_ms=SESSION_TIMEOUT_MS,
         )
         process_id = StateDirectory(state_dir, app.application_id).process_id()
+        txn_id = transactional_id(app.config, process_id)
         group = coordinator(cluster, 1, app.application_id, GROUP)
-        txn = coordinator(cluster, 1, transactional_id(app.config, process_id), TXN)
+        txn = coordinator(cluster, 1, txn_id, TXN)
         if group != txn:
             other = next(i for i in cluster.ids if i not in (group, txn))
-            return app, group, [txn, other]
+            return Placement(app, txn_id, group, txn, other)
     raise AssertionError("20 application ids, each with one broker coordinating both")
+
+
+def leaders(cluster: BrokerCluster, via: int, topics: list[str]) -> set[int]:
+    """The leaders of every partition of ``topics`` that broker ``via`` names (-1: none)."""
+    admin = AdminClient({"bootstrap.servers": cluster.broker(via).bootstrap, "log_level": 2})
+    named = admin.list_topics(timeout=10).topics
+    return {named[t].partitions[p].leader for t in topics for p in range(PARTITIONS)}
 
 
 def a_member_at(cluster: BrokerCluster, i: int, group: str, member_id: str) -> bool:
@@ -180,32 +220,58 @@ def latest(records: list[tuple[Any, Any, int]]) -> dict[str, int]:
     return {key: value for key, value, _ in records}
 
 
-@pytest.mark.parametrize("guarantee", ["exactly_once_v2", "at_least_once"])
-def test_a_streams_app_survives_the_kill_of_its_group_coordinator(
+@pytest.mark.parametrize(
+    ("role", "guarantee"),
+    [
+        ("group-coordinator", "exactly_once_v2"),
+        ("group-coordinator", "at_least_once"),
+        ("transaction-coordinator", "exactly_once_v2"),
+        ("leader", "exactly_once_v2"),
+        ("leader", "at_least_once"),
+    ],
+)
+def test_a_streams_app_survives_the_kill_of_a_broker_it_depends_on(
     broker_cluster_factory: Callable[..., BrokerCluster],
     tmp_path: Path,
+    role: Role,
     guarantee: ProcessingGuarantee,
 ) -> None:
     cluster = broker_cluster_factory(**CLUSTER_KEYS)
     bootstrap = cluster.bootstrap
-    app, doomed, (a, b) = an_app(cluster, tmp_path, guarantee)
+    placement = an_app(cluster, tmp_path, guarantee)
+    app, doomed = placement.app, placement.doomed(role)
+    a, b = (i for i in cluster.ids if i != doomed)
     app_id = app.application_id
     source, out = f"events-{app_id}", f"counts-{app_id}"
-    # led by the two brokers that stay (the doomed one a follower of every partition)
-    spread = [[a, b, doomed], [b, a, doomed], [a, b, doomed]]
+    topic_names = [source, out, f"{app_id}-counts-changelog"]
+    if role == "leader":  # the doomed broker leads every partition
+        spread = [[doomed, a, b], [doomed, b, a], [doomed, a, b]]
+    else:  # led by the two brokers that stay (the doomed one a follower of every partition)
+        spread = [[a, b, doomed], [b, a, doomed], [a, b, doomed]]
     admin = AdminClient({"bootstrap.servers": bootstrap})
-    topics = [
-        NewTopic(source, PARTITIONS, replica_assignment=spread),
-        NewTopic(out, PARTITIONS, replica_assignment=spread),
+    topics = [NewTopic(t, PARTITIONS, replica_assignment=spread) for t in topic_names[:2]]
+    topics.append(
         NewTopic(
-            f"{app_id}-counts-changelog",
+            topic_names[2],
             PARTITIONS,
             replica_assignment=spread,
             config={"cleanup.policy": "compact"},
-        ),
-    ]
+        )
+    )
     for future in admin.create_topics(topics).values():
         future.result(timeout=30)
+    cluster.wait_until(
+        lambda: leaders(cluster, a, topic_names) == {s[0] for s in spread},
+        f"the leaders of {topic_names} as placed",
+        timeout=20,
+    )
+    moved: dict[Role, Callable[[], bool]] = {
+        "group-coordinator": lambda: coordinator(cluster, a, app_id, GROUP) != doomed,
+        "transaction-coordinator": (
+            lambda: coordinator(cluster, a, placement.transactional_id, TXN) != doomed
+        ),
+        "leader": lambda: not {doomed, -1} & leaders(cluster, a, topic_names),
+    }
     app.stream(source).group_by_key().count(name="counts").to_stream().to(out)
     runtime = app.start()
     producer: KeyedProducer | None = None
@@ -219,14 +285,18 @@ def test_a_streams_app_survives_the_kill_of_its_group_coordinator(
         wait_for(lambda: thread.processed >= 100 and thread.commits >= 3, "records processed")
 
         cluster.kill(doomed)
-        cluster.wait_until(
-            lambda: coordinator(cluster, a, app_id, GROUP) != doomed,
-            f"a coordinator of {app_id} other than the killed broker {doomed}",
-            timeout=40,
+        cluster.wait_until(moved[role], f"the {role} of {app_id} moved off broker {doomed}", 40)
+        # while records still come, the app processes and commits again
+        processed, commits = thread.processed, thread.commits
+        wait_for(
+            lambda: thread.processed >= processed + 100 and thread.commits >= commits + 3,
+            f"{app_id} processing and committing again after the kill of broker {doomed}",
+            timeout=30,
         )
-        # records keep coming for longer than a session at the new coordinator, and the app
-        # is still (or again) a member there: its heartbeats reach the new coordinator
-        time.sleep(1.5 * SESSION_TIMEOUT_MS / 1000)
+        if role == "group-coordinator":
+            # records keep coming for longer than a session at the new coordinator, and the
+            # app is still (or again) a member there: its heartbeats reach the new coordinator
+            time.sleep(1.5 * SESSION_TIMEOUT_MS / 1000)
         cluster.wait_until(
             lambda: a_member_at(
                 cluster,
@@ -234,7 +304,7 @@ def test_a_streams_app_survives_the_kill_of_its_group_coordinator(
                 app_id,
                 thread.membership.member_id,
             ),
-            f"{app_id} a Stable group at its new coordinator, the app's member in it",
+            f"{app_id} a Stable group at its coordinator, the app's member in it",
             timeout=20,
         )
         unacknowledged = producer.stop()
