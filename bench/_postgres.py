@@ -1,9 +1,10 @@
-"""A real PostgreSQL server for benchmarks: ``initdb`` into a temporary directory, started on a
-free loopback port with ``wal_level=logical``, stopped by PID and its directory removed.
+"""A real PostgreSQL server for benchmarks: the tests' own (``tests/pg.py``: ``initdb`` into a
+temporary directory, started on a free loopback port with ``wal_level=logical``, stopped by PID
+and its directory removed), with its commands bounded in time.
 
-The essentials of ``tests/pg.py`` (bench scripts do not import from ``tests/``). PostgreSQL
-refuses to run as root: as root the server runs as the ``postgres`` user, the directory handed
-to it. Every database belongs to the superuser ``sluice`` (password ``sluice``)::
+PostgreSQL refuses to run as root: as root the server runs as the ``postgres`` user, the
+directory handed to it. Every database belongs to the superuser ``sluice`` (password
+``sluice``)::
 
     with PostgresServer() as server:
         url = server.create_database("bench")
@@ -14,187 +15,23 @@ commit still waits for its WAL to be written (not flushed) before it returns.
 
 from __future__ import annotations
 
-import os
-import pwd
-import shutil
-import signal
-import subprocess
-import tempfile
-import time
+import sys
 from pathlib import Path
-from types import TracebackType
 
-from _harness import free_port
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:  # the PostgreSQL harness of the tests: tests/pg.py
+    sys.path.append(str(ROOT))  # after bench/ and the stdlib: bench/connect.py, not connect/
 
-USER = "sluice"
-PASSWORD = "sluice"
+from tests import pg  # noqa: E402
+from tests.pg import PASSWORD, USER  # noqa: E402
 
-
-def _binary(name: str) -> str:
-    found = shutil.which(name)
-    if found is None:
-        for candidate in sorted(Path("/usr/lib/postgresql").glob(f"*/bin/{name}"), reverse=True):
-            return str(candidate)
-        raise RuntimeError(f"PostgreSQL's {name} is not installed (PATH or /usr/lib/postgresql)")
-    return found
+__all__ = ["PASSWORD", "USER", "PostgresServer"]
 
 
-def _demote() -> tuple[int, int] | None:
-    """The (uid, gid) to run the server as: ``postgres`` when we are root, else None."""
-    if os.geteuid() != 0:
-        return None
-    entry = pwd.getpwnam("postgres")
-    return entry.pw_uid, entry.pw_gid
+class PostgresServer(pg.PostgresServer):
+    """The tests' server (see the module docstring), in a ``bench-pg-*`` directory; ``initdb``
+    may take 120 s and one ``pg_isready`` 10 s before the benchmark gives up."""
 
-
-class PostgresServer:
-    """One PostgreSQL server (see the module docstring), started on ``__enter__``."""
-
-    def __init__(self, *, settings: dict[str, str] | None = None) -> None:
-        self.directory = Path(tempfile.mkdtemp(prefix="bench-pg-"))
-        self.directory.chmod(0o755)
-        self.data = self.directory / "data"
-        self.log = self.directory / "postgres.log"
-        self.port = free_port()
-        self.settings = {
-            "wal_level": "logical",
-            "max_wal_senders": "10",
-            "max_replication_slots": "10",
-            "fsync": "off",
-            "synchronous_commit": "on",
-            "listen_addresses": "'127.0.0.1'",
-            "unix_socket_directories": f"'{self.directory}'",
-            **(settings or {}),
-        }
-        self.process: subprocess.Popen[bytes] | None = None
-        self._owner = _demote()
-        try:
-            self._initdb()
-        except BaseException:
-            shutil.rmtree(self.directory, ignore_errors=True)
-            raise
-
-    def _as_owner(self) -> dict[str, object]:
-        if self._owner is None:
-            return {}
-        uid, gid = self._owner
-        return {"user": uid, "group": gid, "extra_groups": []}
-
-    def _initdb(self) -> None:
-        password_file = self.directory / "password"
-        password_file.write_text(PASSWORD + "\n")
-        if self._owner is not None:
-            for path in (self.directory, password_file):
-                os.chown(path, *self._owner)
-        subprocess.run(
-            [
-                _binary("initdb"),
-                "-D",
-                str(self.data),
-                "-U",
-                USER,
-                "--pwfile",
-                str(password_file),
-                "-A",
-                "scram-sha-256",
-                "-E",
-                "UTF8",
-                "--no-locale",
-            ],
-            check=True,
-            capture_output=True,
-            timeout=120,
-            **self._as_owner(),  # type: ignore[call-overload]
-        )
-        with open(self.data / "postgresql.conf", "a") as conf:
-            conf.write(f"port = {self.port}\n")
-            for key, value in self.settings.items():
-                conf.write(f"{key} = {value}\n")
-        with open(self.data / "pg_hba.conf", "a") as hba:
-            hba.write("host replication all 127.0.0.1/32 scram-sha-256\n")
-
-    def start(self, timeout_s: float = 30.0) -> PostgresServer:
-        """Start the server; returns once it accepts connections."""
-        with open(self.log, "ab") as log:
-            self.process = subprocess.Popen(
-                [_binary("postgres"), "-D", str(self.data)],
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                **self._as_owner(),  # type: ignore[call-overload]
-            )
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"postgres exited:\n{self.log.read_text()[-3000:]}")
-            if self._ready():
-                return self
-            time.sleep(0.1)
-        raise RuntimeError(f"postgres did not start in {timeout_s} s:\n{self.log.read_text()}")
-
-    def _ready(self) -> bool:
-        result = subprocess.run(
-            [_binary("pg_isready"), "-h", "127.0.0.1", "-p", str(self.port), "-t", "1"],
-            capture_output=True,
-            check=False,
-            timeout=10,
-        )
-        return result.returncode == 0
-
-    @property
-    def pid(self) -> int:
-        assert self.process is not None
-        return self.process.pid
-
-    def url(self, database: str = "postgres") -> str:
-        """A SQLAlchemy URL of ``database`` as the superuser."""
-        return f"postgresql+psycopg2://{USER}:{PASSWORD}@127.0.0.1:{self.port}/{database}"
-
-    def dsn(self, database: str = "postgres") -> str:
-        """A libpq connection string of ``database`` as the superuser."""
-        return f"host=127.0.0.1 port={self.port} user={USER} password={PASSWORD} dbname={database}"
-
-    def create_database(self, name: str) -> str:
-        """Create database ``name``; returns its SQLAlchemy URL."""
-        import psycopg2
-
-        connection = psycopg2.connect(self.dsn())
-        try:
-            connection.autocommit = True
-            with connection.cursor() as cursor:
-                cursor.execute(f'CREATE DATABASE "{name}"')
-        finally:
-            connection.close()
-        return self.url(name)
-
-    def stop(self, timeout_s: float = 30.0) -> None:
-        """Fast shutdown (SIGINT), then SIGKILL if it does not stop in ``timeout_s``."""
-        if self.process is None or self.process.poll() is not None:
-            return
-        self.process.send_signal(signal.SIGINT)
-        try:
-            self.process.wait(timeout_s)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait(10)
-
-    def close(self) -> None:
-        """Stop the server and remove its directory."""
-        try:
-            self.stop()
-        finally:
-            shutil.rmtree(self.directory, ignore_errors=True)
-
-    def __enter__(self) -> PostgresServer:
-        try:
-            return self.start()
-        except BaseException:
-            self.close()
-            raise
-
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        trace: TracebackType | None,
-    ) -> None:
-        self.close()
+    directory_prefix = "bench-pg-"
+    initdb_timeout_s = 120.0
+    pg_isready_timeout_s = 10.0

@@ -55,10 +55,20 @@ def _demote() -> tuple[int, int] | None:
 
 
 class PostgresServer:
-    """One PostgreSQL server (see the module docstring); ``start`` / ``stop`` / ``kill``."""
+    """One PostgreSQL server (see the module docstring); ``start`` / ``stop`` / ``kill``.
+
+    A subclass may change the class attributes below (the benchmarks' server does).
+    """
+
+    directory_prefix = "sluice-pg-"
+    """The prefix of the server's temporary directory's name."""
+    initdb_timeout_s: float | None = None
+    """How long ``initdb`` may run (None: no bound)."""
+    pg_isready_timeout_s: float | None = None
+    """How long one ``pg_isready`` may run (None: no bound beyond its own ``-t 1``)."""
 
     def __init__(self, *, settings: dict[str, str] | None = None) -> None:
-        self.directory = Path(tempfile.mkdtemp(prefix="sluice-pg-"))
+        self.directory = Path(tempfile.mkdtemp(prefix=self.directory_prefix))
         self.directory.chmod(0o755)
         directory = self.directory
         self.data = directory / "data"
@@ -112,6 +122,7 @@ class PostgresServer:
             ],
             check=True,
             capture_output=True,
+            timeout=self.initdb_timeout_s,
             **self._as_owner(),  # type: ignore[call-overload]
         )
         with open(self.data / "postgresql.conf", "a") as conf:
@@ -144,6 +155,7 @@ class PostgresServer:
             [_binary("pg_isready"), "-h", "127.0.0.1", "-p", str(self.port), "-t", "1"],
             capture_output=True,
             check=False,
+            timeout=self.pg_isready_timeout_s,
         )
         return result.returncode == 0
 
