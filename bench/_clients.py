@@ -25,11 +25,17 @@ PRODUCER_BATCHING: dict[str, Any] = {
     "compression.type": "none",
     "enable.idempotence": False,
 }
+# fetch.queue.backoff.ms: librdkafka (since 2.1) postpones a partition's next fetch by this much
+# (1,000 ms by default) when its local queue passed queued.min.messages, and does not fetch again
+# sooner when the queue drains: a consume of 2,000,000 records lasts ~1 s, so one such pause
+# halved the figure of whichever broker's larger responses (Kafka's: up to
+# max.partition.fetch.bytes) filled the queue first — Sluice's 0.49x tansu of 2026-11-29.
 CONSUMER_FETCHING: dict[str, Any] = {
     "fetch.max.bytes": 52_428_800,
     "max.partition.fetch.bytes": 10_485_760,
     "queued.min.messages": 1_000_000,
     "queued.max.messages.kbytes": 1_048_576,
+    "fetch.queue.backoff.ms": 10,
     "enable.auto.commit": False,
     "auto.offset.reset": "earliest",
     "log_level": 0,

@@ -12,7 +12,8 @@ Figures, each the median of ``runs`` runs (3, or 1 with ``--quick``):
 * long consume: one partition of 2,000,000 100 B records (written beforehand by the pre-encoded
   producer, untimed) read from offset 0 by one confluent-kafka consumer with
   ``fetch.max.bytes=52428800``, ``max.partition.fetch.bytes=10485760``,
-  ``queued.min.messages=1000000`` (``_clients.CONSUMER_FETCHING``): the broker's fetch path with
+  ``queued.min.messages=1000000``, ``fetch.queue.backoff.ms=10`` (``_clients.CONSUMER_FETCHING``;
+  librdkafka's 1 s default pauses a run of ~1 s at random): the broker's fetch path with
   10 MB responses. ``--consume-only`` measures this figure alone;
 * the same produce through kcat (librdkafka from C, no Python loop), where kcat is on PATH;
 * produce of one pre-encoded batch sent over and over (``_wire``): the broker's ingest ceiling
