@@ -1,13 +1,10 @@
 """The stream thread: consume, process, commit; tasks follow the group's assignment.
 
-The thread is a member of the group ``application_id`` (:mod:`sluice.streams.runtime.membership`):
-it joins with what it holds (:mod:`sluice.streams.runtime.partition_assignor`), the leader places
-every task where its state is (:mod:`sluice.streams.runtime.assignor`), and the consumer is
-assigned the partitions of this member's active tasks: task ``(sub-topology, p)`` reads
-partition *p* of its sub-topology's topics. On assignment, new tasks restore their stores from
-their changelogs before processing (standbys and warm-ups keep theirs filled); on a rebalance,
-everything is committed first (Kafka Streams' eager protocol) and tasks that come back are
-kept, not rebuilt. A probing rebalance follows warm-ups.
+The thread is a member of the group ``application_id``; which tasks it runs follows the
+group's assignment (:mod:`sluice.streams.runtime.rebalance`): task ``(sub-topology, p)`` reads
+partition *p* of its sub-topology's topics. On a rebalance, everything is committed first
+(Kafka Streams' eager protocol), then the thread joins the group again and routes the records
+of the partitions it was assigned to their tasks.
 
 A commit (every ``commit_interval_ms``, when a processor asks, on rebalance and on close):
 flush the stores (one changelog record per dirty key), then
@@ -31,24 +28,20 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from confluent_kafka import OFFSET_STORED, KafkaError, KafkaException, TopicPartition
+from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
 from sluice.streams.config import StreamsConfig
 from sluice.streams.errors import ProductionError, RecordError, StreamsError, handler_from
 from sluice.streams.globals import GlobalStores
 from sluice.streams.runtime import checkpoint, thread_clients
-from sluice.streams.runtime.assignor import RUNNING
 from sluice.streams.runtime.collector import KafkaCollector
 from sluice.streams.runtime.dead_letter import dead_letter_headers
 from sluice.streams.runtime.global_updater import GlobalStoreUpdater
-from sluice.streams.runtime.group_protocol import Assignment, Subscription, group_metadata
+from sluice.streams.runtime.group_protocol import Assignment, group_metadata
 from sluice.streams.runtime.membership import CommitFailedError, GroupMembership
-from sluice.streams.runtime.partition_assignor import (
-    StreamsPartitionAssignor,
-    offset_sums_on_disk,
-)
 from sluice.streams.runtime.partition_group import PartitionGroup
-from sluice.streams.runtime.restore import Restoration, restore
+from sluice.streams.runtime.rebalance import Rebalancer
+from sluice.streams.runtime.restore import Restoration
 from sluice.streams.runtime.standby import StandbyTasks
 from sluice.streams.runtime.task_creator import TaskCreator, now_ms
 from sluice.streams.runtime.topics import InternalTopics
@@ -87,11 +80,6 @@ class StreamThread:
         self.state = "CREATED"
         self.error: BaseException | None = None
         self._stop = threading.Event()
-        self._sub_of_topic = {
-            t: sub.id for sub in topology.subtopologies() for t in sub.source_topics
-        }
-        self.tasks: dict[TaskId, StreamTask] = {}
-        self._suspended: dict[TaskId, StreamTask] = {}
         self._task_of: dict[Partition, StreamTask] = {}
         self._groups: dict[TaskId, PartitionGroup] = {}
         self._single: set[TaskId] = set()  # tasks of one partition: no buffering needed
@@ -132,7 +120,6 @@ class StreamThread:
                 thread_clients.standby_consumer(config, self.process_id),
                 self.state_dir,
             )
-        self.restored = 0
         self.membership = GroupMembership(
             config.bootstrap_servers,
             config.application_id,
@@ -141,31 +128,51 @@ class StreamThread:
             rebalance_timeout_ms=REBALANCE_TIMEOUT_MS,
             security=thread_clients.wire_security(config),
         )
-        self.assignment = Assignment([])
-        """This member's latest assignment (with every instance's partitions, by address)."""
-        self._probe_at: float | None = None
-        self._assignor = StreamsPartitionAssignor(
-            topology,
-            self.topics.partitions,
-            self.topics.changelog_topic,
-            self._end_offset,
-            standby_replicas=config.num_standby_replicas,
-            max_warmup_replicas=config.max_warmup_replicas,
-            acceptable_recovery_lag=config.acceptable_recovery_lag,
-            probing_rebalance_interval_ms=config.probing_rebalance_interval_ms,
-            skip_topics=[t for t in topology.source_topics() if self.globals.reads(t)],
-        )
-        self._creator = TaskCreator(
+        self._rebalancer = Rebalancer(
             topology,
             config,
             self.topics,
-            self.state_dir,
-            collector=self.collector,
-            global_stores=self.globals.stores,
+            process_id=self.process_id,
+            state_dir=self.state_dir,
+            membership=self.membership,
+            consumer=self.consumer,
+            restore_consumer=self.restore_consumer,
             standbys=self.standbys,
-            dead_letter=self.dead_letter,
-            counters=self.counters,
+            creator=TaskCreator(
+                topology,
+                config,
+                self.topics,
+                self.state_dir,
+                collector=self.collector,
+                global_stores=self.globals.stores,
+                standbys=self.standbys,
+                dead_letter=self.dead_letter,
+                counters=self.counters,
+            ),
+            skip_topics=[t for t in topology.source_topics() if self.globals.reads(t)],
+            end_offset=self._end_offset,
+            close_task=lambda task: self._close_task(task, clean=True),
+            track_restorations=self._track_restorations,
         )
+
+    @property
+    def tasks(self) -> dict[TaskId, StreamTask]:
+        """The active tasks (kept by the rebalancer)."""
+        return self._rebalancer.tasks
+
+    @property
+    def assignment(self) -> Assignment:
+        """This member's latest assignment (with every instance's partitions, by address)."""
+        return self._rebalancer.assignment
+
+    @property
+    def restored(self) -> int:
+        """Records restored into the stores of active tasks."""
+        return self._rebalancer.restored
+
+    def tasks_of(self, partitions: Sequence[tuple[str, int]]) -> set[TaskId]:
+        """The tasks that ``partitions`` (of any member) make."""
+        return self._rebalancer.tasks_of(partitions)
 
     # -- life -------------------------------------------------------------------------------
     def stop(self) -> None:
@@ -198,14 +205,12 @@ class StreamThread:
             self.restore_consumer,
             lambda work: self._track_restorations([("global", item) for item in work]),
         )
-        sources = self._assignor.topics()
+        sources = self._rebalancer.topics()
         self._only_topic = sources[0] if len(sources) == 1 else None
         self._rebalance()
 
     def _poll_once(self) -> None:
-        if self.membership.rejoin_needed.is_set() or (
-            self._probe_at is not None and time.monotonic() >= self._probe_at
-        ):
+        if self.membership.rejoin_needed.is_set() or self._rebalancer.probe_due():
             self._rebalance()
         messages = self.consumer.consume(self.config.max_poll_records, self.config.poll_ms / 1000)
         self.polls += 1
@@ -440,63 +445,31 @@ class StreamThread:
                 checkpoint.write(self.state_dir / str(task.id), offsets)
 
     # -- rebalancing ------------------------------------------------------------------------
-    def tasks_of(self, partitions: Sequence[tuple[str, int]]) -> set[TaskId]:
-        """The tasks that ``partitions`` (of any member) make."""
-        subs = self._sub_of_topic
-        return {TaskId(subs[topic], p) for topic, p in partitions if topic in subs}
-
-    def _tasks_for(self, partitions: list[TopicPartition]) -> dict[TaskId, list[Partition]]:
-        wanted: dict[TaskId, list[Partition]] = {}
-        for tp in partitions:
-            sub = self._sub_of_topic.get(tp.topic)
-            if sub is not None:
-                wanted.setdefault(TaskId(sub, tp.partition), []).append((tp.topic, tp.partition))
-        return wanted
-
     def _rebalance(self) -> None:
-        """Commit and suspend every task (Kafka Streams' eager protocol), join the group again
-        and take up what the leader assigned."""
+        """Commit every task (Kafka Streams' eager protocol), then join the group again and
+        route the records of the partitions assigned to their tasks."""
         self.state = "REBALANCING"
-        self._probe_at = None
         if self.tasks:
             try:
                 self.commit()
             except CommitFailedError as error:
                 log.warning("%s: closing the tasks without committing", error)
                 self._lose_tasks()
-        self._suspended.update(self.tasks)
-        self.tasks.clear()
+        self._forget_routes()
+        for task_id, task_partitions in self._rebalancer.rebalance().items():
+            task = self.tasks[task_id]
+            self._groups[task_id] = PartitionGroup(task_partitions, max_idle_ms=100)
+            if len(task_partitions) == 1:
+                self._single.add(task_id)
+            for partition in task_partitions:
+                self._task_of[partition] = task
+        self.state = "RUNNING"
+
+    def _forget_routes(self) -> None:
         self._task_of.clear()
         self._groups.clear()
         self._single.clear()
         self._offsets.clear()
-        self.consumer.unassign()
-        subscription = Subscription(
-            self._assignor.topics(),
-            self.process_id,
-            self.config.application_server,
-            self.config.consumer_config.get("client.rack"),
-            set(self._suspended),
-            set() if self.standbys is None else set(self.standbys.tasks),
-            self._offset_sums(),
-        )
-        assignment = Assignment.decode(
-            self.membership.join(subscription.encode(), self._assignor.assign)
-        )
-        self._take_up(assignment)
-        self.assignment = assignment  # replaced whole: read from other threads
-        if assignment.probe_after_ms is not None and self.membership.leader:
-            self._probe_at = time.monotonic() + assignment.probe_after_ms / 1000
-
-    def _offset_sums(self) -> dict[TaskId, int]:
-        """What this instance holds of each task's changelogs (see ``partition_assignor``)."""
-        sums = offset_sums_on_disk(self.state_dir)
-        if self.standbys is not None:
-            for task in self.standbys.tasks.values():
-                sums[task.id] = sum(max(o, 0) for o in task.offsets.values())
-        for task_id in self._suspended:
-            sums[task_id] = RUNNING
-        return sums
 
     def _end_offset(self, topic: str, partition: int) -> int | None:
         """The end of a changelog partition (the leader's view of a task's state); ``None``
@@ -525,57 +498,8 @@ class StreamThread:
         if self._in_transaction:
             self.producer.abort_transaction(30)
             self._in_transaction = False
-        for task in list(self.tasks.values()) + list(self._suspended.values()):
-            task.close()
-        self.tasks.clear()
-        self._suspended.clear()
-        self._task_of.clear()
-        self._groups.clear()
-        self._single.clear()
-        self._offsets.clear()
-
-    def _take_up(self, assignment: Assignment) -> None:
-        """Create (or resume) the assigned tasks, restore them, point the consumer at their
-        partitions from the committed offsets, and keep the standbys and warm-ups assigned."""
-        wanted = self._tasks_for([TopicPartition(t, p) for t, p in assignment.partitions])
-        for task_id in [t for t in self._suspended if t not in wanted]:
-            self._close_task(self._suspended.pop(task_id), clean=True)
-        restorations: list[Restoration] = []
-        tracked: list[tuple[str, Restoration]] = []
-        for task_id, task_partitions in sorted(wanted.items()):
-            task = self._suspended.pop(task_id, None)
-            if task is None:
-                task, work = self._creator.create(task_id)
-                restorations.extend(work)
-                tracked.extend((str(task_id), item) for item in work)
-            self.tasks[task_id] = task
-            self._groups[task_id] = PartitionGroup(task_partitions, max_idle_ms=100)
-            if len(task_partitions) == 1:
-                self._single.add(task_id)
-            for partition in task_partitions:
-                self._task_of[partition] = task
-        self._track_restorations(tracked)
-        restore(self.restore_consumer, restorations)
-        self.restored += sum(r.restored for r in restorations)
-        if self.standbys is not None:
-            self.standbys.update(assignment.standby | assignment.warmup)
-        # OFFSET_STORED: librdkafka reads the committed offsets (stable ones under
-        # read_committed), else applies auto.offset.reset
-        self.consumer.assign(
-            [TopicPartition(t, p, OFFSET_STORED) for t, p in assignment.partitions]
-        )
-        log.info(
-            "assigned %d partitions, tasks %s",
-            len(assignment.partitions),
-            ", ".join(str(t) for t in sorted(self.tasks)) or "none",
-        )
-        if assignment.standby or assignment.warmup:
-            log.info(
-                "standby tasks %s, warm-up tasks %s",
-                ", ".join(str(t) for t in sorted(assignment.standby)) or "none",
-                ", ".join(str(t) for t in sorted(assignment.warmup)) or "none",
-            )
-        self.state = "RUNNING"
+        self._rebalancer.lose_tasks()
+        self._forget_routes()
 
     def _track_restorations(self, work: list[tuple[str, Restoration]]) -> None:
         """Show ``work`` (task id, restoration) in the metrics; forget tasks gone elsewhere."""
@@ -608,13 +532,11 @@ class StreamThread:
                         log.warning("abort on shutdown failed: %s", error)
                 for task in self.tasks.values():
                     task.close()
-            for task in self._suspended.values():
-                task.close()
+            self._rebalancer.close_suspended()
             if self.standbys is not None:
                 self.standbys.close()
                 self.standbys.consumer.close()
             self.tasks.clear()
-            self._suspended.clear()
         finally:
             self._closing = True
             self.membership.close(leave=clean)
