@@ -137,8 +137,10 @@ class Rebalancer:
         assignment = Assignment.decode(
             self._membership.join(subscription.encode(), self._assignor.assign)
         )
+        # replaced whole, read from other threads: where every partition is (interactive
+        # queries) is known as soon as it arrives, before restoring (Kafka's onAssignment)
+        self.assignment = assignment
         wanted = self._take_up(assignment)
-        self.assignment = assignment  # replaced whole: read from other threads
         if assignment.probe_after_ms is not None and self._membership.leader:
             self._probe_at = time.monotonic() + assignment.probe_after_ms / 1000
         return wanted

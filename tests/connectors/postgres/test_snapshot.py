@@ -94,7 +94,11 @@ def test_snapshot_and_stream_under_concurrent_writes_miss_and_double_nothing(
     try:
         assert writer.started_writing.wait(10)
         cdc = capture(snapshot_fetch_size=100, max_batch_size=50)
-        cdc.poll_until(lambda came: any(r.value.get("op") != "r" for r in came if r.value))
+        # the whole snapshot (~3,500 rows, 50 a poll) comes first: on a loaded machine that
+        # took longer than the default 20 s once
+        cdc.poll_until(
+            lambda came: any(r.value.get("op") != "r" for r in came if r.value), timeout=90
+        )
         writer.join(60)
         assert not writer.is_alive() and writer.error is None, writer.error
     finally:

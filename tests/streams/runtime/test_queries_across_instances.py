@@ -83,12 +83,16 @@ def test_keys_are_found_on_their_instance_and_on_a_standby_when_it_is_killed(
                 )
 
         def three_instances() -> Any:
-            status, body = _get(f"http://{hosts[0]}/metadata")
+            # every instance's view: each learns the assignment from its own SyncGroup answer
+            views = [_get(f"http://{host}/metadata") for host in hosts]
             return (
-                status == 200
-                and sorted(m["host"] for m in body) == sorted(hosts)
-                and {p for m in body for _, p in m["partitions"]} == set(range(6))
-                and body
+                all(
+                    status == 200
+                    and sorted(m["host"] for m in body) == sorted(hosts)
+                    and {p for m in body for _, p in m["partitions"]} == set(range(6))
+                    for status, body in views
+                )
+                and views[0][1]
             )
 
         metadata = _wait(three_instances, "three instances sharing the partitions")
