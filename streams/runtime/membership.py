@@ -87,6 +87,11 @@ class GroupMembership:
         self.generation = -1
         self.leader = False
         self.rejoin_needed = threading.Event()
+        self.lost = threading.Event()
+        """Set when the group answered that this member is gone (UNKNOWN_MEMBER_ID,
+        ILLEGAL_GENERATION: its session expired, a pause, say) — its partitions may have been
+        processed elsewhere since, so its tasks must be closed, not resumed (Kafka's
+        ``onPartitionsLost``); the stream thread clears it once it has."""
         self._coordinator: wire.Node | None = None
         self._conn: wire.Connection | None = None
         self._closed = threading.Event()
@@ -157,6 +162,7 @@ class GroupMembership:
             raise _RetryError("the coordinator gave a member id")
         if error in _MEMBER_GONE:
             self.member_id = ""
+            self.lost.set()
             raise _RetryError(error.name)
         self._raise_unless_ok(error, "JoinGroup")
         self.member_id = answer.member_id
@@ -179,6 +185,7 @@ class GroupMembership:
         )
         if synced.error_code in _MEMBER_GONE:
             self.member_id = ""
+            self.lost.set()
             raise _RetryError(synced.error_code.name)
         self._raise_unless_ok(synced.error_code, "SyncGroup")
         log.info(
@@ -251,6 +258,8 @@ class GroupMembership:
                 log.info("group %s: %s, joining again", self.group_id, code.name)
                 if code == ErrorCode.unknown_member_id:
                     self.member_id = ""
+                if code in _MEMBER_GONE:
+                    self.lost.set()
                 self.rejoin_needed.set()
         if conn is not None:
             conn.close()
@@ -299,6 +308,8 @@ class GroupMembership:
                 if error == ErrorCode.none:
                     continue
                 if error in _MEMBER_GONE or error == ErrorCode.rebalance_in_progress:
+                    if error in _MEMBER_GONE:
+                        self.lost.set()
                     self.rejoin_needed.set()
                     raise CommitFailedError(f"offsets not committed: {error.name}")
                 if error in _COORDINATOR_MOVED:

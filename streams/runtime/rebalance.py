@@ -140,6 +140,13 @@ class Rebalancer:
         # replaced whole, read from other threads: where every partition is (interactive
         # queries) is known as soon as it arrives, before restoring (Kafka's onAssignment)
         self.assignment = assignment
+        if self._membership.lost.is_set():
+            # dropped while joining (after the thread's commit): others may have processed
+            # its partitions meanwhile, so its suspended tasks are rebuilt, not resumed
+            for task in self._suspended.values():
+                task.close()
+            self._suspended.clear()
+        self._membership.lost.clear()
         wanted = self._take_up(assignment)
         if assignment.probe_after_ms is not None and self._membership.leader:
             self._probe_at = time.monotonic() + assignment.probe_after_ms / 1000

@@ -229,7 +229,15 @@ class StreamThread:
         if now - self._last_commit >= interval or any(
             t.commit_requested for t in self.tasks.values()
         ):
-            self.commit()
+            try:
+                self.commit()
+            except CommitFailedError as error:
+                # Kafka Streams' TaskMigratedException: the group moved on without this member
+                # (it was paused past its session, say): its work since the last commit is
+                # dropped, and it joins the group again instead of stopping
+                log.warning("%s: closing the tasks without committing; joining again", error)
+                self._lose_tasks()
+                self.membership.rejoin_needed.set()
         if now - self._lag_refreshed >= LAG_REFRESH_S:
             self._lag_refreshed = now
             self._refresh_lag()
@@ -400,14 +408,23 @@ class StreamThread:
                             TXN_CALL_BUDGET_S,
                         )
                     except KafkaException as error:
-                        if not error.args[0].txn_requires_abort():
+                        if not _transaction_lost(error):
                             raise
                         raise CommitFailedError(
                             f"the group moved on: {error.args[0].str()}"
                         ) from None
-                call_retrying(
-                    self.producer.commit_transaction, "commit the transaction", TXN_CALL_BUDGET_S
-                )
+                try:
+                    call_retrying(
+                        self.producer.commit_transaction,
+                        "commit the transaction",
+                        TXN_CALL_BUDGET_S,
+                    )
+                except KafkaException as error:
+                    if not _transaction_lost(error):
+                        raise
+                    raise CommitFailedError(
+                        f"the transaction did not commit: {error.args[0].str()}"
+                    ) from None
                 self._in_transaction = False
             self.collector.check()
         else:
@@ -449,7 +466,11 @@ class StreamThread:
         """Commit every task (Kafka Streams' eager protocol), then join the group again and
         route the records of the partitions assigned to their tasks."""
         self.state = "REBALANCING"
-        if self.tasks:
+        if self.membership.lost.is_set():
+            # dropped by the group: what it did since its last commit is not committed now
+            log.warning("the group dropped this member: closing its tasks without committing")
+            self._lose_tasks()
+        elif self.tasks:
             try:
                 self.commit()
             except CommitFailedError as error:
@@ -494,12 +515,30 @@ class StreamThread:
 
     def _lose_tasks(self) -> None:
         """The group moved on while this member had uncommitted work: abort it and close every
-        task without a commit (Kafka Streams' ``TaskMigratedException``)."""
+        task without a commit (Kafka Streams' ``TaskMigratedException``). A producer fenced
+        meanwhile (the transaction outlived ``transaction.timeout.ms`` during a pause, say) is
+        replaced by a new one, as Kafka Streams does under exactly-once v2."""
         if self._in_transaction:
-            self.producer.abort_transaction(30)
+            try:
+                self.producer.abort_transaction(30)
+            except KafkaException as error:
+                if not error.args[0].fatal():
+                    raise
+                log.warning("the producer was fenced (%s): a new one takes over", error.args[0])
+                self._new_producer()
             self._in_transaction = False
+            # the aborted records' delivery reports ("purged"): not output that was lost
+            self.producer.flush(10)
+            self.collector.failed.clear()
         self._rebalancer.lose_tasks()
         self._forget_routes()
+
+    def _new_producer(self) -> None:
+        self.producer = thread_clients.producer(
+            self.config, self.process_id, self.collector.on_delivery
+        )
+        self.collector.bind(self.producer)
+        self.producer.init_transactions(30)
 
     def _track_restorations(self, work: list[tuple[str, Restoration]]) -> None:
         """Show ``work`` (task id, restoration) in the metrics; forget tasks gone elsewhere."""
@@ -557,3 +596,15 @@ class StreamThread:
             else sorted(str(t) for t in self.standbys.tasks),
             "dropped_records": sum(t.dropped for t in self.tasks.values()) + self.dropped_output,
         }
+
+
+def _transaction_lost(error: KafkaException) -> bool:
+    """Whether a transactional call's error means the transaction's work is lost but the
+    thread can go on (abort, close the tasks, join again): an abortable error, or the producer
+    fenced (its transaction timed out while the process was paused)."""
+    kafka_error = error.args[0]
+    return bool(kafka_error.txn_requires_abort()) or kafka_error.code() in (
+        KafkaError._FENCED,
+        KafkaError.PRODUCER_FENCED,
+        KafkaError.INVALID_PRODUCER_EPOCH,
+    )
