@@ -43,9 +43,9 @@ from sluice.streams.runtime.partition_group import PartitionGroup
 from sluice.streams.runtime.rebalance import Rebalancer
 from sluice.streams.runtime.restore import Restoration
 from sluice.streams.runtime.standby import StandbyTasks
+from sluice.streams.runtime.streams_producer import StreamsProducer
 from sluice.streams.runtime.task_creator import TaskCreator, now_ms
 from sluice.streams.runtime.topics import InternalTopics
-from sluice.streams.runtime.txn_calls import call_retrying
 from sluice.streams.task import StreamTask, TaskCounters, TaskId
 from sluice.streams.topology import Topology
 
@@ -58,9 +58,6 @@ Partition = tuple[str, int]
 REBALANCE_TIMEOUT_MS = 300_000
 """How long the coordinator waits for every member to join again (Kafka's
 ``max.poll.interval.ms`` default)."""
-TXN_CALL_BUDGET_S = 60.0
-"""How long a transactional call is retried while it fails with retriable errors (a moved
-coordinator is found again within seconds; Kafka's ``max.block.ms`` is 60 s)."""
 
 LAG_REFRESH_S = 1.0
 """How often the consumer lag of the metrics is computed (from cached watermarks, no request)."""
@@ -85,7 +82,6 @@ class StreamThread:
         self._single: set[TaskId] = set()  # tasks of one partition: no buffering needed
         self._only_topic: str | None = None  # the consumer's topic, when it reads only one
         self._offsets: dict[Partition, int] = {}
-        self._in_transaction = False
         self._closing = False
         self._last_commit = time.monotonic()
         self.processed = 0
@@ -108,8 +104,7 @@ class StreamThread:
         self.dropped_output = 0
         """Output records the broker refused that the production handler skipped."""
         self.collector = KafkaCollector(self.topics.partitions.get, self._unwritten)
-        self.producer = thread_clients.producer(config, self.process_id, self.collector.on_delivery)
-        self.collector.bind(self.producer)
+        self.output = StreamsProducer(config, self.process_id, self.collector)
         self.globals = GlobalStores(topology)
         self._global_updater = GlobalStoreUpdater(self.globals, config, self.topics.partitions)
         self.standbys: StandbyTasks | None = None
@@ -198,8 +193,7 @@ class StreamThread:
 
     def _start(self) -> None:
         self.state = "STARTING"
-        if self.config.exactly_once:
-            self.producer.init_transactions(30)
+        self.output.init()
         self._global_updater.bootstrap(
             self.state_dir / "global",
             self.restore_consumer,
@@ -221,7 +215,7 @@ class StreamThread:
         if self.standbys is not None:
             self.standbys.poll()
         if self.tasks:
-            self._begin_if_needed()
+            self.output.begin_if_needed()
             for task in self.tasks.values():
                 task.punctuate_wall_clock()
         interval = (self.config.commit_interval_ms or 0) / 1000
@@ -299,7 +293,7 @@ class StreamThread:
         if task is None:
             return  # revoked meanwhile
         if task.id in self._single:
-            self._begin_if_needed()
+            self.output.begin_if_needed()
             task.process_messages(partition[0], partition[1], run)
             self._offsets[partition] = run[-1].offset() + 1
             self.processed += len(run)
@@ -329,7 +323,7 @@ class StreamThread:
             if not len(group):
                 continue
             task = self.tasks[task_id]
-            self._begin_if_needed()
+            self.output.begin_if_needed()
             while True:
                 message = group.next(self._has_unfetched, now)
                 if message is None:
@@ -341,7 +335,7 @@ class StreamThread:
         exactly-once in the transaction that commits the offset past it)."""
         topic = self.config.dead_letter_topic
         if topic is not None:
-            self._begin_if_needed()
+            self.output.begin_if_needed()
             self.collector.send(
                 topic,
                 error.raw_key,
@@ -381,51 +375,20 @@ class StreamThread:
         return True
 
     # -- commits ----------------------------------------------------------------------------
-    def _begin_if_needed(self) -> None:
-        if self.config.exactly_once and not self._in_transaction:
-            self.producer.begin_transaction()
-            self._in_transaction = True
-
     def commit(self) -> None:
         """Flush stores, then commit output, changelogs and offsets (see the module docstring)."""
         for task in self.tasks.values():
             task.flush()
         offsets = [TopicPartition(t, p, o) for (t, p), o in self._offsets.items()]
         if self.config.exactly_once:
-            if self._in_transaction:
-                if offsets:
-                    metadata = group_metadata(
-                        self.config.application_id,
-                        self.membership.generation,
-                        self.membership.member_id,
-                    )
-                    try:
-                        call_retrying(
-                            lambda timeout: self.producer.send_offsets_to_transaction(
-                                offsets, metadata, timeout
-                            ),
-                            "send the offsets to the transaction",
-                            TXN_CALL_BUDGET_S,
-                        )
-                    except KafkaException as error:
-                        if not _transaction_lost(error):
-                            raise
-                        raise CommitFailedError(
-                            f"the group moved on: {error.args[0].str()}"
-                        ) from None
-                try:
-                    call_retrying(
-                        self.producer.commit_transaction,
-                        "commit the transaction",
-                        TXN_CALL_BUDGET_S,
-                    )
-                except KafkaException as error:
-                    if not _transaction_lost(error):
-                        raise
-                    raise CommitFailedError(
-                        f"the transaction did not commit: {error.args[0].str()}"
-                    ) from None
-                self._in_transaction = False
+            self.output.commit(
+                offsets,
+                lambda: group_metadata(
+                    self.config.application_id,
+                    self.membership.generation,
+                    self.membership.member_id,
+                ),
+            )
             self.collector.check()
         else:
             self.collector.flush()
@@ -518,27 +481,9 @@ class StreamThread:
         task without a commit (Kafka Streams' ``TaskMigratedException``). A producer fenced
         meanwhile (the transaction outlived ``transaction.timeout.ms`` during a pause, say) is
         replaced by a new one, as Kafka Streams does under exactly-once v2."""
-        if self._in_transaction:
-            try:
-                self.producer.abort_transaction(30)
-            except KafkaException as error:
-                if not error.args[0].fatal():
-                    raise
-                log.warning("the producer was fenced (%s): a new one takes over", error.args[0])
-                self._new_producer()
-            self._in_transaction = False
-            # the aborted records' delivery reports ("purged"): not output that was lost
-            self.producer.flush(10)
-            self.collector.failed.clear()
+        self.output.abort()
         self._rebalancer.lose_tasks()
         self._forget_routes()
-
-    def _new_producer(self) -> None:
-        self.producer = thread_clients.producer(
-            self.config, self.process_id, self.collector.on_delivery
-        )
-        self.collector.bind(self.producer)
-        self.producer.init_transactions(30)
 
     def _track_restorations(self, work: list[tuple[str, Restoration]]) -> None:
         """Show ``work`` (task id, restoration) in the metrics; forget tasks gone elsewhere."""
@@ -564,11 +509,7 @@ class StreamThread:
                         self._write_checkpoints([task])
                     self._close_task(task, clean=True)
             else:
-                if self._in_transaction:
-                    try:
-                        self.producer.abort_transaction(10)
-                    except KafkaException as error:
-                        log.warning("abort on shutdown failed: %s", error)
+                self.output.abort_quietly()
                 for task in self.tasks.values():
                     task.close()
             self._rebalancer.close_suspended()
@@ -582,7 +523,7 @@ class StreamThread:
             self.consumer.close()
             self.restore_consumer.close()
             self._global_updater.close()
-            self.producer.flush(10)
+            self.output.flush(10)
 
     def metrics(self) -> dict[str, Any]:
         """Counters of this thread."""
@@ -596,15 +537,3 @@ class StreamThread:
             else sorted(str(t) for t in self.standbys.tasks),
             "dropped_records": sum(t.dropped for t in self.tasks.values()) + self.dropped_output,
         }
-
-
-def _transaction_lost(error: KafkaException) -> bool:
-    """Whether a transactional call's error means the transaction's work is lost but the
-    thread can go on (abort, close the tasks, join again): an abortable error, or the producer
-    fenced (its transaction timed out while the process was paused)."""
-    kafka_error = error.args[0]
-    return bool(kafka_error.txn_requires_abort()) or kafka_error.code() in (
-        KafkaError._FENCED,
-        KafkaError.PRODUCER_FENCED,
-        KafkaError.INVALID_PRODUCER_EPOCH,
-    )

@@ -1,0 +1,125 @@
+"""The stream thread's producer and its transactions (Kafka Streams' ``StreamsProducer``).
+
+It sends through the thread's :class:`~sluice.streams.runtime.collector.KafkaCollector`. Under
+exactly-once v2 it is transactional: :meth:`StreamsProducer.begin_if_needed` opens a transaction
+before records are processed, :meth:`StreamsProducer.commit` adds the consumed offsets (with this
+member's group metadata, which fences zombies by generation) and commits — each call retried
+while librdkafka calls its error retriable (:mod:`~sluice.streams.runtime.txn_calls`) — and
+raises :class:`~sluice.streams.runtime.membership.CommitFailedError` when the transaction's work
+is lost but the thread can go on (an abortable error, or the producer fenced: its transaction
+outlived ``transaction.timeout.ms`` while the process was paused).
+:meth:`StreamsProducer.abort` then drops that work; a fenced producer is replaced by a new one
+with the same ``transactional.id``, as Kafka Streams does under exactly-once v2.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from confluent_kafka import KafkaError, KafkaException, TopicPartition
+
+from sluice.streams.config import StreamsConfig
+from sluice.streams.runtime import thread_clients
+from sluice.streams.runtime.collector import KafkaCollector
+from sluice.streams.runtime.membership import CommitFailedError
+from sluice.streams.runtime.txn_calls import call_retrying
+
+__all__ = ["TXN_CALL_BUDGET_S", "StreamsProducer"]
+
+log = logging.getLogger("sluice.streams")
+
+TXN_CALL_BUDGET_S = 60.0
+"""How long a transactional call is retried while it fails with retriable errors (a moved
+coordinator is found again within seconds; Kafka's ``max.block.ms`` is 60 s)."""
+
+
+class StreamsProducer:
+    """The thread's producer (see the module docstring); not thread-safe."""
+
+    def __init__(self, config: StreamsConfig, process_id: str, collector: KafkaCollector) -> None:
+        self._config = config
+        self._process_id = process_id
+        self._collector = collector
+        self.in_transaction = False
+        self.producer = self._make()
+
+    def _make(self) -> Any:
+        producer = thread_clients.producer(
+            self._config, self._process_id, self._collector.on_delivery
+        )
+        self._collector.bind(producer)
+        return producer
+
+    def init(self) -> None:
+        """Fence the previous holder of the ``transactional.id`` (exactly-once only)."""
+        if self._config.exactly_once:
+            self.producer.init_transactions(30)
+
+    def begin_if_needed(self) -> None:
+        if self._config.exactly_once and not self.in_transaction:
+            self.producer.begin_transaction()
+            self.in_transaction = True
+
+    def commit(self, offsets: list[TopicPartition], group_metadata: Callable[[], Any]) -> None:
+        """Add ``offsets`` to the open transaction and commit it (nothing without one)."""
+        if not self.in_transaction:
+            return
+        if offsets:
+            metadata = group_metadata()
+            self._call(
+                lambda timeout: self.producer.send_offsets_to_transaction(
+                    offsets, metadata, timeout
+                ),
+                "send the offsets to the transaction",
+            )
+        self._call(self.producer.commit_transaction, "commit the transaction")
+        self.in_transaction = False
+
+    def _call(self, call: Callable[[float], object], what: str) -> None:
+        try:
+            call_retrying(call, what, TXN_CALL_BUDGET_S)
+        except KafkaException as error:
+            if not _transaction_lost(error):
+                raise
+            raise CommitFailedError(f"could not {what}: {error.args[0].str()}") from None
+
+    def abort(self) -> None:
+        """Drop the open transaction's work; a fenced producer is replaced by a new one."""
+        if not self.in_transaction:
+            return
+        try:
+            self.producer.abort_transaction(30)
+        except KafkaException as error:
+            if not error.args[0].fatal():
+                raise
+            log.warning("the producer was fenced (%s): a new one takes over", error.args[0])
+            self.producer = self._make()
+            self.producer.init_transactions(30)
+        self.in_transaction = False
+        # the aborted records' delivery reports ("purged"): not output that was lost
+        self.producer.flush(10)
+        self._collector.failed.clear()
+
+    def abort_quietly(self) -> None:
+        """On an unclean shutdown: abort what is open, logging a failure rather than raising."""
+        if self.in_transaction:
+            try:
+                self.producer.abort_transaction(10)
+            except KafkaException as error:
+                log.warning("abort on shutdown failed: %s", error)
+
+    def flush(self, timeout_s: float) -> None:
+        self.producer.flush(timeout_s)
+
+
+def _transaction_lost(error: KafkaException) -> bool:
+    """Whether a transactional call's error means the transaction's work is lost but the
+    thread can go on: an abortable error, or the producer fenced."""
+    kafka_error = error.args[0]
+    return bool(kafka_error.txn_requires_abort()) or kafka_error.code() in (
+        KafkaError._FENCED,
+        KafkaError.PRODUCER_FENCED,
+        KafkaError.INVALID_PRODUCER_EPOCH,
+    )
