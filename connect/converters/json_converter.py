@@ -28,7 +28,7 @@ from sluice.connect.converters.json_compiled import Encoder, compile_encoder, du
 from sluice.connect.converters.json_schemas import JsonSchemas
 from sluice.errors import ConfigError
 
-__all__ = ["JsonConverter"]
+__all__ = ["JsonConverter", "dumps_exact"]
 
 _ENVELOPE_ERROR = (
     'JsonConverter with schemas.enable requires "schema" and "payload" fields and may not contain '
@@ -91,7 +91,7 @@ class JsonConverter(JsonSchemas, Converter):
             return b'{"schema":' + schema_bytes + b',"payload":' + payload_bytes + b"}"
         payload = self._to_json(schema, value)
         if self.decimal_numeric:
-            payload_text = "".join(_write(payload, []))
+            payload_text = dumps_exact(payload)
         else:
             payload_text = json.dumps(
                 payload, ensure_ascii=False, separators=(",", ":"), allow_nan=False
@@ -166,7 +166,7 @@ class JsonConverter(JsonSchemas, Converter):
             return cached[1]
         node = self.schema_json(schema)
         if self.decimal_numeric:
-            text = "".join(_write(node, []))
+            text = dumps_exact(node)
         else:
             text = json.dumps(node, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
         if len(self._schema_text) >= self._cache_size:
@@ -250,15 +250,23 @@ def _reject_constant(name: str) -> Any:
     raise ConverterError(f"Invalid JSON token {name}")
 
 
+def dumps_exact(node: Any) -> str:
+    """Compact JSON like ``json.dumps``, but ``Decimal`` written as the exact number it is.
+
+    >>> dumps_exact({"a": Decimal("1.10"), "b": [1, "x"]})
+    '{"a":1.10,"b":[1,"x"]}'
+    """
+    return "".join(_write(node, []))
+
+
 def _write(node: Any, out: list[str]) -> list[str]:
-    """Compact JSON like ``json.dumps``, but ``Decimal`` written as a plain number."""
     if isinstance(node, dict):
         out.append("{")
         for i, (key, value) in enumerate(node.items()):
             out.append(("," if i else "") + json.dumps(key, ensure_ascii=False) + ":")
             _write(value, out)
         out.append("}")
-    elif isinstance(node, list):
+    elif isinstance(node, list | tuple):
         out.append("[")
         for i, item in enumerate(node):
             if i:

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import base64
 import dataclasses
-import json
 from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any
@@ -23,6 +22,7 @@ from typing import Any
 from sluice.connect.api.data import Schema, Struct
 from sluice.connect.api.errors import ConverterError
 from sluice.connect.api.logical import DECIMAL, LOGICAL_NAMES, logical_to_raw
+from sluice.connect.converters.json_converter import dumps_exact
 from sluice.connect.converters.schema_registry.json_schema_names import (
     CONNECT_INDEX_PROP,
     CONNECT_PARAMETERS_PROP,
@@ -38,36 +38,6 @@ from sluice.connect.converters.schema_registry.json_schema_names import (
 )
 
 __all__ = ["JsonSchemaFromConnect", "dumps_exact"]
-
-
-def dumps_exact(node: Any) -> str:
-    """Compact JSON, ``Decimal`` written as the exact number it is.
-
-    >>> dumps_exact({"a": Decimal("1.10"), "b": [1, "x"]})
-    '{"a":1.10,"b":[1,"x"]}'
-    """
-    return "".join(_write(node, []))
-
-
-def _write(node: Any, out: list[str]) -> list[str]:
-    if isinstance(node, dict):
-        out.append("{")
-        for i, (key, value) in enumerate(node.items()):
-            out.append(("," if i else "") + json.dumps(key, ensure_ascii=False) + ":")
-            _write(value, out)
-        out.append("}")
-    elif isinstance(node, list | tuple):
-        out.append("[")
-        for i, item in enumerate(node):
-            if i:
-                out.append(",")
-            _write(item, out)
-        out.append("]")
-    elif isinstance(node, Decimal):
-        out.append(format(node, "f"))
-    else:
-        out.append(json.dumps(node, ensure_ascii=False, allow_nan=False))
-    return out
 
 
 class JsonSchemaFromConnect:
