@@ -166,6 +166,66 @@ def create_topic(
     raise TimeoutError(f"topic {topic} had no leaders after {timeout}s")
 
 
+def delete_topic(bootstrap: str, topic: str, timeout: float = 20.0) -> None:
+    """Delete ``topic``; its files go at once, and with them the page cache they held."""
+    from confluent_kafka.admin import AdminClient
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    for future in admin.delete_topics([topic], operation_timeout=timeout).values():
+        future.result(timeout)
+
+
+_PAGE = 4096
+_PIECE = 256 << 20
+
+
+def warm_memory(gib: float) -> float:
+    """Touch ``gib`` GiB of memory once (one byte per page), then free it; the seconds it took.
+
+    On a virtual machine whose host backs guest memory on first touch (this one: Firecracker),
+    the first write to a page the guest never used costs a fault in the host: ``pwrite`` into
+    such page cache ran at ~425 MB/s here against 3.5–5.8 GB/s into pages used before
+    (2026-11-29, 1 MB writes into a new file, 500 MB at a time). A broker writing a few GB
+    then measures the host, not itself, and its figures move with how much of the guest's
+    memory earlier runs happened to touch. A page freed by the guest stays backed, so touching
+    the memory a run will fill beforehand takes that out of the figures, as on a server whose
+    page cache has long been full. Bounded by what the kernel reports available, less 2 GiB.
+    """
+    available = 0
+    with contextlib.suppress(OSError, ValueError, IndexError):
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                available = int(line.split()[1]) * 1024
+    size = min(int(gib * (1 << 30)), max(available - (2 << 30), 0))
+    start = time.perf_counter()
+    pieces = []
+    ones = b"\x01" * (_PIECE // _PAGE)
+    for _ in range(size // _PIECE):
+        piece = bytearray(_PIECE)
+        memoryview(piece)[::_PAGE] = ones
+        pieces.append(piece)
+    del pieces
+    return time.perf_counter() - start
+
+
+def add_warm_option(parser: Any, default_gib: float = 8.0) -> None:
+    """``--warm-gib`` on a bench's command line (see :func:`warm_memory`)."""
+    parser.add_argument(
+        "--warm-gib",
+        type=float,
+        default=default_gib,
+        help=f"GiB of memory touched before measuring ({default_gib:g}; see "
+        "_harness.warm_memory; 0: none)",
+    )
+
+
+def warmed(gib: float) -> str:
+    """:func:`warm_memory` of ``gib`` GiB; what to add to the bench's machine line."""
+    if not gib:
+        return ", memory not touched first"
+    return f", {gib:g} GiB of memory touched first ({warm_memory(gib):.0f} s)"
+
+
 def _child_main(conn: Any, fn: Callable[..., Any], args: tuple[Any, ...]) -> None:
     try:
         conn.send(("ok", fn(*args)))

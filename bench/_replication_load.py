@@ -23,7 +23,7 @@ from _cluster import (
     pids_leader_first,
     wait_in_sync,
 )
-from _harness import Broker, cpu_seconds, create_topic, in_child, median
+from _harness import Broker, cpu_seconds, create_topic, delete_topic, in_child, median
 from _wire import wire_produce_run
 from rich.console import Console
 
@@ -43,7 +43,7 @@ class Plan:
     catchup_mb: int
 
 
-FULL = Plan(3, 2.0, {100: 1_000_000, 1000: 300_000}, 5.0, 200)
+FULL = Plan(3, 3.0, {100: 5_000_000, 1000: 2_000_000}, 5.0, 200)
 QUICK = Plan(1, 1.0, {100: 300_000, 1000: 100_000}, 3.0, 30)
 
 
@@ -119,32 +119,53 @@ def throughput(
     """Produce on the single node and on the cluster, taking turns; by row, then by side."""
     out: dict[str, dict[str, Rate]] = {}
     for kind, fn in (("produce", produce_run), ("pre-encoded", wire_produce_run)):
-        for size in SIZES:
-            topic = f"{kind}-{size}"
-            create_topic(single.bootstrap, topic)
-            create_assigned(cluster, topic, [[1, 2, 3]])
-            for acks in ("1", "all"):
-                label = row_label(kind, size, acks)
-                console.log(label)
-                runs: dict[str, list[tuple[Run, tuple[float, ...]]]] = {"single": [], "cluster": []}
-                rows: dict[str, Rate] = {}  # a side that failed
-                min_isr = len(CLUSTER)
-                for _, side in itertools.product(range(plan.runs), ("single", "cluster")):
-                    if side in rows:
-                        continue
-                    try:
-                        # pre-encoded requests name no leader: they go to the leader itself
-                        to, pids = _where(cluster, single, side, topic, kind == "pre-encoded")
-                        load = Workload(to, topic, size, plan.records[size], plan.seconds, acks)
-                        runs[side].append(in_child(_with_cpu, fn, load, pids))
-                        if side == "cluster":
-                            min_isr = min(min_isr, len(partition_state(cluster, topic)[1]))
-                    except ERRORS as exc:
-                        rows[side] = Rate(error=str(exc).splitlines()[0])
-                rows.setdefault("single", _rate(runs["single"]))
-                rows.setdefault("cluster", _rate(runs["cluster"], min_isr))
-                out[label] = rows
+        for size, acks in itertools.product(SIZES, ("1", "all")):
+            label = row_label(kind, size, acks)
+            console.log(label)
+            out[label] = _row(cluster, single, plan, fn, (f"{kind}-{size}-{acks}", size, acks))
     return out
+
+
+def _row(
+    cluster: BrokerCluster,
+    single: Broker,
+    plan: Plan,
+    fn: Callable[[Workload], Run],
+    row: tuple[str, int, str],
+) -> dict[str, Rate]:
+    """``plan.runs`` runs of ``fn`` on each side, taking turns; ``row``: topic, size, acks.
+
+    Each run writes into a topic of its own, deleted after it: the page cache a run filled is
+    freed for the next (see ``_harness.warm_memory``), and the bench's footprint stays one run's.
+    """
+    name, size, acks = row
+    runs: dict[str, list[tuple[Run, tuple[float, ...]]]] = {"single": [], "cluster": []}
+    rows: dict[str, Rate] = {}  # a side that failed
+    min_isr = len(CLUSTER)
+    to_leader = fn is wire_produce_run  # pre-encoded requests name no leader
+    for i, side in itertools.product(range(plan.runs), ("single", "cluster")):
+        if side in rows:
+            continue
+        topic = f"{name}-{i}"
+        on = single.bootstrap if side == "single" else cluster.bootstrap
+        try:
+            if side == "single":
+                create_topic(on, topic)
+            else:
+                create_assigned(cluster, topic, [[1, 2, 3]])
+            try:
+                to, pids = _where(cluster, single, side, topic, to_leader)
+                load = Workload(to, topic, size, plan.records[size], plan.seconds, acks)
+                runs[side].append(in_child(_with_cpu, fn, load, pids))
+                if side == "cluster":
+                    min_isr = min(min_isr, len(partition_state(cluster, topic)[1]))
+            finally:
+                delete_topic(on, topic)
+        except ERRORS as exc:
+            rows[side] = Rate(error=str(exc).splitlines()[0])
+    rows.setdefault("single", _rate(runs["single"]))
+    rows.setdefault("cluster", _rate(runs["cluster"], min_isr))
+    return rows
 
 
 # --- latency --------------------------------------------------------------------------------

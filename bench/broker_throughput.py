@@ -48,7 +48,16 @@ from typing import Any
 import _kcat
 import broker_latency
 from _clients import Run, Workload, client_ceiling, consume_run, produce_run
-from _harness import BROKERS, Broker, create_topic, in_child, median, running_broker
+from _harness import (
+    BROKERS,
+    Broker,
+    add_warm_option,
+    create_topic,
+    in_child,
+    median,
+    running_broker,
+    warmed,
+)
 from _loopback import loopback_bytes_per_second
 from _wire import wire_produce_run
 from confluent_kafka import KafkaException
@@ -453,6 +462,7 @@ def main() -> None:
         help=f"measure only the long consume ({LONG_CONSUME}, 10 MB fetches)",
     )
     parser.add_argument("--json", type=Path, help="also write the figures to this file")
+    add_warm_option(parser, 16.0)  # both brokers keep what they take (tansu in memory): ~15 GB
     parser.add_argument(
         "--data-root",
         help="where Sluice's log lives (default: the system temporary directory, on disk; "
@@ -463,6 +473,7 @@ def main() -> None:
     console = Console(width=max(150, Console().width))
     machine = _machine()  # the load average before the bench adds its own
     machine += f", Sluice's log under {args.data_root or tempfile.gettempdir()}, tansu memory://"
+    machine += warmed(args.warm_gib)
     started = datetime.datetime.now(datetime.UTC)
 
     console.log("loopback bandwidth")

@@ -2,7 +2,7 @@
 
     python bench/replication.py [--quick] [--only SECTION ...] [--session-timeout-ms 6000]
                                 [--catchup-mb MB] [--data-root DIR] [--json PATH]
-                                [--broker-key KEY=VALUE ...]
+                                [--broker-key KEY=VALUE ...] [--warm-gib 8]
 
 One ZooKeeper (``tests/cluster/zookeeper.py``) and three ``sluice broker start --broker-id N
 --zookeeper ...`` processes (``tests/cluster/brokers.py``), every broker with
@@ -53,7 +53,7 @@ from typing import Any
 
 import broker_latency
 from _cluster import ERRORS, running_cluster
-from _harness import running_broker
+from _harness import add_warm_option, running_broker, warmed
 from _replication_faults import CatchUp, Failover, catch_up, failover
 from _replication_load import (
     FULL,
@@ -317,6 +317,7 @@ def main() -> None:
     parser.add_argument(
         "--catchup-mb", type=int, help="MB a stopped follower falls behind (200; 30 with --quick)"
     )
+    add_warm_option(parser)
     parser.add_argument("--json", type=Path, help="also write the figures to this file")
     parser.add_argument(
         "--data-root",
@@ -341,6 +342,7 @@ def main() -> None:
     console = Console(width=max(160, Console().width))
     machine = _machine()  # the load average before the bench adds its own
     machine += f", logs under {args.data_root or tempfile.gettempdir()}"
+    machine += warmed(args.warm_gib)
     started = datetime.datetime.now(datetime.UTC)
     results = measure(sections, plan, args.session_timeout_ms, args.data_root, broker_keys)
 

@@ -51,7 +51,17 @@ from pathlib import Path
 from typing import Any
 
 from _clients import CONSUMER_FETCHING, Run, Window, Workload, _produce_loop, bench_producer
-from _harness import SLUICE, cpu_seconds, create_topic, free_port, in_child, median, wait_for_port
+from _harness import (
+    SLUICE,
+    add_warm_option,
+    cpu_seconds,
+    create_topic,
+    free_port,
+    in_child,
+    median,
+    wait_for_port,
+    warmed,
+)
 from rich.console import Console
 from rich.table import Table
 
@@ -552,6 +562,7 @@ def main() -> None:
     parser.add_argument("--connections", type=int, default=500, help="idle connections to open")
     parser.add_argument("--data-root", help="where the broker's temporary directory goes")
     parser.add_argument("--json", help="also write the figures to this file")
+    add_warm_option(parser)
     args = parser.parse_args()
     plan = QUICK if args.quick else FULL
     if args.runs:
@@ -559,6 +570,7 @@ def main() -> None:
     console = Console(stderr=True)
     started = datetime.datetime.now(datetime.UTC)
     load_before = os.getloadavg()
+    memory_note = warmed(args.warm_gib)
     with secured_broker(args.data_root) as broker:
         rates = throughput(broker, plan, console)
         shakes = handshakes(broker, plan, console)
@@ -568,7 +580,7 @@ def main() -> None:
     console.print(
         f"{started:%Y-%m-%d %H:%M} UTC, {platform.node()}, {os.cpu_count()} CPUs, "
         f"load average {load_before[0]:.1f} before, {load_after[0]:.1f} after; "
-        f"python {sys.version.split()[0]}"
+        f"python {sys.version.split()[0]}{memory_note}"
     )
     if args.json:
         Path(args.json).write_text(
