@@ -18,13 +18,16 @@ SLUICE = str(Path(sys.executable).with_name("sluice"))
 
 
 class Running:
-    """`sluice up` of a file in ``folder``."""
+    """`sluice up` of the ``sluice.yaml`` in ``folder``, with ``options`` (``--secure``, say)."""
 
-    def __init__(self, folder: Path) -> None:
+    def __init__(self, folder: Path, *options: str) -> None:
         self.folder = folder
         self.log = (folder / "up.out").open("ab")
         self.process = subprocess.Popen(
-            [SLUICE, "up", "-f", "sluice.yaml"], cwd=folder, stdout=self.log, stderr=self.log
+            [SLUICE, "up", "-f", "sluice.yaml", *options],
+            cwd=folder,
+            stdout=self.log,
+            stderr=self.log,
         )
         self.pids: set[int] = set()
 

@@ -10,7 +10,6 @@ import base64
 import json
 import ssl
 import stat
-import subprocess
 import textwrap
 import urllib.error
 import urllib.request
@@ -22,24 +21,9 @@ from confluent_kafka.schema_registry import SchemaRegistryClient
 
 from sluice.schemas.registry_client import registry_client_config
 from tests.conftest import free_port
-from tests.platform.fixtures import SLUICE, Running
+from tests.platform.fixtures import Running
 
 SCHEMA = {"type": "record", "name": "Order", "fields": [{"name": "id", "type": "long"}]}
-
-
-class _SecureRunning(Running):
-    """`sluice up --secure` of the file in ``folder``."""
-
-    def __init__(self, folder: Path) -> None:
-        self.folder = folder
-        self.log = (folder / "up.out").open("ab")
-        self.process = subprocess.Popen(
-            [SLUICE, "up", "-f", "sluice.yaml", "--secure"],
-            cwd=folder,
-            stdout=self.log,
-            stderr=self.log,
-        )
-        self.pids: set[int] = set()
 
 
 def _call(url: str, ca: Path, user_info: str | None, body: Any = None) -> tuple[int, Any]:
@@ -83,7 +67,7 @@ def test_secure_up_serves_the_registry_and_the_proxy_on_https_with_basic_auth(
             """
         )
     )
-    run = _SecureRunning(tmp_path)
+    run = Running(tmp_path, "--secure")
     secure = tmp_path / ".sluice" / "secure"
     try:
         run.wait_component("show-0", {"state": "completed"}, timeout=180)

@@ -271,21 +271,6 @@ def _never_shown(run: Running, home: Path, secrets: tuple[str, ...]) -> None:
         assert secret not in shown, "a password reached sluice up's output, state or logs"
 
 
-class _SecureRunning(Running):
-    """`sluice up --secure` of the file in ``folder``."""
-
-    def __init__(self, folder: Path) -> None:
-        self.folder = folder
-        self.log = (folder / "up.out").open("ab")
-        self.process = subprocess.Popen(
-            [SLUICE, "up", "-f", "sluice.yaml", "--secure"],
-            cwd=folder,
-            stdout=self.log,
-            stderr=self.log,
-        )
-        self.pids: set[int] = set()
-
-
 @pytest.mark.timeout(420)
 def test_sluice_up_secure_generates_a_ca_users_and_acls(tmp_path: Path) -> None:
     (tmp_path / "input.log").write_text("".join(f"line {i}\n" for i in range(10)))
@@ -309,7 +294,7 @@ def test_sluice_up_secure_generates_a_ca_users_and_acls(tmp_path: Path) -> None:
             """
         )
     )
-    run = _SecureRunning(tmp_path)
+    run = Running(tmp_path, "--secure")
     secure = tmp_path / ".sluice" / "secure"
     try:
         run.wait_running({"broker", "connect", "counter-0"}, timeout=180)
@@ -344,7 +329,7 @@ def test_sluice_up_secure_runs_a_cluster_replicating_on_sasl_ssl(tmp_path: Path)
         " zookeeper.session.timeout.ms: 6000}\n"
         "topics: [{name: events, partitions: 1, replication_factor: 2}]\n"
     )
-    run = _SecureRunning(tmp_path)
+    run = Running(tmp_path, "--secure")
     secure = tmp_path / ".sluice" / "secure"
     bootstrap = ",".join(f"127.0.0.1:{port}" for port in ports)
     try:
