@@ -138,8 +138,10 @@ class Sink(Processor):
                                 topic, serialized_value, serialized_key, -1, None, None, timestamp
                             )
                             return
-                        except BufferError:
-                            pass  # the queue is full: send() waits for room
+                        except Exception:
+                            # the queue is full (send() waits for room), or the record was
+                            # refused: send() tries once more and raises the collector's error
+                            pass
                     send(topic, serialized_key, serialized_value, timestamp, headers, None)
                 except StreamsError:
                     raise

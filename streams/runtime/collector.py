@@ -6,6 +6,12 @@ callback (``delivery.report.only.error``: no Python call per successful record) 
 next :meth:`KafkaCollector.flush` or :meth:`KafkaCollector.check`, handed to ``on_failure``
 (the production exception handler): a record it does not skip is raised, so a commit never
 covers output that was lost.
+
+A record refused because of the producer's state, not its own — its transaction became
+abortable (a record of it could not be delivered: ``_STATE``) or the producer was fenced
+(``_FATAL``) — raises :class:`TransactionStateError`: no handler can skip that, since no record
+can be written until the thread has aborted the transaction (Kafka's ``RecordCollectorImpl``
+raises ``TaskMigratedException`` or ``TaskCorruptedException`` instead of asking the handler).
 """
 
 from __future__ import annotations
@@ -14,16 +20,36 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from confluent_kafka import KafkaError, Producer
+from confluent_kafka import KafkaError, KafkaException, Producer
 
 from sluice.streams.errors import StreamsError
 from sluice.streams.record import Headers
 
-__all__ = ["KafkaCollector"]
+__all__ = ["KafkaCollector", "TransactionStateError", "refuses_every_record"]
 
 log = logging.getLogger("sluice.streams")
 
 _ANY_PARTITION = -1  # librdkafka's RD_KAFKA_PARTITION_UA: the partitioner chooses
+
+
+class TransactionStateError(StreamsError):
+    """The producer refused a record because of its state (see the module docstring); what the
+    thread does about it depends on whether the producer was fenced."""
+
+
+def refuses_every_record(error: KafkaError) -> bool:
+    """Whether ``produce`` failed for the producer's state rather than the record's:
+
+    >>> refuses_every_record(KafkaError(KafkaError._STATE, "Erroneous state"))
+    True
+    >>> refuses_every_record(KafkaError(KafkaError.MSG_SIZE_TOO_LARGE))
+    False
+    """
+    return (
+        error.code() in (KafkaError._STATE, KafkaError._FATAL)
+        or error.fatal()
+        or error.txn_requires_abort()
+    )
 
 
 class KafkaCollector:
@@ -68,19 +94,26 @@ class KafkaCollector:
         # timestamp, headers): keywords cost confluent-kafka about 1 µs per call to parse.
         if partition is None:
             partition = _ANY_PARTITION
-        if not headers:
-            try:
-                self._produce(topic, value, key, partition, None, None, timestamp)
-                return
-            except BufferError:
-                pass  # the queue is full: the slow path below waits for room
-        header_list: Any = list(headers) if headers else None
-        for _ in range(10_000):
-            try:
-                self._produce(topic, value, key, partition, None, None, timestamp, header_list)
-                return
-            except BufferError:
-                self.producer.poll(0.05)
+        try:
+            if not headers:
+                try:
+                    self._produce(topic, value, key, partition, None, None, timestamp)
+                    return
+                except BufferError:
+                    pass  # the queue is full: the slow path below waits for room
+            header_list: Any = list(headers) if headers else None
+            for _ in range(10_000):
+                try:
+                    self._produce(topic, value, key, partition, None, None, timestamp, header_list)
+                    return
+                except BufferError:
+                    self.producer.poll(0.05)
+        except KafkaException as error:
+            if refuses_every_record(error.args[0]):
+                raise TransactionStateError(
+                    f"the producer refuses records for {topic}: {error.args[0].str()}"
+                ) from error
+            raise
         raise StreamsError(f"cannot send to {topic}: the producer queue stays full")
 
     def partitions_of(self, topic: str) -> int:

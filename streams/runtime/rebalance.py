@@ -10,7 +10,8 @@ up its part: tasks that come back are resumed, not rebuilt; new ones are created
 from their changelogs; suspended tasks not assigned any more are closed; the standbys and
 warm-ups are kept assigned; the consumer reads partition *p* of a sub-topology's topics for
 task ``(sub-topology, p)``. A leader whose assignment asks for it probes again later (after
-warm-ups).
+warm-ups). After a transaction aborted outside a commit, :meth:`Rebalancer.revive_tasks`
+rebuilds the active tasks of the same assignment without joining the group.
 """
 
 from __future__ import annotations
@@ -160,6 +161,28 @@ class Rebalancer:
         self.tasks.clear()
         self._suspended.clear()
 
+    def revive_tasks(self) -> dict[TaskId, list[Partition]]:
+        """Close every active task without a commit and build it again, in this member's
+        assignment, without joining the group (Kafka Streams' ``TaskCorruptedException``,
+        ``closeDirtyAndRevive``); returns the partitions of each task, as :meth:`rebalance`.
+
+        For after an aborted transaction: the stores may hold updates of the aborted work (and
+        under exactly-once no checkpoint is on disk while a task runs), so each task is made
+        anew — its stores wiped and restored from their changelogs, which hold committed
+        records only — and the consumer reads its partitions again from the committed offsets
+        (the records fetched meanwhile are dropped). Standbys stay as they are."""
+        for task in self.tasks.values():
+            task.close()
+        self.tasks.clear()
+        self._consumer.unassign()
+        assignment = self.assignment
+        taken = self._build(
+            self._tasks_for([TopicPartition(t, p) for t, p in assignment.partitions])
+        )
+        self._assign_from_committed(assignment)
+        log.info("revived tasks %s", ", ".join(str(t) for t in sorted(self.tasks)) or "none")
+        return taken
+
     def close_suspended(self) -> None:
         """Close the suspended tasks (on shutdown)."""
         for task in self._suspended.values():
@@ -190,6 +213,25 @@ class Rebalancer:
         wanted = self._tasks_for([TopicPartition(t, p) for t, p in assignment.partitions])
         for task_id in [t for t in self._suspended if t not in wanted]:
             self._close_task(self._suspended.pop(task_id))
+        taken = self._build(wanted)
+        if self._standbys is not None:
+            self._standbys.update(assignment.standby | assignment.warmup)
+        self._assign_from_committed(assignment)
+        log.info(
+            "assigned %d partitions, tasks %s",
+            len(assignment.partitions),
+            ", ".join(str(t) for t in sorted(self.tasks)) or "none",
+        )
+        if assignment.standby or assignment.warmup:
+            log.info(
+                "standby tasks %s, warm-up tasks %s",
+                ", ".join(str(t) for t in sorted(assignment.standby)) or "none",
+                ", ".join(str(t) for t in sorted(assignment.warmup)) or "none",
+            )
+        return taken
+
+    def _build(self, wanted: dict[TaskId, list[Partition]]) -> dict[TaskId, list[Partition]]:
+        """Resume the suspended tasks among ``wanted``, create the others and restore them."""
         restorations: list[Restoration] = []
         tracked: list[tuple[str, Restoration]] = []
         taken: dict[TaskId, list[Partition]] = {}
@@ -204,22 +246,11 @@ class Rebalancer:
         self._track_restorations(tracked)
         restore(self._restore_consumer, restorations)
         self.restored += sum(r.restored for r in restorations)
-        if self._standbys is not None:
-            self._standbys.update(assignment.standby | assignment.warmup)
+        return taken
+
+    def _assign_from_committed(self, assignment: Assignment) -> None:
         # OFFSET_STORED: librdkafka reads the committed offsets (stable ones under
         # read_committed), else applies auto.offset.reset
         self._consumer.assign(
             [TopicPartition(t, p, OFFSET_STORED) for t, p in assignment.partitions]
         )
-        log.info(
-            "assigned %d partitions, tasks %s",
-            len(assignment.partitions),
-            ", ".join(str(t) for t in sorted(self.tasks)) or "none",
-        )
-        if assignment.standby or assignment.warmup:
-            log.info(
-                "standby tasks %s, warm-up tasks %s",
-                ", ".join(str(t) for t in sorted(assignment.standby)) or "none",
-                ", ".join(str(t) for t in sorted(assignment.warmup)) or "none",
-            )
-        return taken

@@ -9,7 +9,11 @@ raises :class:`~sluice.streams.runtime.membership.CommitFailedError` when the tr
 is lost but the thread can go on (an abortable error, or the producer fenced: its transaction
 outlived ``transaction.timeout.ms`` while the process was paused).
 :meth:`StreamsProducer.abort` then drops that work; a fenced producer is replaced by a new one
-with the same ``transactional.id``, as Kafka Streams does under exactly-once v2.
+with the same ``transactional.id``, as Kafka Streams does under exactly-once v2. A record
+refused outside a commit for the transaction's state
+(:class:`~sluice.streams.runtime.collector.TransactionStateError`) is aborted the same way;
+:meth:`StreamsProducer.abort` says whether the producer was fenced, which tells the thread's two
+ways on apart.
 """
 
 from __future__ import annotations
@@ -85,10 +89,12 @@ class StreamsProducer:
                 raise
             raise CommitFailedError(f"could not {what}: {error.args[0].str()}") from None
 
-    def abort(self) -> None:
-        """Drop the open transaction's work; a fenced producer is replaced by a new one."""
+    def abort(self) -> bool:
+        """Drop the open transaction's work; a fenced producer is replaced by a new one
+        (then True: the group may have moved on, Kafka Streams' ``TaskMigratedException``)."""
         if not self.in_transaction:
-            return
+            return False
+        fenced = False
         try:
             self.producer.abort_transaction(30)
         except KafkaException as error:
@@ -97,10 +103,12 @@ class StreamsProducer:
             log.warning("the producer was fenced (%s): a new one takes over", error.args[0])
             self.producer = self._make()
             self.producer.init_transactions(30)
+            fenced = True
         self.in_transaction = False
         # the aborted records' delivery reports ("purged"): not output that was lost
         self.producer.flush(10)
         self._collector.failed.clear()
+        return fenced
 
     def abort_quietly(self) -> None:
         """On an unclean shutdown: abort what is open, logging a failure rather than raising."""

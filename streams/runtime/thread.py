@@ -17,6 +17,10 @@ flush the stores (one changelog record per dirty key), then
   with the group metadata of this member, which fences zombies by generation) commit in one
   transaction. When the group has moved on, the work since the last commit is aborted and the
   tasks are closed without a commit before joining again (Kafka's ``TaskMigratedException``).
+  When the transaction became abortable outside a commit (a record of it could not be
+  delivered: the producer refuses the next one), the work is aborted and the tasks are rebuilt
+  from their changelogs and read again from the committed offsets, the member staying in the
+  group (Kafka's ``TaskCorruptedException``); a producer found fenced then is the first case.
 """
 
 from __future__ import annotations
@@ -34,7 +38,7 @@ from sluice.streams.config import StreamsConfig
 from sluice.streams.errors import ProductionError, RecordError, StreamsError, handler_from
 from sluice.streams.globals import GlobalStores
 from sluice.streams.runtime import checkpoint, thread_clients
-from sluice.streams.runtime.collector import KafkaCollector
+from sluice.streams.runtime.collector import KafkaCollector, TransactionStateError
 from sluice.streams.runtime.dead_letter import dead_letter_headers
 from sluice.streams.runtime.global_updater import GlobalStoreUpdater
 from sluice.streams.runtime.group_protocol import Assignment, group_metadata
@@ -206,6 +210,23 @@ class StreamThread:
     def _poll_once(self) -> None:
         if self.membership.rejoin_needed.is_set() or self._rebalancer.probe_due():
             self._rebalance()
+        try:
+            self._process_and_commit()
+        except CommitFailedError as error:
+            # Kafka Streams' TaskMigratedException: the group moved on without this member
+            # (it was paused past its session, say): its work since the last commit is
+            # dropped, and it joins the group again instead of stopping
+            log.warning("%s: closing the tasks without committing; joining again", error)
+            self._lose_tasks()
+            self.membership.rejoin_needed.set()
+        except TransactionStateError as error:
+            self._transaction_refused(error)
+        now = time.monotonic()
+        if now - self._lag_refreshed >= LAG_REFRESH_S:
+            self._lag_refreshed = now
+            self._refresh_lag()
+
+    def _process_and_commit(self) -> None:
         messages = self.consumer.consume(self.config.max_poll_records, self.config.poll_ms / 1000)
         self.polls += 1
         if messages:
@@ -223,18 +244,30 @@ class StreamThread:
         if now - self._last_commit >= interval or any(
             t.commit_requested for t in self.tasks.values()
         ):
-            try:
-                self.commit()
-            except CommitFailedError as error:
-                # Kafka Streams' TaskMigratedException: the group moved on without this member
-                # (it was paused past its session, say): its work since the last commit is
-                # dropped, and it joins the group again instead of stopping
-                log.warning("%s: closing the tasks without committing; joining again", error)
-                self._lose_tasks()
-                self.membership.rejoin_needed.set()
-        if now - self._lag_refreshed >= LAG_REFRESH_S:
-            self._lag_refreshed = now
-            self._refresh_lag()
+            self.commit()
+
+    def _transaction_refused(self, error: TransactionStateError) -> None:
+        """The producer refused a record outside a commit. Under exactly-once the transaction
+        is aborted; then a fenced producer (replaced by a new one) or a member the group
+        dropped loses its tasks and joins again, as a refused commit does (Kafka Streams'
+        ``TaskMigratedException``). Otherwise the transaction had become abortable (a record
+        of it timed out, say): the member stays in the group and every active task, whose
+        work was in that one transaction, is closed without a commit and rebuilt from its
+        changelogs, its partitions read again from the committed offsets (Kafka Streams'
+        ``TaskCorruptedException``: ``closeDirtyAndRevive``; Kafka also enforces a rebalance
+        there under exactly-once, so that a task restoring from scratch may move to a caught-up
+        standby, but here a revived task is restored before the thread goes on, so a
+        rebalance would find it running and leave it here)."""
+        if not self.config.exactly_once:
+            raise error
+        if self.output.abort() or self.membership.lost.is_set():
+            log.warning("%s: closing the tasks without committing; joining again", error)
+            self._lose_tasks()
+            self.membership.rejoin_needed.set()
+            return
+        log.warning("%s: the transaction is aborted; rebuilding the tasks from changelogs", error)
+        self._forget_routes()
+        self._route(self._rebalancer.revive_tasks())
 
     def _refresh_lag(self) -> None:
         """Lag per assigned partition: cached high watermark minus the consumer's position."""
@@ -436,18 +469,22 @@ class StreamThread:
         elif self.tasks:
             try:
                 self.commit()
-            except CommitFailedError as error:
+            except (CommitFailedError, TransactionStateError) as error:
                 log.warning("%s: closing the tasks without committing", error)
                 self._lose_tasks()
         self._forget_routes()
-        for task_id, task_partitions in self._rebalancer.rebalance().items():
+        self._route(self._rebalancer.rebalance())
+        self.state = "RUNNING"
+
+    def _route(self, taken: dict[TaskId, list[Partition]]) -> None:
+        """Send the records of each task's partitions to it."""
+        for task_id, task_partitions in taken.items():
             task = self.tasks[task_id]
             self._groups[task_id] = PartitionGroup(task_partitions, max_idle_ms=100)
             if len(task_partitions) == 1:
                 self._single.add(task_id)
             for partition in task_partitions:
                 self._task_of[partition] = task
-        self.state = "RUNNING"
 
     def _forget_routes(self) -> None:
         self._task_of.clear()
