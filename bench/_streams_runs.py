@@ -140,6 +140,7 @@ class Context:
     workdir: Path
     quix: Path | None
     timeout: float
+    stores: str = "rocksdb"  # the Sluice pipelines' stores: rocksdb or memory
 
 
 def _command(ctx: Context, framework: str, pipeline: str, out: str, group: str) -> list[str]:
@@ -152,6 +153,7 @@ def _command(ctx: Context, framework: str, pipeline: str, out: str, group: str) 
     }.get(framework, "_faust_pipelines.py")
     python = str(ctx.quix) if framework == "quixstreams" else sys.executable
     logged = ["--changelog", changelog_of(group)] if framework == "bare-changelog" else []
+    stores = ["--stores", ctx.stores] if framework == "sluice" else []
     return [
         python,
         str(BENCH / script),
@@ -169,6 +171,7 @@ def _command(ctx: Context, framework: str, pipeline: str, out: str, group: str) 
         "--commit-interval",
         str(COMMIT_INTERVAL_S),
         *logged,
+        *stores,
     ]
 
 

@@ -3,7 +3,7 @@
     python bench/streams.py [--records N] [--faust-records M]
                             [--only sluice,bare-loop,bare-changelog,native-loop,quixstreams,faust]
                             [--pipelines filter,count,window] [--no-restore] [--restore-keys K]
-                            [--window-entries E] [--json PATH]
+                            [--window-entries E] [--stores rocksdb|memory] [--json PATH]
 
 One Sluice broker (``_harness.running_broker``, the 3 s initial rebalance delay set to 0) holds one
 input topic of N JSON records (default 1,000,000), produced once before anything is measured:
@@ -118,6 +118,12 @@ def main() -> None:
         help="window entries of the windowed restarts (10,000,000 = 100,000 keys x 100 windows; "
         "0 skips them)",
     )
+    parser.add_argument(
+        "--stores",
+        choices=("rocksdb", "memory"),
+        default="rocksdb",
+        help="the Sluice pipelines' stores (rocksdb; memory: state in a dict, as the bare loops)",
+    )
     parser.add_argument("--timeout", type=float, default=900.0, help="bound on each run, seconds")
     parser.add_argument("--data-root", help="where the broker's log and state dirs live")
     parser.add_argument("--json", type=Path, help="also write the figures to this file")
@@ -148,7 +154,7 @@ def main() -> None:
         running_broker("sluice", args.data_root, config=config) as broker,
         tempfile.TemporaryDirectory(prefix="bench-streams-", dir=args.data_root) as tmp,
     ):
-        ctx = Context(broker.bootstrap, broker.pid, Path(tmp), quix, args.timeout)
+        ctx = Context(broker.bootstrap, broker.pid, Path(tmp), quix, args.timeout, args.stores)
         create_topic(broker.bootstrap, INPUT)
         log.log(f"producing {records:,} input records")
         passes = in_child(
