@@ -19,7 +19,8 @@ Responses go back through the transport (:meth:`FrameProtocol.write`), except a 
 response, which comes in parts — its framing bytes and the file regions of its records — and
 goes out with :meth:`FrameProtocol.send_frame`: on a plaintext socket the records are sent from
 the segment files with ``os.sendfile`` (the kernel's copy from the page cache is the only one),
-otherwise read with one ``pread`` each and written. A response with fewer than
+otherwise (TLS) read in pieces of :data:`READ_PIECE` bytes and written piece by piece. A
+response with fewer than
 :data:`COPY_BELOW` bytes of records is read and written on a plaintext socket too: for a small
 response (a follower's or a caught-up consumer's fetch of the last few batches) the zero-copy
 path's three system calls — the head, ``sendfile``, the rest — cost more than copying.
@@ -74,6 +75,14 @@ GROW_FROM = 1 << 20
 COPY_BELOW = 64 * 1024
 """A Fetch response whose records are fewer bytes than this is read and written, not sent
 with ``os.sendfile``."""
+
+READ_PIECE = 256 * 1024
+"""A region sent without ``sendfile`` (TLS) is read and written in pieces of at most this: each
+piece is encrypted and leaves as its own ciphertext, instead of a whole fetch (up to
+``max.partition.fetch.bytes``, 10 MB in the benchmarks) read into one ``bytes`` and encrypted
+into another. Buffers that large come from fresh pages each time (glibc maps and unmaps them):
+~300,000 page faults per 600 MB read: a TLS consume's broker at 0.85–0.92 cores in the runs
+that met them, 0.40–0.43 with pieces (2026-11-29, docs/benchmarks.md)."""
 
 SPARE_IDLE_S = 2.0
 """A connection's spare buffer is dropped when no frame comes for this long."""
@@ -279,16 +288,25 @@ class FrameProtocol(asyncio.BufferedProtocol):
         transport has written everything queued before (so that responses stay in order), the
         parts go straight to the socket — the bytes with ``send`` (``MSG_MORE``: they share
         packets with what follows), each region with ``os.sendfile`` from its file, waiting for
-        the socket whenever it is full. Otherwise the regions are read (one ``pread`` each) and
-        all the parts given to the transport at once (``writelines``: no joining).
+        the socket whenever it is full. Otherwise the parts are given to the transport one
+        ``write`` each, the regions read in pieces of :data:`READ_PIECE` bytes (one ``pread``
+        each) as they go (no joining).
         """
         try:
             if self._out is None or frame.region_bytes < self._copy_below:
                 assert self.transport is not None
                 if self._lost or self.transport.is_closing():
                     raise ConnectionResetError("connection lost")
-                parts = [p.read() if isinstance(p, FileRegion) else p for p in frame.parts]
-                self.transport.writelines(parts)
+                # one write a piece, each read when its turn comes: each piece is encrypted on
+                # its own and its buffer reused. A file found short fails the frame part-sent,
+                # as sendfile's does: the connection is closed.
+                write = self.transport.write
+                for part in frame.parts:
+                    if isinstance(part, FileRegion):
+                        for piece in part.read_pieces(READ_PIECE):
+                            write(piece)
+                    else:
+                        write(part)
                 return
             while self.write_buffer_size():
                 await self._wait_writable()

@@ -4,8 +4,9 @@ A :class:`FileRegion` is ``size`` bytes at ``position`` of a ``.log`` file, thro
 descriptor of its own (an ``os.dup`` of the segment's): the bytes stay readable while the
 response waits for the socket even if the segment is retired, deleted or closed meanwhile (the
 open descriptor keeps the file's data, as Kafka's ``FileRecords`` slice keeps its channel). The
-region is sent as it is — ``os.sendfile`` on a plaintext socket, :meth:`FileRegion.read` into
-one ``bytes`` otherwise — and must be closed once sent or dropped.
+region is sent as it is — ``os.sendfile`` on a plaintext socket, read
+(:meth:`FileRegion.read`, :meth:`FileRegion.read_pieces`) otherwise — and must be closed once
+sent or dropped.
 
 Not thread-safe; one owner (the connection sending it) closes it, exactly once.
 """
@@ -13,6 +14,7 @@ Not thread-safe; one owner (the connection sending it) closes it, exactly once.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 
 from sluice.errors import StorageError
 
@@ -41,10 +43,20 @@ class FileRegion:
 
     def read(self) -> bytes:
         """The region's bytes (one ``pread``); :class:`StorageError` if the file is shorter."""
-        data = os.pread(self._fd, self.size, self.position)
-        if len(data) != self.size:
+        return self._pread(self.position, self.size)
+
+    def read_pieces(self, piece: int) -> Iterator[bytes]:
+        """The region's bytes in pieces of at most ``piece`` bytes, each read (one ``pread``)
+        when asked for; :class:`StorageError` when the file turns out shorter."""
+        end = self.position + self.size
+        for at in range(self.position, end, piece):
+            yield self._pread(at, min(piece, end - at))
+
+    def _pread(self, position: int, size: int) -> bytes:
+        data = os.pread(self._fd, size, position)
+        if len(data) != size:
             raise StorageError(
-                f"segment file ended {self.size - len(data)} bytes short of a fetched region"
+                f"segment file ended {size - len(data)} bytes short of a fetched region"
             )
         return data
 
