@@ -229,6 +229,9 @@ class CopyLoop:
         self.aborts = 0
         self.errors: list[str] = []
         self.fatal: list[str] = []
+        self.empty_polls = 0  # in a row: what the loop was doing when it stopped copying
+        self.assigned: list[int] = []  # the source partitions, as of the last poll
+        self.calling = ""  # the transactional call in progress, if any
         self._consumer = Consumer(
             {
                 "bootstrap.servers": bootstrap,
@@ -269,6 +272,8 @@ class CopyLoop:
             stopping = self._background.stopping
             while not stopping.is_set() and time.monotonic() < deadline and not self.fatal:
                 batch = [m for m in consumer.consume(500, 0.2) if m.error() is None]
+                self.empty_polls = 0 if batch else self.empty_polls + 1
+                self.assigned = sorted(tp.partition for tp in consumer.assignment())
                 if batch:
                     self._copy(batch)
         except KafkaException as exc:
@@ -283,8 +288,11 @@ class CopyLoop:
             for msg in batch:
                 producer.produce(self.sink, value=msg.value(), partition=msg.partition())
             positions = consumer.position(consumer.assignment())
+            self.calling = "send_offsets_to_transaction"
             producer.send_offsets_to_transaction(positions, consumer.consumer_group_metadata(), 30)
+            self.calling = "commit_transaction"
             self._commit()
+            self.calling = ""
             self.transactions += 1
         except KafkaException as exc:
             error = exc.args[0]
@@ -341,7 +349,9 @@ def test_consume_transform_produce_is_exactly_once_through_a_coordinator_kill(
             )
         except AssertionError as exc:
             raise AssertionError(
-                f"the copy loop's errors {loop.errors[-5:]}, fatal {loop.fatal}; {exc}"
+                f"the copy loop's errors {loop.errors[-5:]}, fatal {loop.fatal}; assigned "
+                f"{loop.assigned}, {loop.empty_polls} empty polls in a row, in "
+                f"{loop.calling or 'no transactional call'}; {exc}"
             ) from None
     finally:
         producer.stop()
