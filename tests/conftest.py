@@ -12,7 +12,7 @@ import subprocess
 import sys
 import time
 import uuid
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Callable, Generator, Iterator
 from pathlib import Path
 from typing import Any
@@ -29,8 +29,40 @@ settings.register_profile("sluice", deadline=None)
 settings.load_profile("sluice")
 
 
+def _listen_ports() -> range:
+    """The ports this test process hands out: below the kernel's ephemeral range, so that no
+    outgoing connection (a client's, a broker's) takes one between the moment a test picks it
+    and the moment its server binds it — with ``bind(0)`` that happened (a broker of a cluster
+    test found its port taken: EADDRINUSE). Each xdist worker gets a slice of its own."""
+    try:
+        low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        low = 0
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
+    index = int(worker[2:]) if worker[2:].isdigit() else 0
+    size = 2000
+    start = low - 12_000 + (index % 6) * size
+    return range(start, start + size) if start >= 10_000 else range(0)
+
+
+_PORTS = _listen_ports()
+_handed_out: deque[int] = deque(maxlen=len(_PORTS) // 2)  # the latest, not handed out again
+
+
 def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+    """A TCP port on 127.0.0.1 that nothing listens on right now, not handed out before by this
+    process (see :func:`_listen_ports`; the kernel's choice when there is no such range)."""
+    for _ in range(len(_PORTS)):
+        port = _PORTS[int.from_bytes(os.urandom(2), "big") % len(_PORTS)]
+        if port in _handed_out:
+            continue
+        with socket.socket() as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        _handed_out.append(port)
+        return port
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
