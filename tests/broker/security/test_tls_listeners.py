@@ -8,6 +8,7 @@ serving everyone else.
 from __future__ import annotations
 
 import asyncio
+import gc
 import socket
 import ssl
 import subprocess
@@ -146,6 +147,12 @@ def test_kafka_python_over_tls(broker: TlsBroker, listener: str) -> None:
         if len(got) == 3:
             break
     consumer.close()
+    # kafka-python's closed clients can leave an SSLSocket for the garbage collector, whose
+    # ResourceWarning then fails whichever test runs when it is collected (seen once in CI,
+    # in a replication test): collected here, its warning ignored — the leak is the client's
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ResourceWarning)
+        gc.collect()
     assert got == [b"k0", b"k1", b"k2"]
 
 
