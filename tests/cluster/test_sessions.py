@@ -125,6 +125,40 @@ def test_sessions_and_data_survive_a_zookeeper_restart(private_zookeeper: ZooKee
         store.close()
 
 
+def test_a_session_survives_an_outage_longer_than_its_timeout(
+    private_zookeeper: ZooKeeperServer,
+) -> None:
+    # ZooKeeper counts a session's timeout from its own start: a client that comes back within
+    # the timeout of that keeps its session, however long the server was down. Kazoo's default
+    # reconnect back-off doubles up to an hour; after a 6 s outage its next try came ~6 s late
+    # and the session had expired (a broker's registration gone; once in the clean-clone CI).
+    connect = private_zookeeper.hosts + "/outage"
+    ZooKeeperMetadataStore.connect(connect, connection_timeout_ms=20_000).close()  # warm JVM
+    store = ZooKeeperMetadataStore.connect(
+        connect, session_timeout_ms=4000, connection_timeout_ms=2000
+    )
+    try:
+        expired = threading.Event()
+        store.on_session_expired(expired.set)
+        epoch = store.register_broker(registration(1))
+        private_zookeeper.stop()
+        time.sleep(6)  # longer than the session timeout
+        private_zookeeper.start()
+        deadline = time.monotonic() + 15
+        while True:
+            try:
+                live = store.live_brokers()
+                break
+            except MetadataStoreUnavailableError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.1)
+        assert not expired.is_set(), "the session expired: the client came back too late"
+        assert 1 in live and live[1].epoch == epoch
+    finally:
+        store.close()
+
+
 def test_calls_while_zookeeper_is_down_fail_within_the_connection_timeout(
     private_zookeeper: ZooKeeperServer,
 ) -> None:

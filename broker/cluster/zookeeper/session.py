@@ -14,6 +14,7 @@ import threading
 from collections.abc import Callable
 from typing import Any, ParamSpec, TypeVar
 
+from kazoo.client import KazooClient
 from kazoo.exceptions import (
     ConnectionLoss,
     KazooException,
@@ -21,6 +22,7 @@ from kazoo.exceptions import (
     SessionExpiredError,
 )
 from kazoo.handlers.threading import KazooTimeoutError
+from kazoo.retry import KazooRetry
 
 from sluice.broker.cluster.metadata_store import (
     MetadataStoreError,
@@ -151,6 +153,23 @@ class KazooWatch:
             except Exception:
                 log.exception("callback of the watch on %s failed", self._description)
             return True
+
+
+#: The longest wait between two rounds of connection attempts while ZooKeeper is unreachable.
+#: Kazoo's default doubles the wait up to an hour; ZooKeeper counts a session's timeout from its
+#: own (re)start, so after a long outage a client that came back on that schedule found its
+#: session expired (a broker's registration, the controller's office gone). Kafka's ZooKeeper
+#: client waits at most a second between rounds; so does this one.
+RECONNECT_MAX_DELAY_S = 1.0
+
+
+def new_client(hosts: str, session_timeout_ms: int | None = None) -> KazooClient:
+    """A kazoo client for ``hosts`` (with any chroot) that keeps trying to reconnect at most
+    :data:`RECONNECT_MAX_DELAY_S` apart, for as long as it is not stopped."""
+    retry = KazooRetry(max_tries=-1, delay=0.1, backoff=2, max_delay=RECONNECT_MAX_DELAY_S)
+    if session_timeout_ms is None:
+        return KazooClient(hosts=hosts, connection_retry=retry)
+    return KazooClient(hosts=hosts, timeout=session_timeout_ms / 1000, connection_retry=retry)
 
 
 def start_client(client: Any, timeout_ms: int, unreachable: Exception) -> Any:

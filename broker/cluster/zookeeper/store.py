@@ -31,7 +31,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeVar
 
-from kazoo.client import KazooClient, KazooState
+from kazoo.client import KazooState
 from kazoo.exceptions import (
     NodeExistsError,
     NoNodeError,
@@ -68,6 +68,7 @@ from sluice.broker.cluster.zookeeper.session import (
     BoundedClient,
     KazooWatch,
     bounded,
+    new_client,
     split_connect_string,
     start_client,
     translate_errors,
@@ -125,13 +126,13 @@ class ZooKeeperMetadataStore:
             f"(zookeeper.connection.timeout.ms={timeout_ms}): is ZooKeeper running there?"
         )
         if chroot:
-            bootstrap = start_client(KazooClient(hosts=hosts), timeout_ms, unreachable)
+            bootstrap = start_client(new_client(hosts), timeout_ms, unreachable)
             try:
                 bounded(lambda: bootstrap.ensure_path_async(chroot), timeout_ms, unreachable)
             finally:
                 bootstrap.stop()
                 bootstrap.close()
-        client = KazooClient(hosts=hosts + chroot, timeout=session_timeout_ms / 1000)
+        client = new_client(hosts + chroot, session_timeout_ms)
         store = cls(start_client(client, timeout_ms, unreachable), connect, clock_ms, timeout_ms)
         try:
             for path in znodes.PERSISTENT_PATHS:
