@@ -79,6 +79,17 @@ class Up:
     def log(self) -> str:
         return (self.folder / "up.out").read_text(errors="replace")
 
+    def component_logs(self, lines: int = 40) -> str:
+        """The last ``lines`` of each component's log but the brokers' and ZooKeeper's: where
+        a pipeline that stopped short says why."""
+        parts = []
+        for path in sorted((self.folder / self.home / "logs").glob("*.log")):
+            if path.stem.startswith(("broker", "zookeeper")):
+                continue
+            tail = path.read_text(errors="replace").splitlines()[-lines:]
+            parts.append(f"--- {path.name} (last {len(tail)} lines)\n" + "\n".join(tail))
+        return "\n".join(parts)
+
     def stop(self) -> int:
         self.state()
         if self.process.poll() is None:
@@ -161,6 +172,7 @@ def in_parquet(folder: Path, files: str = FILES) -> dict[tuple[str, int], tuple[
 
 def wait_for_results(run: Up, orders: int, timeout: float = 240) -> None:
     deadline = time.monotonic() + timeout
+    sqlite_orders = parquet_orders = 0
     while time.monotonic() < deadline:
         assert run.process.poll() is None, run.log()
         sqlite_orders = sum(count for _, count in in_sqlite(run.folder, run.files).values())
@@ -168,7 +180,10 @@ def wait_for_results(run: Up, orders: int, timeout: float = 240) -> None:
         if sqlite_orders >= orders and parquet_orders >= orders:
             return
         time.sleep(1)
-    raise AssertionError(f"no complete results in {timeout} s:\n{run.log()}")
+    raise AssertionError(
+        f"no complete results in {timeout} s: {sqlite_orders} of {orders} orders in SQLite, "
+        f"{parquet_orders} in the Parquet\n{run.log()}\n{run.component_logs()}"
+    )
 
 
 def wait_restarted(run: Up, name: str, old_pid: int, timeout: float = 60) -> None:
