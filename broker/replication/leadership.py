@@ -248,15 +248,19 @@ class Leadership:
             leader_leo=self.partition.log.log_end_offset,
             lag_max_ms=self._lag_max_ms,
         )
-        if not dropped:
+        strays = self._strays()
+        if not dropped and not strays:
             return
-        log.info(
-            "%s: followers %s out of sync for %d ms; shrinking the ISR",
-            self.name,
-            dropped,
-            self._lag_max_ms,
-        )
-        task = self._propose(tuple(r for r in self.isr if r not in dropped))
+        if dropped:
+            log.info(
+                "%s: followers %s out of sync for %d ms; shrinking the ISR",
+                self.name,
+                dropped,
+                self._lag_max_ms,
+            )
+        if strays:
+            log.info("%s: %s no longer replicas; shrinking the ISR", self.name, strays)
+        task = self._propose(tuple(r for r in self.isr if r not in dropped and r not in strays))
         await asyncio.wait([task])  # not cancelled with the caller, nor raising when resigned
 
     def update_replicas(self, replicas: tuple[int, ...]) -> None:
@@ -269,18 +273,19 @@ class Leadership:
         self._advance(self._clock())
         self._drop_strays()
 
+    def _strays(self) -> list[int]:
+        """The ISR's members that are no longer replicas (an expansion written while a
+        reassignment removed its follower)."""
+        followers = self._replicas.followers
+        return sorted(r for r in self.isr if r != self.broker_id and r not in followers)
+
     def _drop_strays(self) -> None:
-        """Propose an ISR without the members that are no longer replicas (an expansion
-        written while a reassignment removed its follower), unless a proposal is in flight:
-        its answer calls this again."""
-        kept = tuple(r for r in self.isr if r == self.broker_id or r in self._replicas.followers)
-        if kept != self.isr and self._may_propose(self._clock()):
-            log.info(
-                "%s: %s no longer replicas; shrinking the ISR",
-                self.name,
-                sorted(set(self.isr) - set(kept)),
-            )
-            self._propose(kept)
+        """Propose an ISR without :meth:`_strays`, unless a proposal is in flight (its answer
+        calls this again) or waits for a retry (the periodic shrink drops them then)."""
+        strays = self._strays()
+        if strays and self._may_propose(self._clock()):
+            log.info("%s: %s no longer replicas; shrinking the ISR", self.name, strays)
+            self._propose(tuple(r for r in self.isr if r not in strays))
 
     def update_state(self, state: Versioned[PartitionState]) -> None:
         """A newer partition state naming this broker leader (the member's watch): take its
@@ -304,6 +309,7 @@ class Leadership:
             self.epoch_start_offset = self.partition.log.log_end_offset
         self._retry_after_ms = None
         self._take(state)
+        self._drop_strays()
 
     def resign(self) -> None:
         """No longer leader: every waiting ``acks=all`` write is answered
@@ -426,6 +432,8 @@ class Leadership:
             return
         if written.version > self._state.version:
             self._take(written)
-            if self._proposal is asyncio.current_task():
-                self._proposal = None  # answered: a follow-up proposal may start
-            self._drop_strays()
+        # the watch may have delivered the written state first: either way it is answered, a
+        # follow-up proposal may start, and members the assignment dropped meanwhile go
+        if self._proposal is asyncio.current_task():
+            self._proposal = None
+        self._drop_strays()

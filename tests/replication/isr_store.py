@@ -12,13 +12,15 @@ from sluice.broker.cluster.model import PartitionState, Versioned
 class MemoryIsrStore:
     """A partition's state record in memory. A proposal naming another version than the
     current one is refused (None), as a conditional write to ZooKeeper is; ``gate`` makes
-    proposals wait (a slow store), ``failure`` makes them raise (a store that is away)."""
+    proposals wait (a slow store), ``failure`` makes them raise (a store that is away),
+    ``answer_gate`` holds the answer of a proposal already written (its watch may come first)."""
 
     def __init__(self, state: Versioned[PartitionState], where: tuple[str, int]) -> None:
         self.current = state
         self.where = where
         self.proposed: list[tuple[int, ...]] = []
         self.gate: asyncio.Event | None = None
+        self.answer_gate: asyncio.Event | None = None
         self.failure: Exception | None = None
 
     async def propose_isr(
@@ -32,7 +34,10 @@ class MemoryIsrStore:
             raise self.failure
         if state.version != self.current.version:
             return None
-        return self.write(isr, state=state)
+        written = self.write(isr, state=state)
+        if self.answer_gate is not None:
+            await self.answer_gate.wait()
+        return written
 
     def write(
         self, isr: tuple[int, ...], state: Versioned[PartitionState] | None = None

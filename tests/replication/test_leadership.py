@@ -434,6 +434,41 @@ def test_a_lost_race_whose_newer_state_came_first_proposes_again_at_once(
     run(scenario())
 
 
+def test_a_follower_removed_while_its_expansion_was_written_leaves_the_isr(
+    lead: LeadFactory,
+) -> None:
+    # A reassignment from [1, 2, 3] to [1, 2]: follower 3 fetched while it was still a replica,
+    # the leader proposed it into the ISR, the new assignment came while the proposal was in
+    # flight, and the watch delivered the written state before the proposal's own answer (the
+    # clean-clone CI: the stray stayed in the ISR for good, the partition under-replicated)
+    async def scenario() -> None:
+        led = lead(isr=(1, 2))
+        led.store.answer_gate = asyncio.Event()
+        led.fetch(3, 0)
+        await settle()
+        assert led.store.proposed == [(1, 2, 3)] and led.store.current.value.isr == (1, 2, 3)
+        led.leadership.update_replicas((1, 2))  # the proposal is in flight: nothing proposed
+        led.leadership.update_state(led.store.current)  # the watch came before the answer
+        led.store.answer_gate.set()
+        await settle()
+        assert led.store.proposed == [(1, 2, 3), (1, 2)], "the stray was not dropped"
+        assert led.leadership.isr == (1, 2) == led.store.current.value.isr
+        assert not led.leadership.under_replicated
+
+    run(scenario())
+
+
+def test_a_stray_in_the_isr_is_dropped_by_the_periodic_shrink(lead: LeadFactory) -> None:
+    async def scenario() -> None:
+        led = lead(replicas=(1, 2), isr=(1, 2))
+        led.leadership.update_state(led.store.write((1, 2, 3)))  # written by another leader
+        await settle()
+        await asyncio.wait_for(led.leadership.maybe_shrink_isr(led.clock.now), 1)
+        assert led.leadership.isr == (1, 2) == led.store.current.value.isr
+
+    run(scenario())
+
+
 def test_after_a_store_failure_the_leader_proposes_again_later(lead: LeadFactory) -> None:
     async def scenario() -> None:
         led = lead(isr=(1, 2))
