@@ -2,7 +2,8 @@
 
 Everything Sluice builds above the broker — the CLI, and later Streams and Connect — reaches a
 broker only through these three functions (DESIGN.md §1), so that pointing them at any Kafka
-cluster works unchanged::
+cluster works unchanged (and :func:`watermarks` asks a consumer where partitions start and end
+the way Kafka's consumer does, riding out a leader that moved)::
 
     from sluice import clients
 
@@ -37,15 +38,17 @@ Defaults, beyond librdkafka's own:
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
-from confluent_kafka import Consumer, Producer
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
-__all__ = ["DEFAULT_BOOTSTRAP", "RDKAFKA_LOGGER", "admin", "consumer", "producer"]
+__all__ = ["DEFAULT_BOOTSTRAP", "RDKAFKA_LOGGER", "admin", "consumer", "producer", "watermarks"]
 
 DEFAULT_BOOTSTRAP = "localhost:9092"
 """Where clients look for a broker when nothing else is said (Kafka's habit)."""
@@ -94,3 +97,55 @@ def consumer(bootstrap: str, **overrides: Any) -> Consumer:
 def admin(bootstrap: str, **overrides: Any) -> AdminClient:
     """An admin client that never auto-creates a topic by looking it up."""
     return AdminClient(_config(bootstrap, _ADMIN_DEFAULTS, overrides))
+
+
+MOVING_ERRORS = frozenset(
+    {
+        KafkaError.NOT_LEADER_FOR_PARTITION,
+        KafkaError.LEADER_NOT_AVAILABLE,
+        KafkaError.FENCED_LEADER_EPOCH,
+        KafkaError.UNKNOWN_LEADER_EPOCH,
+        KafkaError.OFFSET_NOT_AVAILABLE,
+        KafkaError.UNKNOWN_TOPIC_OR_PART,
+        KafkaError.BROKER_NOT_AVAILABLE,
+        KafkaError.REQUEST_TIMED_OUT,
+        KafkaError._TRANSPORT,
+        KafkaError._TIMED_OUT,
+        KafkaError._ALL_BROKERS_DOWN,
+        KafkaError._UNKNOWN_PARTITION,
+    }
+)
+"""Errors of a watermark query that a later one may not get: the partition's leader moved or
+is being elected, a broker went away (Kafka's consumer retries them within
+``default.api.timeout.ms``)."""
+
+
+def watermarks(
+    consumer: Consumer, partitions: Iterable[TopicPartition], timeout_s: float
+) -> list[tuple[int, int]]:
+    """The start and end of each of ``partitions`` (the log start offset, and the high
+    watermark — the last stable offset for a ``read_committed`` consumer), asked of its leader,
+    in order.
+
+    librdkafka answers a query whose leader just moved with NOT_LEADER_FOR_PARTITION and does
+    not refresh the assign-only consumer's metadata itself: after such an error (or any of
+    :data:`MOVING_ERRORS`), the topic's metadata is asked for again and the query repeated, until
+    ``timeout_s`` has passed in all; then, and for any other error, the ``KafkaException`` is
+    raised as it came.
+    """
+    deadline = time.monotonic() + timeout_s
+    found = []
+    for partition in partitions:
+        while True:
+            remaining = deadline - time.monotonic()
+            try:
+                low, high = consumer.get_watermark_offsets(partition, timeout=max(remaining, 0.5))
+                break
+            except KafkaException as error:
+                if error.args[0].code() not in MOVING_ERRORS or remaining <= 0.5:
+                    raise
+                with contextlib.suppress(KafkaException):  # the next query says what is wrong
+                    consumer.list_topics(partition.topic, timeout=2)
+                time.sleep(0.1)
+        found.append((int(low), int(high)))
+    return found

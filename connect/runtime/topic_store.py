@@ -142,13 +142,9 @@ class TopicMap:
                 self._lock.notify_all()
 
     def _ends(self) -> dict[int, int]:
-        ends = {}
-        for partition in self._partitions:
-            _, high = self._watermarks.get_watermark_offsets(
-                TopicPartition(self.topic, partition), timeout=30
-            )
-            ends[partition] = high
-        return ends
+        wanted = [TopicPartition(self.topic, p) for p in self._partitions]
+        found = clients.watermarks(self._watermarks, wanted, 30)
+        return {p: high for p, (_, high) in zip(self._partitions, found, strict=True)}
 
     def _read_to_end(self, timeout_s: float = 60.0) -> None:
         ends = self._ends()

@@ -156,9 +156,7 @@ class KafkaLog:
 
     def _end(self) -> int:
         try:
-            _, high = self._watermarks.get_watermark_offsets(
-                self._partition, timeout=self.timeout_s
-            )
+            [(_, high)] = clients.watermarks(self._watermarks, [self._partition], self.timeout_s)
         except KafkaException as error:
             raise errors.store_error(
                 f"cannot read the end of {self.topic}: {error.args[0].str()}"

@@ -17,6 +17,7 @@ from typing import Any
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
 
+from sluice import clients
 from sluice.streams.errors import StreamsError
 from sluice.streams.state.base import StateStore
 
@@ -65,8 +66,7 @@ def restore(consumer: Consumer, work: list[Restoration], timeout_s: float = 600.
     pending = set(by_partition)
     # Empty partitions never report end-of-partition with some brokers; check watermarks first.
     for topic, partition in list(pending):
-        watermarks = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=30)
-        low, high = (int(w) for w in watermarks) if watermarks else (0, 0)
+        [(low, high)] = clients.watermarks(consumer, [TopicPartition(topic, partition)], 30)
         first = by_partition[(topic, partition)][0].offset
         for item in by_partition[(topic, partition)]:
             item.high_watermark, item.position = high, low if first is None else max(first, low)

@@ -34,6 +34,7 @@ from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
+from sluice import clients
 from sluice.streams.config import StreamsConfig
 from sluice.streams.errors import ProductionError, RecordError, StreamsError, handler_from
 from sluice.streams.globals import GlobalStores
@@ -497,21 +498,16 @@ class StreamThread:
         when the broker does not say in time (its leader moving, say).
 
         The restore consumer is assign-only and mostly assigned nothing, so nothing refreshes
-        its metadata: after its cached leader died it kept asking the dead broker. A failed
-        query refreshes the topic's metadata and asks once more."""
-        where = TopicPartition(topic, partition)
+        its metadata: after its cached leader died it kept asking the dead broker
+        (:func:`sluice.clients.watermarks` refreshes it and asks again, for up to 10 s)."""
         try:
-            _, high = self.restore_consumer.get_watermark_offsets(where, timeout=5)
-        except KafkaException:
-            try:
-                self.restore_consumer.list_topics(topic, timeout=5)
-                _, high = self.restore_consumer.get_watermark_offsets(where, timeout=5)
-            except KafkaException as error:
-                log.warning(
-                    "the end of %s[%d] is not known: %s", topic, partition, error.args[0].str()
-                )
-                return None
-        return max(int(high), 0)
+            [(_, high)] = clients.watermarks(
+                self.restore_consumer, [TopicPartition(topic, partition)], 10
+            )
+        except KafkaException as error:
+            log.warning("the end of %s[%d] is not known: %s", topic, partition, error.args[0].str())
+            return None
+        return max(high, 0)
 
     def _lose_tasks(self) -> None:
         """The group moved on while this member had uncommitted work: abort it and close every
