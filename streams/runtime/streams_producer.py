@@ -91,16 +91,29 @@ class StreamsProducer:
 
     def abort(self) -> bool:
         """Drop the open transaction's work; a fenced producer is replaced by a new one
-        (then True: the group may have moved on, Kafka Streams' ``TaskMigratedException``)."""
+        (then True: the group may have moved on, Kafka Streams' ``TaskMigratedException``).
+
+        The abort is retried while librdkafka calls its error retriable (a coordinator moving),
+        as a commit is. A producer that still cannot abort is replaced too: the new one's
+        ``init_transactions`` fences it and has the coordinator abort its transaction (Kafka
+        Streams swallows the abort's timeout and goes on with the same producer; librdkafka's
+        would refuse the next transaction until its abort went through)."""
         if not self.in_transaction:
             return False
         fenced = False
         try:
-            self.producer.abort_transaction(30)
+            call_retrying(
+                self.producer.abort_transaction, "abort the transaction", TXN_CALL_BUDGET_S
+            )
         except KafkaException as error:
-            if not error.args[0].fatal():
-                raise
-            log.warning("the producer was fenced (%s): a new one takes over", error.args[0])
+            if error.args[0].fatal():
+                log.warning("the producer was fenced (%s): a new one takes over", error.args[0])
+            else:
+                log.warning(
+                    "could not abort the transaction (%s): a new producer takes over and "
+                    "fences this one",
+                    error.args[0],
+                )
             self.producer = self._make()
             self.producer.init_transactions(30)
             fenced = True
