@@ -28,15 +28,20 @@ from sluice.streams.config import StreamsConfig
 from sluice.streams.runtime import thread_clients
 from sluice.streams.runtime.collector import KafkaCollector
 from sluice.streams.runtime.membership import CommitFailedError
-from sluice.streams.runtime.txn_calls import call_retrying
+from sluice.streams.runtime.txn_calls import CallHungError, call_retrying, call_within
 
-__all__ = ["TXN_CALL_BUDGET_S", "StreamsProducer"]
+__all__ = ["HUNG_CALL_GRACE_S", "TXN_CALL_BUDGET_S", "StreamsProducer"]
 
 log = logging.getLogger("sluice.streams")
 
 TXN_CALL_BUDGET_S = 60.0
 """How long a transactional call is retried while it fails with retriable errors (a moved
 coordinator is found again within seconds; Kafka's ``max.block.ms`` is 60 s)."""
+
+HUNG_CALL_GRACE_S = 5.0
+"""How long past its timeout — and past ``transaction.timeout.ms``, after which the coordinator
+has aborted the transaction anyway — ``send_offsets_to_transaction`` is waited for before its
+producer is given up (librdkafka #5456, #5511: the call can block for good)."""
 
 
 class StreamsProducer:
@@ -47,6 +52,8 @@ class StreamsProducer:
         self._process_id = process_id
         self._collector = collector
         self.in_transaction = False
+        self._abandoned: list[tuple[Any, CallHungError]] = []
+        """Producers given up while a call was still inside them, kept until it returns."""
         self.producer = self._make()
 
     def _make(self) -> Any:
@@ -72,14 +79,38 @@ class StreamsProducer:
             return
         if offsets:
             metadata = group_metadata()
-            self._call(
-                lambda timeout: self.producer.send_offsets_to_transaction(
-                    offsets, metadata, timeout
-                ),
-                "send the offsets to the transaction",
-            )
+            producer = self.producer
+            longest = self._config.transaction_timeout_ms / 1000
+
+            def send(timeout: float) -> None:
+                call_within(
+                    lambda t: producer.send_offsets_to_transaction(offsets, metadata, t),
+                    timeout,
+                    min(timeout, longest) + HUNG_CALL_GRACE_S,
+                )
+
+            try:
+                self._call(send, "send the offsets to the transaction")
+            except CallHungError as hung:
+                self._give_up(hung)
         self._call(self.producer.commit_transaction, "commit the transaction")
         self.in_transaction = False
+
+    def _give_up(self, hung: CallHungError) -> None:
+        """Replace a producer stuck in ``send_offsets_to_transaction``: the new one's
+        ``init_transactions`` fences it and has the coordinator abort its transaction; raises
+        :class:`CommitFailedError` (the work since the last commit is lost)."""
+        log.warning(
+            "send_offsets_to_transaction did not return (%s; librdkafka #5456, #5511): "
+            "a new producer takes over and fences this one",
+            hung,
+        )
+        self._abandoned = [(p, h) for p, h in self._abandoned if h.worker.is_alive()]
+        self._abandoned.append((self.producer, hung))
+        self.in_transaction = False
+        self.producer = self._make()
+        self.producer.init_transactions(30)
+        raise CommitFailedError(f"could not send the offsets to the transaction: {hung}")
 
     def _call(self, call: Callable[[float], object], what: str) -> None:
         try:

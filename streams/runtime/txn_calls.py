@@ -22,12 +22,13 @@ it came.
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable
 
 from confluent_kafka import KafkaError, KafkaException
 
-__all__ = ["call_retrying"]
+__all__ = ["CallHungError", "call_retrying", "call_within"]
 
 log = logging.getLogger("sluice.streams")
 
@@ -48,3 +49,35 @@ def call_retrying(
                 raise
             log.info("could not %s (%s); trying again", what, error.str())
             time.sleep(backoff_s)
+
+
+class CallHungError(Exception):
+    """A librdkafka call did not return in time; ``worker`` is the thread still inside it."""
+
+    def __init__(self, message: str, worker: threading.Thread) -> None:
+        super().__init__(message)
+        self.worker = worker
+
+
+def call_within(call: Callable[[float], object], timeout_s: float, wait_s: float) -> None:
+    """``call(timeout_s)`` in a thread of its own, waited for ``wait_s`` at most;
+    :class:`CallHungError` past that (the call goes on in its thread), else what it raised.
+
+    For ``send_offsets_to_transaction``, which librdkafka 2.16 lets block past its timeout
+    (librdkafka #5456) — for good when the group's coordinator left the metadata while it was
+    dead (#5511: the request waits for that broker's thread, which is gone)."""
+    raised: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            call(timeout_s)
+        except BaseException as error:  # handed to the caller
+            raised.append(error)
+
+    worker = threading.Thread(target=run, name="txn-call", daemon=True)
+    worker.start()
+    worker.join(wait_s)
+    if worker.is_alive():
+        raise CallHungError(f"no answer in {wait_s:.0f} s", worker)
+    if raised:
+        raise raised[0]
