@@ -23,6 +23,7 @@ import logging
 import struct
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
+from typing import Literal
 
 from kio.schema.errors import ErrorCode
 
@@ -55,24 +56,54 @@ class ReplayedBatch:
         return key is not None and len(key) >= 4 and _MARKER.unpack_from(key)[1] == COMMIT_MARKER
 
 
-def write_error(code: ErrorCode, *, transaction_log: bool) -> ErrorCode:
-    """What a coordinator answers when a write to its partition failed with ``code`` (Kafka's
-    mapping: ``GroupMetadataManager.storeOffsets``/``storeGroup`` for ``__consumer_offsets``,
-    ``TransactionStateManager.appendTransactionToLog`` for ``__transaction_state``).
+WrittenRecord = Literal["offsets", "group", "transaction"]
+"""What a coordinator wrote: offsets (and offset deletions, group tombstones), a group's
+metadata (members and assignment: JoinGroup, SyncGroup), a transaction's state."""
 
-    >>> write_error(ErrorCode.not_enough_replicas, transaction_log=False).name
+_TOO_LARGE = (
+    ErrorCode.message_too_large,
+    ErrorCode.record_list_too_large,
+    ErrorCode.invalid_fetch_size,
+)
+
+
+def write_error(code: ErrorCode, *, written: WrittenRecord) -> ErrorCode:
+    """What a coordinator answers when a write to its partition failed with ``code`` (Kafka's
+    mappings: ``GroupMetadataManager.storeOffsets`` and ``storeGroup`` for
+    ``__consumer_offsets``, ``TransactionStateManager.appendTransactionToLog`` for
+    ``__transaction_state``): a group's metadata that timed out asks the members to join again
+    (REBALANCE_IN_PROGRESS, which every client retries; a Java consumer takes an unknown code
+    in SyncGroup as fatal).
+
+    >>> write_error(ErrorCode.not_enough_replicas, written="offsets").name
     'coordinator_not_available'
-    >>> write_error(ErrorCode.request_timed_out, transaction_log=True).name
+    >>> write_error(ErrorCode.request_timed_out, written="transaction").name
     'coordinator_not_available'
+    >>> write_error(ErrorCode.request_timed_out, written="group").name
+    'rebalance_in_progress'
+    >>> write_error(ErrorCode.message_too_large, written="offsets").name
+    'invalid_commit_offset_size'
     """
     if code in (
         ErrorCode.unknown_topic_or_partition,
         ErrorCode.not_enough_replicas,
         ErrorCode.not_enough_replicas_after_append,
-    ) or (transaction_log and code is ErrorCode.request_timed_out):
+    ):
         return ErrorCode.coordinator_not_available
     if code in (ErrorCode.not_leader_or_follower, ErrorCode.kafka_storage_error):
         return ErrorCode.not_coordinator
+    if code is ErrorCode.request_timed_out and written != "offsets":
+        return (
+            ErrorCode.rebalance_in_progress
+            if written == "group"
+            else ErrorCode.coordinator_not_available
+        )
+    if code in _TOO_LARGE:
+        return (
+            ErrorCode.invalid_commit_offset_size
+            if written == "offsets"
+            else ErrorCode.unknown_server_error
+        )
     return code
 
 

@@ -38,7 +38,7 @@ from sluice.broker.group.group import Group, GroupState
 from sluice.broker.group.metadata_manager import GroupMetadataManager
 from sluice.broker.group.offset_manager import OffsetMetadataManager
 from sluice.broker.group.shard import GroupCoordinatorShard
-from sluice.broker.internal_topic import InternalTopic, partition_for, write_error
+from sluice.broker.internal_topic import InternalTopic, WrittenRecord, partition_for, write_error
 from sluice.broker.topics import TopicManager
 
 __all__ = ["OFFSETS_TOPIC", "GroupCoordinator"]
@@ -121,12 +121,12 @@ class GroupCoordinator:
         then, as Kafka's)."""
         return self._loads.any()
 
-    async def replicated(self, group_id: str) -> ErrorCode:
+    async def replicated(self, group_id: str, written: WrittenRecord = "offsets") -> ErrorCode:
         """Wait until what ``group_id``'s shard wrote is on its partition's in-sync replicas
-        (``offsets.commit.timeout.ms``); NONE, or the error to answer (Kafka's mapping:
-        :func:`~sluice.broker.internal_topic.write_error`)."""
+        (``offsets.commit.timeout.ms``); NONE, or the error to answer for what was ``written``
+        (Kafka's mapping: :func:`~sluice.broker.internal_topic.write_error`)."""
         code = await self.store.replicated(group_id, int(self.config["offsets.commit.timeout.ms"]))
-        return write_error(code, transaction_log=False)
+        return write_error(code, written=written)
 
     def load(self) -> None:
         """Load every partition of ``__consumer_offsets`` (one node leads them all). Call

@@ -233,7 +233,7 @@ async def join_group(
         protocol = ""
     error = result.error
     if error is ErrorCode.none:  # a static member's new id was stored: answered once replicated
-        error = await broker.groups.replicated(request.group_id)
+        error = await broker.groups.replicated(request.group_id, "group")
     return make(
         schema,
         throttle_time=0,
@@ -276,7 +276,7 @@ async def sync_group(
     )
     error = result.error
     if error is ErrorCode.none:  # the assignment is answered once replicated (Kafka's storeGroup)
-        error = await broker.groups.replicated(request.group_id)
+        error = await broker.groups.replicated(request.group_id, "group")
     return make(
         schema,
         throttle_time=0,

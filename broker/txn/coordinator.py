@@ -133,7 +133,7 @@ class TransactionCoordinator:
         (``offsets.commit.timeout.ms``); NONE, or the error to answer (Kafka's mapping for the
         transaction log: :func:`~sluice.broker.internal_topic.write_error`)."""
         code = await self.store.replicated(txn_id, self.timeout_ms)
-        return write_error(code, transaction_log=True)
+        return write_error(code, written="transaction")
 
     # -- loading --------------------------------------------------------------------------
 

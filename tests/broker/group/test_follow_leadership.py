@@ -13,7 +13,7 @@ from kio.schema.errors import ErrorCode
 from sluice.broker.config import BrokerConfig
 from sluice.broker.coordinator_loads import BATCHES_PER_SLICE
 from sluice.broker.group.coordinator import OFFSETS_TOPIC, GroupCoordinator
-from sluice.broker.internal_topic import partition_for, write_error
+from sluice.broker.internal_topic import WrittenRecord, partition_for, write_error
 from sluice.broker.topics import TopicManager
 
 PARTITIONS = 3
@@ -98,25 +98,42 @@ def test_unloading_a_shard_stops_its_members_timers(tmp_path: Path) -> None:
 
 def test_write_failures_are_answered_as_kafka_s_coordinators_answer() -> None:
     e = ErrorCode
-    offsets = {
-        c: write_error(c, transaction_log=False)
-        for c in (
+    codes = (
+        e.none,
+        e.not_enough_replicas,
+        e.not_enough_replicas_after_append,
+        e.not_leader_or_follower,
+        e.kafka_storage_error,
+        e.request_timed_out,
+        e.message_too_large,
+    )
+    kinds: tuple[WrittenRecord, ...] = ("offsets", "group", "transaction")
+    answered = {written: [write_error(c, written=written) for c in codes] for written in kinds}
+    moved, away = e.not_coordinator, e.coordinator_not_available
+    assert answered == {
+        # GroupMetadataManager.storeOffsets
+        "offsets": [
             e.none,
-            e.not_enough_replicas,
-            e.not_enough_replicas_after_append,
-            e.not_leader_or_follower,
+            away,
+            away,
+            moved,
+            moved,
             e.request_timed_out,
-        )
+            e.invalid_commit_offset_size,
+        ],
+        # GroupMetadataManager.storeGroup: a timed-out SyncGroup asks the members to join again
+        "group": [
+            e.none,
+            away,
+            away,
+            moved,
+            moved,
+            e.rebalance_in_progress,
+            e.unknown_server_error,
+        ],
+        # TransactionStateManager.appendTransactionToLog
+        "transaction": [e.none, away, away, moved, moved, away, e.unknown_server_error],
     }
-    assert offsets == {
-        e.none: e.none,
-        e.not_enough_replicas: e.coordinator_not_available,
-        e.not_enough_replicas_after_append: e.coordinator_not_available,
-        e.not_leader_or_follower: e.not_coordinator,
-        e.request_timed_out: e.request_timed_out,
-    }
-    assert write_error(e.request_timed_out, transaction_log=True) is e.coordinator_not_available
-    assert write_error(e.kafka_storage_error, transaction_log=True) is e.not_coordinator
 
 
 def test_a_shard_loads_in_the_background_and_its_groups_wait_meanwhile(tmp_path: Path) -> None:
