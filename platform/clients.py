@@ -48,7 +48,15 @@ from typing import Any
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
-__all__ = ["DEFAULT_BOOTSTRAP", "RDKAFKA_LOGGER", "admin", "consumer", "producer", "watermarks"]
+__all__ = [
+    "DEFAULT_BOOTSTRAP",
+    "RDKAFKA_LOGGER",
+    "admin",
+    "committed",
+    "consumer",
+    "producer",
+    "watermarks",
+]
 
 DEFAULT_BOOTSTRAP = "localhost:9092"
 """Where clients look for a broker when nothing else is said (Kafka's habit)."""
@@ -149,3 +157,51 @@ def watermarks(
                 time.sleep(0.1)
         found.append((int(low), int(high)))
     return found
+
+
+COORDINATOR_ERRORS = frozenset(
+    {
+        KafkaError.NOT_COORDINATOR,
+        KafkaError.COORDINATOR_NOT_AVAILABLE,
+        KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+        KafkaError.UNSTABLE_OFFSET_COMMIT,
+        KafkaError.REQUEST_TIMED_OUT,
+        KafkaError._WAIT_COORD,
+        KafkaError._TRANSPORT,
+        KafkaError._TIMED_OUT,
+        KafkaError._ALL_BROKERS_DOWN,
+    }
+)
+"""Errors of an offset fetch that a later one may not get: the group's coordinator moved, is
+loading, or was away; a transaction on the offsets not yet decided."""
+
+
+def committed(
+    consumer: Consumer, partitions: list[TopicPartition], timeout_s: float
+) -> list[TopicPartition]:
+    """The group's committed offsets of ``partitions`` (``OFFSET_INVALID`` where none is), asked
+    again while the answer is one of :data:`COORDINATOR_ERRORS`, until ``timeout_s`` has passed
+    in all; then, and for any other error, the ``KafkaException`` is raised.
+
+    Why not ``assign()`` at ``OFFSET_STORED``: when librdkafka's own fetch of the committed
+    offsets fails (NOT_COORDINATOR while the coordinator moves), it reports the error and leaves
+    the partitions assigned but never fetched, until they are assigned again.
+    """
+    deadline = time.monotonic() + timeout_s
+    while True:
+        remaining = deadline - time.monotonic()
+        try:
+            found: list[TopicPartition] = consumer.committed(
+                partitions, timeout=max(remaining, 0.5)
+            )
+        except KafkaException as error:
+            code = error.args[0].code()
+            failure: KafkaException = error
+        else:
+            failed = [tp.error for tp in found if tp.error is not None]
+            if not failed:
+                return found
+            code, failure = failed[0].code(), KafkaException(failed[0])
+        if code not in COORDINATOR_ERRORS or remaining <= 0.5:
+            raise failure
+        time.sleep(0.1)

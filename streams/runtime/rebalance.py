@@ -21,8 +21,9 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from confluent_kafka import OFFSET_STORED, Consumer, TopicPartition
+from confluent_kafka import OFFSET_STORED, Consumer, KafkaException, TopicPartition
 
+from sluice import clients
 from sluice.streams.config import StreamsConfig
 from sluice.streams.runtime.assignor import RUNNING
 from sluice.streams.runtime.group_protocol import Assignment, Subscription
@@ -41,6 +42,10 @@ from sluice.streams.topology import Topology
 __all__ = ["Rebalancer"]
 
 log = logging.getLogger("sluice.streams")
+
+COMMITTED_TIMEOUT_S = 30.0
+"""How long the committed offsets of a new assignment are asked for while the group's
+coordinator moves (Kafka's consumer: ``default.api.timeout.ms``, 60 s)."""
 
 Partition = tuple[str, int]
 
@@ -249,8 +254,23 @@ class Rebalancer:
         return taken
 
     def _assign_from_committed(self, assignment: Assignment) -> None:
-        # OFFSET_STORED: librdkafka reads the committed offsets (stable ones under
-        # read_committed), else applies auto.offset.reset
+        """Point the consumer at the assigned partitions from their committed offsets (stable
+        ones under read_committed), read here and asked again while the group's coordinator
+        moves (:func:`sluice.clients.committed`: librdkafka's own read, at ``OFFSET_STORED``,
+        leaves partitions it could not read unfetched for good). A partition without one —
+        or all of them, when the read fails for good — is assigned at ``OFFSET_STORED``:
+        librdkafka reads it again, and applies ``auto.offset.reset`` when there is none."""
+        wanted = [TopicPartition(t, p) for t, p in assignment.partitions]
+        if wanted:
+            try:
+                wanted = clients.committed(self._consumer, wanted, COMMITTED_TIMEOUT_S)
+            except KafkaException as error:
+                log.warning("committed offsets not read: %s", error.args[0].str())
         self._consumer.assign(
-            [TopicPartition(t, p, OFFSET_STORED) for t, p in assignment.partitions]
+            [
+                TopicPartition(
+                    tp.topic, tp.partition, tp.offset if tp.offset >= 0 else OFFSET_STORED
+                )
+                for tp in wanted
+            ]
         )

@@ -1,7 +1,10 @@
 """``sluice.clients.watermarks`` after the partition's leader moved: librdkafka asks the broker
 its metadata still names and gets NOT_LEADER_OR_FOLLOWER; the helper refreshes the metadata and
 asks the new leader (what failed an exactly-once Connect task's start in the cluster
-quickstart's kill test: its offsets topic's end was asked right after a broker came back)."""
+quickstart's kill test: its offsets topic's end was asked right after a broker came back).
+``sluice.clients.committed`` after the group's coordinator moved: librdkafka answers
+NOT_COORDINATOR once and looks the coordinator up again; the helper asks again (a Streams app
+assigning at ``OFFSET_STORED`` was left with partitions never fetched, in the same test)."""
 
 from __future__ import annotations
 
@@ -9,6 +12,7 @@ import pytest
 from confluent_kafka import KafkaException, Producer, TopicPartition
 
 from sluice import clients
+from sluice.broker.internal_topic import partition_for
 from tests.cluster.brokers import BrokerCluster
 from tests.cluster.test_reassignment import alter, create, state
 
@@ -34,5 +38,31 @@ def test_watermarks_follow_a_partition_whose_leader_moved(broker_cluster: Broker
             consumer.get_watermark_offsets(where, timeout=10)
         assert stale.value.args[0].code() in clients.MOVING_ERRORS
         assert clients.watermarks(consumer, [where], 30) == [(0, 10)]
+    finally:
+        consumer.close()
+
+
+def test_committed_offsets_follow_a_coordinator_that_moved(broker_cluster: BrokerCluster) -> None:
+    cluster = broker_cluster
+    create(cluster, "read", [1, 2])
+    consumer = clients.consumer(
+        cluster.bootstrap, **{"group.id": "mover", "enable.auto.commit": False}
+    )
+    try:
+        where = TopicPartition("read", 0)
+        consumer.commit(offsets=[TopicPartition("read", 0, 7)], asynchronous=False)
+        index = partition_for("mover", 50)  # the coordinator librdkafka found
+        _, coordinator, _ = state(cluster, "__consumer_offsets", index)
+        others = [b for b in cluster.ids if b != coordinator]
+        alter(cluster, "__consumer_offsets", others, index)  # it stays up, coordinating no more
+        cluster.wait_until(
+            lambda: state(cluster, "__consumer_offsets", index)[0] == others, "the move"
+        )
+
+        with pytest.raises(KafkaException) as stale:
+            consumer.committed([where], timeout=10)
+        assert stale.value.args[0].code() in clients.COORDINATOR_ERRORS
+        [found] = clients.committed(consumer, [where], 30)
+        assert found.offset == 7
     finally:
         consumer.close()
