@@ -12,7 +12,12 @@ from sluice.broker.cluster.metadata_store import (
     MetadataStoreUnavailableError,
     MetadataStoreUnreachableError,
 )
-from sluice.broker.cluster.model import PartitionState, ReplicaAssignment, TopicAssignment
+from sluice.broker.cluster.model import (
+    LiveBroker,
+    PartitionState,
+    ReplicaAssignment,
+    TopicAssignment,
+)
 from sluice.broker.cluster.zookeeper import ZooKeeperMetadataStore
 from tests.cluster.fixtures import Events, expire_session, registration
 from tests.cluster.zookeeper import ZooKeeperServer
@@ -95,6 +100,20 @@ def test_an_unreachable_zookeeper_is_reported_quickly() -> None:
     assert "zookeeper.connection.timeout.ms=1500" in message
 
 
+def live_brokers_once_back(
+    store: ZooKeeperMetadataStore, timeout: float = 15
+) -> dict[int, LiveBroker]:
+    """The live brokers, asked until ZooKeeper answers again (at most ``timeout`` s)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            return store.live_brokers()
+        except MetadataStoreUnavailableError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.1)
+
+
 def test_sessions_and_data_survive_a_zookeeper_restart(private_zookeeper: ZooKeeperServer) -> None:
     store = ZooKeeperMetadataStore.connect(
         private_zookeeper.hosts + "/restart",
@@ -109,15 +128,7 @@ def test_sessions_and_data_survive_a_zookeeper_restart(private_zookeeper: ZooKee
 
         private_zookeeper.restart()  # well inside the session timeout
 
-        deadline = time.monotonic() + 15
-        while True:
-            try:
-                live = store.live_brokers()
-                break
-            except MetadataStoreUnavailableError:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.2)
+        live = live_brokers_once_back(store)
         assert live[1].epoch == epoch  # the same session, the same registration
         assert store.topics() == frozenset({"kept"})
         assert not expired.is_set()
@@ -144,15 +155,7 @@ def test_a_session_survives_an_outage_longer_than_its_timeout(
         private_zookeeper.stop()
         time.sleep(6)  # longer than the session timeout
         private_zookeeper.start()
-        deadline = time.monotonic() + 15
-        while True:
-            try:
-                live = store.live_brokers()
-                break
-            except MetadataStoreUnavailableError:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.1)
+        live = live_brokers_once_back(store)
         assert not expired.is_set(), "the session expired: the client came back too late"
         assert 1 in live and live[1].epoch == epoch
     finally:
