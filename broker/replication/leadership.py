@@ -239,8 +239,9 @@ class Leadership:
 
     async def maybe_shrink_isr(self, now_ms: int) -> None:
         """Propose dropping the in-sync followers that have not caught up for
-        ``replica.lag.time.max.ms`` (called every half lag time); returns once the proposal
-        was answered. Nothing is proposed while another proposal is in flight."""
+        ``replica.lag.time.max.ms``, and members that are no longer replicas (called every half
+        lag time); returns once the proposal was answered. Nothing is proposed while another
+        proposal is in flight."""
         if self._resigned or not self._may_propose(now_ms):
             return
         dropped = self._replicas.out_of_sync(
