@@ -1,7 +1,8 @@
 """The metadata store on ZooKeeper (kazoo), in Kafka's ZooKeeper-era layout.
 
-With :mod:`.session`, the only code of Sluice that imports kazoo (an import-linter contract
-says so). Paths and JSON are :mod:`~sluice.broker.cluster.znodes`'; the rules (sessions,
+Its package is the only code of Sluice that imports kazoo (an import-linter contract says so);
+the admin-request znodes are :mod:`.admin_requests`', configs and ACLs :mod:`.entity_configs`'
+and :mod:`.acls`'. Paths and JSON are :mod:`~sluice.broker.cluster.znodes`'; the rules (sessions,
 versions, fences, callbacks) are :mod:`~sluice.broker.cluster.metadata_store`'s. Kafka's own
 mechanics, kept as Kafka's ``KafkaZkClient`` has them:
 
@@ -41,13 +42,11 @@ from kazoo.exceptions import (
 from sluice.broker.cluster import znodes
 from sluice.broker.cluster.metadata_store import (
     PRODUCER_ID_BLOCK_SIZE,
-    AdminRequestPendingError,
     BrokerIdInUseError,
     ControllerMovedError,
     MetadataStoreUnreachableError,
     ProducerIdsExhaustedError,
     TopicExistsError,
-    UnknownTopicError,
 )
 from sluice.broker.cluster.model import (
     BadVersion,
@@ -63,6 +62,7 @@ from sluice.broker.cluster.model import (
 )
 from sluice.broker.cluster.zookeeper import znode_ops
 from sluice.broker.cluster.zookeeper.acls import ZooKeeperAclZnodes
+from sluice.broker.cluster.zookeeper.admin_requests import ZooKeeperAdminRequests
 from sluice.broker.cluster.zookeeper.entity_configs import ZooKeeperEntityConfigs
 from sluice.broker.cluster.zookeeper.session import (
     BoundedClient,
@@ -101,6 +101,8 @@ class ZooKeeperMetadataStore:
         self._clock_ms = clock_ms
         self.configs = ZooKeeperEntityConfigs(self._client, clock_ms)
         self.acls = ZooKeeperAclZnodes(self._client, clock_ms)
+        self.admin = ZooKeeperAdminRequests(self._client, self._fenced)
+        """The admin-request znodes (deletions, log-dir events, shutdowns, elections)."""
         self._closed = False
         self._expiry_callbacks: list[Callable[[], None]] = []
         self._lock = threading.Lock()
@@ -474,164 +476,58 @@ class ZooKeeperMetadataStore:
             "other brokers claimed each one first"
         )
 
-    # admin requests
+    # admin requests: ZooKeeperAdminRequests (admin_requests.py)
 
-    @translate_errors
     def request_topic_deletion(self, topic: str) -> None:
-        """Create ``/admin/delete_topics/<t>`` (nothing if it exists)."""
-        if self._client.exists(znodes.topic_path(topic)) is None:
-            raise UnknownTopicError(f"Topic '{topic}' does not exist.")
-        with contextlib.suppress(NodeExistsError):
-            self._client.create(znodes.delete_topic_path(topic))
+        self.admin.request_topic_deletion(topic)
 
-    @translate_errors
     def pending_topic_deletions(self) -> frozenset[str]:
-        """The children of ``/admin/delete_topics``."""
-        return frozenset(self._client.get_children(znodes.DELETE_TOPICS))
+        return self.admin.pending_topic_deletions()
 
-    @translate_errors
     def watch_topic_deletions(self, callback: Callable[[frozenset[str]], None]) -> KazooWatch:
-        """Call ``callback`` with the pending deletions at every change."""
-        return znode_ops.watch_children(
-            self._client, znodes.DELETE_TOPICS, lambda children: callback(frozenset(children))
-        )
+        return self.admin.watch_topic_deletions(callback)
 
-    @translate_errors
     def complete_topic_deletion(self, topic: str, fence: ControllerFence) -> None:
-        """Delete the topic's subtree, config and deletion request in one fenced ``multi``."""
-        doomed = znode_ops.subtree(self._client, znodes.topic_path(topic))
-        for path in (znodes.config_path("topics", topic), znodes.delete_topic_path(topic)):
-            if self._client.exists(path) is not None:
-                doomed.append(path)
+        self.admin.complete_topic_deletion(topic, fence)
 
-        def add(tx: Any) -> None:
-            for path in doomed:
-                tx.delete(path)
-
-        if znode_ops.failed(self._fenced(fence, add)):  # changed under us (only admin paths may)
-            raise ControllerMovedError(
-                f"the deletion of topic '{topic}' raced another writer of its znodes; retry"
-            )
-
-    @translate_errors
     def notify_log_dir_failure(self, broker_id: int, partitions: Iterable[TopicPartition]) -> None:
-        """A sequential ``/log_dir_event_notification/log_dir_event_<n>``."""
-        self._client.create(
-            f"{znodes.LOG_DIR_EVENT_NOTIFICATION}/{znodes.LOG_DIR_EVENT_PREFIX}",
-            znodes.encode_log_dir_event(broker_id, sorted(partitions, key=_tp)),
-            sequence=True,
-        )
+        self.admin.notify_log_dir_failure(broker_id, partitions)
 
-    def _log_dir_events(self) -> list[tuple[str, int, frozenset[TopicPartition]]]:
-        events = []
-        for child in sorted(self._client.get_children(znodes.LOG_DIR_EVENT_NOTIFICATION)):
-            path = f"{znodes.LOG_DIR_EVENT_NOTIFICATION}/{child}"
-            with contextlib.suppress(NoNodeError):  # cleared in between
-                data, _stat = self._client.get(path)
-                events.append((path, *znodes.decode_log_dir_event(path, data)))
-        return events
-
-    @translate_errors
     def offline_replicas(self) -> dict[int, frozenset[TopicPartition]]:
-        """The partitions of every ``/log_dir_event_notification`` child, per broker."""
-        offline: dict[int, frozenset[TopicPartition]] = {}
-        for _path, broker, partitions in self._log_dir_events():
-            offline[broker] = offline.get(broker, frozenset()) | partitions
-        return offline
+        return self.admin.offline_replicas()
 
-    @translate_errors
     def watch_log_dir_failures(self, callback: Callable[[], None]) -> KazooWatch:
-        """Call ``callback`` at every change of ``/log_dir_event_notification``'s children."""
-        return znode_ops.watch_children(
-            self._client, znodes.LOG_DIR_EVENT_NOTIFICATION, lambda _children: callback()
-        )
+        return self.admin.watch_log_dir_failures(callback)
 
-    @translate_errors
     def clear_log_dir_failures(self, broker_id: int) -> None:
-        """Delete the broker's ``/log_dir_event_notification`` children."""
-        for path, broker, _partitions in self._log_dir_events():
-            if broker == broker_id:
-                with contextlib.suppress(NoNodeError):
-                    self._client.delete(path)
+        self.admin.clear_log_dir_failures(broker_id)
 
-    @translate_errors
     def request_controlled_shutdown(self, broker_id: int) -> None:
-        """Create the ephemeral ``/admin/controlled_shutdown/<id>`` (nothing if it exists)."""
-        with contextlib.suppress(NodeExistsError):
-            self._client.create(f"{znodes.CONTROLLED_SHUTDOWN}/{broker_id}", ephemeral=True)
+        self.admin.request_controlled_shutdown(broker_id)
 
-    @translate_errors
     def controlled_shutdowns(self) -> frozenset[int]:
-        """The children of ``/admin/controlled_shutdown``."""
-        return frozenset(int(c) for c in self._client.get_children(znodes.CONTROLLED_SHUTDOWN))
+        return self.admin.controlled_shutdowns()
 
-    @translate_errors
     def watch_controlled_shutdowns(self, callback: Callable[[frozenset[int]], None]) -> KazooWatch:
-        """Call ``callback`` with the brokers shutting down at every change."""
-        return znode_ops.watch_children(
-            self._client,
-            znodes.CONTROLLED_SHUTDOWN,
-            lambda children: callback(frozenset(int(c) for c in children)),
-        )
+        return self.admin.watch_controlled_shutdowns(callback)
 
-    @translate_errors
     def request_preferred_election(
         self, partitions: Iterable[TopicPartition], *, unclean: bool = False
     ) -> None:
-        """Create ``/admin/preferred_replica_election`` (``unclean``: Sluice's
-        ``/admin/unclean_leader_election``); refused while one is pending."""
-        wanted = frozenset(partitions)
-        try:
-            self._client.create(
-                _election_path(unclean), znodes.encode_partitions(sorted(wanted, key=_tp))
-            )
-        except NodeExistsError:
-            pending = self.pending_preferred_election(unclean=unclean) or frozenset()
-            names = ", ".join(f"{tp.topic}-{tp.partition}" for tp in sorted(pending, key=_tp))
-            kind = "Unclean" if unclean else "Preferred replica"
-            raise AdminRequestPendingError(
-                f"{kind} leader election currently in progress for {names}. Aborting operation"
-            ) from None
+        self.admin.request_preferred_election(partitions, unclean=unclean)
 
-    @translate_errors
     def pending_preferred_election(
         self, *, unclean: bool = False
     ) -> frozenset[TopicPartition] | None:
-        """The partitions of the pending request, or None."""
-        request = znode_ops.read(self._client, _election_path(unclean), _decode_election)
-        return None if request is None else request.value
+        return self.admin.pending_preferred_election(unclean=unclean)
 
-    @translate_errors
     def watch_preferred_election(
         self,
         callback: Callable[[frozenset[TopicPartition] | None], None],
         *,
         unclean: bool = False,
     ) -> KazooWatch:
-        """Call ``callback`` with the pending request (or None) at every change."""
-        return znode_ops.watch_versioned(
-            self._client,
-            _election_path(unclean),
-            _decode_election,
-            lambda request: callback(None if request is None else request.value),
-        )
+        return self.admin.watch_preferred_election(callback, unclean=unclean)
 
-    @translate_errors
     def complete_preferred_election(self, fence: ControllerFence, *, unclean: bool = False) -> None:
-        """Remove the pending request under the fence (nothing if there is none)."""
-        path = _election_path(unclean)
-        if self._client.exists(path) is None:
-            return
-        self._fenced(fence, lambda tx: tx.delete(path))
-
-
-def _election_path(unclean: bool) -> str:
-    return znodes.UNCLEAN_LEADER_ELECTION if unclean else znodes.PREFERRED_REPLICA_ELECTION
-
-
-def _decode_election(data: bytes) -> frozenset[TopicPartition]:
-    return znodes.decode_partitions(znodes.PREFERRED_REPLICA_ELECTION, data)
-
-
-def _tp(tp: TopicPartition) -> tuple[str, int]:
-    return tp.topic, tp.partition
+        self.admin.complete_preferred_election(fence, unclean=unclean)
