@@ -17,13 +17,20 @@ Row = tuple[int, int]  # (id, version)
 
 class Writer(threading.Thread):
     """Inserts, updates and deletes rows of ``items`` (one statement per transaction) and
-    remembers every state each id went through; versions are unique across the run."""
+    remembers every state each id went through; versions are unique across the run.
 
-    def __init__(self, db: Database, first_id: int, operations: int) -> None:
+    It writes at least ``operations``, and goes on until ``after`` more were written since
+    :meth:`capture_started` (at most 4x ``operations`` in all): however late the slot comes,
+    some writes are streamed after its snapshot."""
+
+    def __init__(self, db: Database, first_id: int, operations: int, after: int = 300) -> None:
         super().__init__(name="writer", daemon=True)
         self.connection = db.connect()
         self.random = random.Random(7)
         self.operations = operations
+        self.after = after
+        self._started_at: int | None = None
+        self.written = 0
         self.next_id = first_id
         self.version = 10_000
         self.live: list[int] = list(range(first_id))
@@ -34,14 +41,27 @@ class Writer(threading.Thread):
     def run(self) -> None:
         try:
             with self.connection.cursor() as cursor:
-                for _ in range(self.operations):
+                while self.written < 4 * self.operations and not self._done():
                     self._one(cursor)
+                    self.written += 1
                     self.started_writing.set()
         except BaseException as error:  # reported by the test
             self.error = error
         finally:
             self.started_writing.set()
             self.connection.close()
+
+    def capture_started(self) -> None:
+        """The slot exists: from now on ``after`` more writes are streamed."""
+        self._started_at = self.written
+
+    def _done(self) -> bool:
+        started = self._started_at
+        return (
+            self.written >= self.operations
+            and started is not None
+            and self.written - started >= self.after
+        )
 
     def _one(self, cursor: Any) -> None:
         self.version += 1
@@ -94,6 +114,7 @@ def test_snapshot_and_stream_under_concurrent_writes_miss_and_double_nothing(
     try:
         assert writer.started_writing.wait(10)
         cdc = capture(snapshot_fetch_size=100, max_batch_size=50)
+        writer.capture_started()
         # the whole snapshot (~3,500 rows, 50 a poll) comes first: on a loaded machine that
         # took longer than the default 20 s once
         cdc.poll_until(
