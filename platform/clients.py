@@ -42,8 +42,8 @@ import contextlib
 import logging
 import time
 import uuid
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, TypeVar
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
@@ -55,8 +55,11 @@ __all__ = [
     "committed",
     "consumer",
     "producer",
+    "retrying",
     "watermarks",
 ]
+
+T = TypeVar("T")
 
 DEFAULT_BOOTSTRAP = "localhost:9092"
 """Where clients look for a broker when nothing else is said (Kafka's habit)."""
@@ -142,21 +145,22 @@ def watermarks(
     raised as it came.
     """
     deadline = time.monotonic() + timeout_s
-    found = []
-    for partition in partitions:
-        while True:
-            remaining = deadline - time.monotonic()
-            try:
-                low, high = consumer.get_watermark_offsets(partition, timeout=max(remaining, 0.5))
-                break
-            except KafkaException as error:
-                if error.args[0].code() not in MOVING_ERRORS or remaining <= 0.5:
-                    raise
-                with contextlib.suppress(KafkaException):  # the next query says what is wrong
-                    consumer.list_topics(partition.topic, timeout=2)
-                time.sleep(0.1)
-        found.append((int(low), int(high)))
-    return found
+
+    def moving(error: KafkaError) -> bool:
+        return error.code() in MOVING_ERRORS
+
+    def ask(partition: TopicPartition) -> tuple[int, int]:
+        def query(timeout: float) -> tuple[int, int]:
+            low, high = consumer.get_watermark_offsets(partition, timeout=timeout)
+            return int(low), int(high)
+
+        def refresh(error: KafkaError) -> None:
+            with contextlib.suppress(KafkaException):  # the next query says what is wrong
+                consumer.list_topics(partition.topic, timeout=2)
+
+        return retrying(query, moving, deadline - time.monotonic(), between=refresh)
+
+    return [ask(partition) for partition in partitions]
 
 
 COORDINATOR_ERRORS = frozenset(
@@ -187,21 +191,50 @@ def committed(
     offsets fails (NOT_COORDINATOR while the coordinator moves), it reports the error and leaves
     the partitions assigned but never fetched, until they are assigned again.
     """
+
+    def fetch(timeout: float) -> list[TopicPartition]:
+        found: list[TopicPartition] = consumer.committed(partitions, timeout=timeout)
+        for partition in found:
+            if partition.error is not None:
+                raise KafkaException(partition.error)
+        return found
+
+    return retrying(fetch, lambda error: error.code() in COORDINATOR_ERRORS, timeout_s)
+
+
+def retrying(
+    call: Callable[[float], T],
+    again: Callable[[KafkaError], bool],
+    timeout_s: float,
+    *,
+    between: Callable[[KafkaError], None] | None = None,
+    backoff_s: float = 0.1,
+    min_timeout_s: float = 0.5,
+) -> T:
+    """``call(timeout)`` again while it fails with an error ``again`` accepts, for ``timeout_s``
+    in all: each try is given what is left (at least ``min_timeout_s``); between tries,
+    ``between(error)`` (a metadata refresh, a log line) and ``backoff_s`` of sleep. For any other
+    error, or when no time is left for another try, the ``KafkaException`` is raised as it came.
+
+    >>> tries = []
+    >>> def flaky(timeout):
+    ...     tries.append(timeout)
+    ...     if len(tries) < 3:
+    ...         raise KafkaException(KafkaError(KafkaError.NOT_COORDINATOR))
+    ...     return "answer"
+    >>> retrying(flaky, lambda e: e.code() in COORDINATOR_ERRORS, 30, backoff_s=0)
+    'answer'
+    >>> len(tries), tries[0] > 29
+    (3, True)
+    """
     deadline = time.monotonic() + timeout_s
     while True:
-        remaining = deadline - time.monotonic()
         try:
-            found: list[TopicPartition] = consumer.committed(
-                partitions, timeout=max(remaining, 0.5)
-            )
-        except KafkaException as error:
-            code = error.args[0].code()
-            failure: KafkaException = error
-        else:
-            failed = [tp.error for tp in found if tp.error is not None]
-            if not failed:
-                return found
-            code, failure = failed[0].code(), KafkaException(failed[0])
-        if code not in COORDINATOR_ERRORS or remaining <= 0.5:
-            raise failure
-        time.sleep(0.1)
+            return call(max(deadline - time.monotonic(), min_timeout_s))
+        except KafkaException as exc:
+            error: KafkaError = exc.args[0]
+            if not again(error) or time.monotonic() + backoff_s >= deadline:
+                raise
+            if between is not None:
+                between(error)
+            time.sleep(backoff_s)

@@ -8,6 +8,7 @@ itself until ``max.block.ms``; :func:`call_retrying` does the same for the strea
 a time budget. An abortable or fatal error, or a retriable one past the budget, is raised as
 it came.
 
+>>> from confluent_kafka import KafkaException
 >>> attempts = []
 >>> gone = KafkaError(KafkaError._TRANSPORT, "coordinator gone", retriable=True)
 >>> def flaky(timeout_s: float) -> None:
@@ -23,10 +24,11 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 from collections.abc import Callable
 
-from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka import KafkaError
+
+from sluice import clients
 
 __all__ = ["CallHungError", "call_retrying", "call_within"]
 
@@ -38,17 +40,13 @@ def call_retrying(
 ) -> None:
     """``call(timeout_s)`` until it does not fail with a retriable error, for at most
     ``budget_s`` seconds in all (each attempt gets what is left, at least one second)."""
-    deadline = time.monotonic() + budget_s
-    while True:
-        try:
-            call(max(1.0, deadline - time.monotonic()))
-            return
-        except KafkaException as exc:
-            error: KafkaError = exc.args[0]
-            if not error.retriable() or time.monotonic() + backoff_s >= deadline:
-                raise
-            log.info("could not %s (%s); trying again", what, error.str())
-            time.sleep(backoff_s)
+
+    def say(error: KafkaError) -> None:
+        log.info("could not %s (%s); trying again", what, error.str())
+
+    clients.retrying(
+        call, KafkaError.retriable, budget_s, between=say, backoff_s=backoff_s, min_timeout_s=1.0
+    )
 
 
 class CallHungError(Exception):
