@@ -13,7 +13,9 @@ mechanism's JAAS configuration is only per listener,
 ['PLAIN', 'SCRAM-SHA-256']
 >>> listener_key("listener.name.client.ssl.keystore.location").name
 'listener.name.client.ssl.keystore.location'
->>> listener_key("listener.name.client.ssl.cipher.suites") is None
+>>> listener_key("listener.name.client.ssl.cipher.suites").type.name
+'LIST'
+>>> listener_key("listener.name.client.ssl.engine.factory.class") is None
 True
 """
 
@@ -302,6 +304,13 @@ SSL_KEYS: tuple[ConfigKey, ...] = (
             if v and all(p in ("TLSv1.2", "TLSv1.3") for p in v)
             else "must be TLSv1.2 and/or TLSv1.3"
         ),
+    ),
+    ConfigKey(
+        "ssl.cipher.suites",
+        ConfigType.LIST,
+        None,
+        "The cipher suites negotiated, by their standard names (TLS_AES_128_GCM_SHA256, "
+        "TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384, ...); unset: the TLS library's defaults.",
     ),
     ConfigKey(
         "ssl.principal.mapping.rules",

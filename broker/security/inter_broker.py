@@ -244,6 +244,7 @@ def _client_tls(config: BrokerConfig, listener: Listener) -> ssl.SSLContext:
             "ssl.truststore.location",
             "ssl.truststore.certificates",
             "ssl.enabled.protocols",
+            "ssl.cipher.suites",
         )
     }
     try:

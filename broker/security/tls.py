@@ -11,7 +11,9 @@ refused with a message saying so):
   ``ssl.truststore.certificates`` (the PEM text);
 - ``ssl.client.auth``: ``none`` (default), ``requested`` (a certificate is checked when shown)
   or ``required``;
-- ``ssl.enabled.protocols``: a subset of ``TLSv1.2,TLSv1.3`` (the default).
+- ``ssl.enabled.protocols``: a subset of ``TLSv1.2,TLSv1.3`` (the default);
+- ``ssl.cipher.suites``: the suites negotiated, by their standard names (unset: the TLS
+  library's defaults; :mod:`sluice.broker.security.cipher_suites`).
 
 A client's principal is ``User:`` and its certificate's subject as Java's
 ``X500Principal.getName()`` writes it (RFC 2253: most specific first, ``CN=writeuser,OU=…``),
@@ -38,6 +40,8 @@ from dataclasses import dataclass
 from typing import Final
 
 from cryptography import x509
+
+from sluice.broker.security import cipher_suites
 
 __all__ = [
     "ANONYMOUS",
@@ -168,14 +172,7 @@ def server_context(keys: Mapping[str, str | None]) -> ssl.SSLContext:
         raise TlsConfigError(f"ssl.client.auth: none, requested or required, not {auth!r}")
     context.verify_mode = _CLIENT_AUTH[auth]
     _load_truststore(context, keys, needed=auth != "none")
-    wanted = [
-        p.strip() for p in (keys.get("ssl.enabled.protocols") or "TLSv1.2,TLSv1.3").split(",")
-    ]
-    unknown = [p for p in wanted if p not in _PROTOCOLS]
-    if unknown or not wanted:
-        raise TlsConfigError(f"ssl.enabled.protocols: {unknown or wanted} (TLSv1.2, TLSv1.3)")
-    versions = sorted(_PROTOCOLS[p] for p in wanted)
-    context.minimum_version, context.maximum_version = versions[0], versions[-1]
+    _limit(context, keys)
     return context
 
 
@@ -191,13 +188,26 @@ def client_context(keys: Mapping[str, str | None]) -> ssl.SSLContext:
         context = ssl.create_default_context()
     if keys.get("ssl.keystore.location") or keys.get("ssl.keystore.key"):
         _load_keystore(context, keys)
+    _limit(context, keys)
+    return context
+
+
+def _limit(context: ssl.SSLContext, keys: Mapping[str, str | None]) -> None:
+    """The versions (``ssl.enabled.protocols``) and suites (``ssl.cipher.suites``) allowed."""
     wanted = [
         p.strip() for p in (keys.get("ssl.enabled.protocols") or "TLSv1.2,TLSv1.3").split(",")
     ]
-    versions = sorted(_PROTOCOLS[p] for p in wanted if p in _PROTOCOLS)
-    if versions:
-        context.minimum_version, context.maximum_version = versions[0], versions[-1]
-    return context
+    unknown = [p for p in wanted if p not in _PROTOCOLS]
+    if unknown or not wanted:
+        raise TlsConfigError(f"ssl.enabled.protocols: {unknown or wanted} (TLSv1.2, TLSv1.3)")
+    versions = sorted(_PROTOCOLS[p] for p in wanted)
+    context.minimum_version, context.maximum_version = versions[0], versions[-1]
+    try:
+        cipher_suites.restrict(
+            context, cipher_suites.parse(keys.get("ssl.cipher.suites")), versions
+        )
+    except cipher_suites.CipherSuiteError as error:
+        raise TlsConfigError(f"ssl.cipher.suites: {error}") from None
 
 
 def _load_keystore(context: ssl.SSLContext, keys: Mapping[str, str | None]) -> None:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import jwt
 import pytest
+import trustme
 from cryptography.hazmat.primitives.asymmetric import rsa
 from kio.schema.describe_configs.v4.request import (
     DescribeConfigsRequest,
@@ -156,6 +157,20 @@ def test_configuration_errors_name_their_key(props: dict[str, str], key: str, wo
         parse_listeners(BrokerConfig.from_properties(props))
     assert caught.value.key == key, caught.value
     assert words in str(caught.value), caught.value
+
+
+def test_an_unknown_cipher_suite_of_a_listener_is_named(tmp_path: Path) -> None:
+    pem = tmp_path / "server.pem"
+    trustme.CA().issue_cert("127.0.0.1").private_key_and_cert_chain_pem.write_to_path(pem)
+    props = {
+        "listeners": "SSL://127.0.0.1:9093",
+        "ssl.keystore.location": str(pem),
+        "listener.name.ssl.ssl.cipher.suites": "TLS_AES_128_GCM_SHA256,TLS_NOPE",
+    }
+    with pytest.raises(ConfigError) as caught:
+        parse_listeners(BrokerConfig.from_properties(props))
+    assert caught.value.key == "listener.name.ssl.ssl.cipher.suites", caught.value
+    assert "unknown cipher suite TLS_NOPE" in str(caught.value), caught.value
 
 
 @pytest.mark.parametrize(

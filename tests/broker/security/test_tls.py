@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 import trustme
 
+from sluice.broker.security.cipher_suites import restrict
 from sluice.broker.security.tls import (
     ANONYMOUS,
     PrincipalMapper,
@@ -20,6 +21,7 @@ from sluice.broker.security.tls import (
     peer_principal,
     server_context,
 )
+from sluice.broker.security.tls import client_context as broker_client_context
 
 
 @pytest.fixture(scope="module")
@@ -69,6 +71,30 @@ def handshake(
     return asyncio.run(run())
 
 
+def negotiated(context: ssl.SSLContext, client: ssl.SSLContext) -> tuple[str, str]:
+    """The suite and TLS version one connection over loopback agreed on (or the handshake's
+    error, raised)."""
+
+    async def run() -> tuple[str, str]:
+        async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            writer.close()
+
+        server = await asyncio.start_server(serve, "127.0.0.1", 0, ssl=context)
+        port = server.sockets[0].getsockname()[1]
+        try:
+            _, writer = await asyncio.open_connection(
+                "127.0.0.1", port, ssl=client, server_hostname="127.0.0.1"
+            )
+            name, version, _ = writer.get_extra_info("cipher")
+            writer.close()
+            return name, version
+        finally:
+            server.close()
+            await server.wait_closed()
+
+    return asyncio.run(run())
+
+
 def client_context(ca: trustme.CA, cert: trustme.LeafCert | None = None) -> ssl.SSLContext:
     context = ssl.create_default_context()
     ca.configure_trust(context)
@@ -100,6 +126,56 @@ def test_inline_pem_and_tls13_only(ca: trustme.CA) -> None:
     with pytest.raises((ssl.SSLError, ConnectionError)):
         handshake(context, tls12_client)
     assert handshake(context, client_context(ca)) == ANONYMOUS
+
+
+def test_cipher_suites_are_exactly_the_ones_negotiated(ca: trustme.CA, server_pem: Path) -> None:
+    """``ssl.cipher.suites`` by standard names: TLS 1.3 and TLS 1.2 suites (the certificate's
+    key is ECDSA), a client offering only others is refused, one version alone turns the other
+    off."""
+    both = [ssl.TLSVersion.TLSv1_2, ssl.TLSVersion.TLSv1_3]
+    tls12 = [ssl.TLSVersion.TLSv1_2]
+    pem = str(server_pem)
+    aes128 = server_context(
+        {
+            "ssl.keystore.location": pem,
+            "ssl.cipher.suites": "TLS_AES_128_GCM_SHA256,TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256",
+        }
+    )
+    # a default client prefers TLS_AES_256_GCM_SHA384: the server's list decides
+    assert negotiated(aes128, client_context(ca)) == ("TLS_AES_128_GCM_SHA256", "TLSv1.3")
+    only_256 = client_context(ca)
+    restrict(only_256, ["TLS_AES_256_GCM_SHA384"], both)
+    with pytest.raises((ssl.SSLError, ConnectionError)):
+        negotiated(aes128, only_256)
+    old_client = client_context(ca)
+    restrict(old_client, ["TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256"], tls12)
+    assert negotiated(aes128, old_client) == ("ECDHE-ECDSA-AES128-GCM-SHA256", "TLSv1.2")
+    old_256 = client_context(ca)
+    restrict(old_256, ["TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384"], tls12)
+    with pytest.raises((ssl.SSLError, ConnectionError)):
+        negotiated(aes128, old_256)
+    # TLS 1.2 suites only: TLS 1.3 is off, whatever the client prefers
+    tls12_only = server_context(
+        {
+            "ssl.keystore.location": pem,
+            "ssl.cipher.suites": "TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384",
+        }
+    )
+    assert negotiated(tls12_only, client_context(ca)) == (
+        "ECDHE-ECDSA-AES256-GCM-SHA384",
+        "TLSv1.2",
+    )
+    with pytest.raises((ssl.SSLError, ConnectionError)):
+        negotiated(tls12_only, old_client)
+    # a broker's own connections to another broker's TLS listener take the key too
+    towards = broker_client_context(
+        {
+            "ssl.truststore.certificates": ca.cert_pem.bytes().decode(),
+            "ssl.cipher.suites": "TLS_CHACHA20_POLY1305_SHA256",
+        }
+    )
+    plain = server_context({"ssl.keystore.location": pem})
+    assert negotiated(plain, towards) == ("TLS_CHACHA20_POLY1305_SHA256", "TLSv1.3")
 
 
 def test_mtls_principal_through_the_mapping_rules(ca: trustme.CA, server_pem: Path) -> None:
@@ -171,6 +247,19 @@ def test_principal_mapping_mistakes() -> None:
         ({"ssl.keystore.location": "PEM", "ssl.client.auth": "sometimes"}, "ssl.client.auth"),
         ({"ssl.keystore.location": "PEM", "ssl.client.auth": "required"}, "ssl.truststore"),
         ({"ssl.keystore.location": "PEM", "ssl.enabled.protocols": "TLSv1.1"}, "protocols"),
+        (
+            {"ssl.keystore.location": "PEM", "ssl.cipher.suites": "TLS_AES_128_GCM_SHA256,TLS_X"},
+            "ssl.cipher.suites: unknown cipher suite TLS_X",
+        ),
+        (
+            {
+                "ssl.keystore.location": "PEM",
+                "ssl.enabled.protocols": "TLSv1.2",
+                "ssl.cipher.suites": "TLS_AES_128_GCM_SHA256",
+            },
+            "ssl.cipher.suites: names only TLSv1.3 suites, and ssl.enabled.protocols allows "
+            "TLSv1.2",
+        ),
     ],
 )
 def test_bad_keys_are_named(server_pem: Path, keys: dict[str, str], message: str) -> None:

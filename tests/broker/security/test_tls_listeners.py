@@ -23,6 +23,7 @@ import pytest
 from confluent_kafka import Consumer, KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from sluice.broker.security.cipher_suites import restrict
 from tests.security_fixtures import Listeners as TlsBroker
 from tests.security_fixtures import listeners_broker
 
@@ -39,6 +40,8 @@ pytestmark = [
 ]
 
 TIMEOUT = 15.0
+SUITES = "TLS_AES_128_GCM_SHA256,TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256"
+"""The SUITES listener's ssl.cipher.suites (the certificates' keys are ECDSA)."""
 JAAS = 'org.apache.kafka.common.security.plain.PlainLoginModule required user_alice="alice-secret";'
 
 
@@ -46,9 +49,16 @@ JAAS = 'org.apache.kafka.common.security.plain.PlainLoginModule required user_al
 def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TlsBroker]:
     yield from listeners_broker(
         tmp_path_factory.mktemp("tls-broker"),
-        {"PLAINTEXT": "PLAINTEXT", "SSL": "SSL", "SASL_SSL": "SASL_SSL", "MTLS": "SSL"},
+        {
+            "PLAINTEXT": "PLAINTEXT",
+            "SSL": "SSL",
+            "SASL_SSL": "SASL_SSL",
+            "MTLS": "SSL",
+            "SUITES": "SSL",
+        },
         ("writer@example.com", "writer"),
         **{
+            "listener.name.suites.ssl.cipher.suites": SUITES,
             "listener.name.sasl_ssl.sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256",
             "listener.name.sasl_ssl.plain.sasl.jaas.config": JAAS,
         },
@@ -100,6 +110,7 @@ def confluent_round_trip(bootstrap: str, topic: str, config: dict[str, Any]) -> 
             },
         ),
         ("MTLS", {"security.protocol": "SSL"}),
+        ("SUITES", {"security.protocol": "SSL"}),
     ],
 )
 def test_confluent_kafka_over_tls(broker: TlsBroker, listener: str, extra: dict[str, str]) -> None:
@@ -254,4 +265,32 @@ def test_mtls_refuses_a_client_without_a_certificate(broker: TlsBroker) -> None:
     refused(
         broker.address("MTLS"), {"security.protocol": "SSL", "ssl.ca.location": str(broker.ca_pem)}
     )
+    still_serving(broker)
+
+
+def _negotiated(broker: TlsBroker, listener: str, suites: list[str] | None = None) -> str:
+    context = ssl.create_default_context(cafile=str(broker.ca_pem))
+    if suites is not None:
+        restrict(context, suites, [ssl.TLSVersion.TLSv1_2, ssl.TLSVersion.TLSv1_3])
+    with (
+        socket.create_connection(("127.0.0.1", broker.ports[listener]), timeout=TIMEOUT) as sock,
+        context.wrap_socket(sock, server_hostname="127.0.0.1") as tls,
+    ):
+        suite = tls.cipher()
+        assert suite is not None
+        return suite[0]
+
+
+def test_cipher_suites_of_a_listener_are_the_only_ones_it_negotiates(broker: TlsBroker) -> None:
+    """``listener.name.suites.ssl.cipher.suites``: that listener agrees on its suites only (a
+    client preferring AES-256 gets AES-128; one offering AES-256 alone is refused), the other
+    TLS listeners keep the defaults."""
+    assert _negotiated(broker, "SSL") == "TLS_AES_256_GCM_SHA384"
+    assert _negotiated(broker, "SUITES") == "TLS_AES_128_GCM_SHA256"
+    with pytest.raises((ssl.SSLError, ConnectionError)):
+        _negotiated(broker, "SUITES", ["TLS_AES_256_GCM_SHA384"])
+    tls12 = ["TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256"]
+    assert _negotiated(broker, "SUITES", tls12) == "ECDHE-ECDSA-AES128-GCM-SHA256"
+    with pytest.raises((ssl.SSLError, ConnectionError)):
+        _negotiated(broker, "SUITES", ["TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384"])
     still_serving(broker)
