@@ -19,6 +19,10 @@ Java client key                             librdkafka
 ``ssl.keystore.key``                        ``ssl.key.pem``
 ``ssl.keystore.certificate.chain``          ``ssl.certificate.pem``
 ``ssl.endpoint.identification.algorithm``   the same; empty means ``none``
+``ssl.cipher.suites`` (standard names)      OpenSSL's names (``TLS_ECDHE_RSA_WITH_AES_128_``
+                                            ``GCM_SHA256``: ``ECDHE-RSA-AES128-GCM-SHA256``);
+                                            TLS 1.3 suites refused (librdkafka sets only the
+                                            TLS 1.2 list); a value of OpenSSL's names is kept
 ``ssl.truststore.type``, ``ssl.keystore.``  checked (``PEM`` only: JKS and PKCS12 are the
 ``type``                                    JVM's and refused), then dropped
 ==========================================  ===================================================
@@ -39,11 +43,13 @@ from pathlib import Path
 
 import javaproperties
 
+from sluice import cipher_suites
 from sluice.errors import ConfigError
 
 __all__ = ["ClientProperties", "load_client_properties", "parse_jaas", "read_entries", "translate"]
 
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
+_STANDARD_SUITE = re.compile(r"\s*(TLS|SSL)_")  # Java's names; OpenSSL's look like ECDHE-RSA-…
 
 JAVA_ONLY = {
     "ssl.protocol": "librdkafka negotiates the highest TLS version both sides support",
@@ -267,6 +273,14 @@ class _Translator:
                 )
             elif key == "ssl.endpoint.identification.algorithm":
                 self.put(key, value.strip() or "none", key)
+            elif key == "ssl.cipher.suites" and _STANDARD_SUITE.match(value):
+                try:
+                    names = cipher_suites.openssl_names(cipher_suites.parse(value))
+                except cipher_suites.CipherSuiteError as exc:
+                    raise self.error(
+                        key, f"{exc} (librdkafka limits the TLS 1.2 suites only: name those)"
+                    ) from None
+                self.put(key, ":".join(names), key)
             else:
                 self.put(key, value, key)
         for type_key in ("ssl.truststore.type", "ssl.keystore.type"):

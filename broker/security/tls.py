@@ -13,7 +13,7 @@ refused with a message saying so):
   or ``required``;
 - ``ssl.enabled.protocols``: a subset of ``TLSv1.2,TLSv1.3`` (the default);
 - ``ssl.cipher.suites``: the suites negotiated, by their standard names (unset: the TLS
-  library's defaults; :mod:`sluice.broker.security.cipher_suites`).
+  library's defaults; :mod:`sluice.cipher_suites`).
 
 A client's principal is ``User:`` and its certificate's subject as Java's
 ``X500Principal.getName()`` writes it (RFC 2253: most specific first, ``CN=writeuser,OU=…``),
@@ -41,7 +41,7 @@ from typing import Final
 
 from cryptography import x509
 
-from sluice.broker.security import cipher_suites
+from sluice import cipher_suites
 
 __all__ = [
     "ANONYMOUS",

@@ -206,6 +206,17 @@ def test_librdkafka_keys_pass_through_and_the_last_duplicate_wins() -> None:
     assert translate(entries, "f").config == {"sasl.mechanisms": "PLAIN", "ssl.ca.location": "b"}
 
 
+def test_cipher_suites_by_standard_name_become_openssls_names() -> None:
+    java = "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256, TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384"
+    assert translate([(1, "ssl.cipher.suites", java)], "f").config == {
+        "ssl.cipher.suites": "ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-RSA-AES256-GCM-SHA384"
+    }
+    librdkafka = "ECDHE-ECDSA-AES128-GCM-SHA256:!aNULL"  # an OpenSSL cipher string: kept
+    assert translate([(1, "ssl.cipher.suites", librdkafka)], "f").config == {
+        "ssl.cipher.suites": librdkafka
+    }
+
+
 def test_jaas_parsing() -> None:
     module = parse_jaas(f'  {SCRAM}   Required\n username = "a b"  password=x  ;  ')
     assert (module.login_module, module.flag, module.options) == (
@@ -254,6 +265,15 @@ def test_jaas_parsing() -> None:
         (
             f"sasl.jaas.config={SCRAM} required username=a password=b; {PLAIN} required;\n",
             "FILE:1: sasl.jaas.config: a client takes exactly one login module",
+        ),
+        (
+            "ssl.cipher.suites=TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256,TLS_AES_256_GCM_SHA384\n",
+            "FILE:1: ssl.cipher.suites: TLS_AES_256_GCM_SHA384: TLS 1.3 suites, not in OpenSSL's "
+            "cipher list (librdkafka limits the TLS 1.2 suites only",
+        ),
+        (
+            "ssl.cipher.suites=TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256,TLS_MADE_UP\n",
+            "FILE:1: ssl.cipher.suites: unknown cipher suite TLS_MADE_UP",
         ),
         (
             "ssl.enabled.protocols=TLSv1.3\n",

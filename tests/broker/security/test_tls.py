@@ -13,7 +13,6 @@ from pathlib import Path
 import pytest
 import trustme
 
-from sluice.broker.security.cipher_suites import restrict
 from sluice.broker.security.tls import (
     ANONYMOUS,
     PrincipalMapper,
@@ -22,6 +21,7 @@ from sluice.broker.security.tls import (
     server_context,
 )
 from sluice.broker.security.tls import client_context as broker_client_context
+from sluice.cipher_suites import restrict
 
 
 @pytest.fixture(scope="module")

@@ -23,7 +23,7 @@ import pytest
 from confluent_kafka import Consumer, KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from sluice.broker.security.cipher_suites import restrict
+from sluice.cipher_suites import restrict
 from tests.security_fixtures import Listeners as TlsBroker
 from tests.security_fixtures import listeners_broker
 

@@ -29,7 +29,7 @@ version off; one that names no suite of a version ``ssl.enabled.protocols`` allo
 >>> restrict(context, ["TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256"], [ssl.TLSVersion.TLSv1_3])
 Traceback (most recent call last):
 ...
-sluice.broker.security.cipher_suites.CipherSuiteError: names only TLSv1.2 suites, ...TLSv1.3
+sluice.cipher_suites.CipherSuiteError: names only TLSv1.2 suites, ...TLSv1.3
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ import ssl
 from collections.abc import Sequence
 from typing import Final
 
-__all__ = ["TLS13_SUITES", "CipherSuiteError", "parse", "restrict"]
+__all__ = ["TLS13_SUITES", "CipherSuiteError", "openssl_names", "parse", "restrict"]
 
 TLS13_SUITES: Final = (
     "TLS_AES_256_GCM_SHA384",
@@ -67,6 +67,24 @@ def parse(value: str | None) -> list[str]:
     return [name.strip() for name in (value or "").split(",") if name.strip()]
 
 
+def openssl_names(names: Sequence[str]) -> list[str]:
+    """OpenSSL's names of TLS 1.2 suites given by their standard names (for a client whose
+    ``ssl.cipher.suites`` is an OpenSSL cipher string: librdkafka's). Raises
+    :class:`CipherSuiteError` for a TLS 1.3 suite (OpenSSL keeps those apart) or an unknown name.
+
+    >>> openssl_names(["TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256", "TLS_RSA_WITH_AES_128_GCM_SHA256"])
+    ['ECDHE-RSA-AES128-GCM-SHA256', 'AES128-GCM-SHA256']
+    """
+    tls13 = [name for name in names if name in TLS13_SUITES]
+    if tls13:
+        raise CipherSuiteError(f"{', '.join(tls13)}: TLS 1.3 suites, not in OpenSSL's cipher list")
+    translated = {name: _openssl_name(name) for name in names}
+    unknown = [name for name, openssl in translated.items() if openssl is None]
+    if unknown:
+        raise CipherSuiteError(f"unknown cipher suite {', '.join(unknown)}")
+    return [openssl for openssl in translated.values() if openssl is not None]
+
+
 def restrict(
     context: ssl.SSLContext, names: Sequence[str], enabled: Sequence[ssl.TLSVersion]
 ) -> None:
@@ -77,10 +95,8 @@ def restrict(
     if not names:
         return
     tls13 = [name for name in names if name in TLS13_SUITES]
-    tls12 = [(name, _openssl_name(name)) for name in names if name not in TLS13_SUITES]
-    unknown = [name for name, openssl in tls12 if openssl is None]
-    if unknown:
-        raise CipherSuiteError(f"unknown cipher suite {', '.join(unknown)}")
+    standard = [name for name in names if name not in TLS13_SUITES]
+    tls12 = openssl_names(standard)
     named = {ssl.TLSVersion.TLSv1_3} if tls13 else set()
     if tls12:
         named.add(ssl.TLSVersion.TLSv1_2)
@@ -92,15 +108,16 @@ def restrict(
         )
     context.minimum_version, context.maximum_version = usable[0], usable[-1]
     if tls12:
-        openssl_names = [openssl for _, openssl in tls12 if openssl is not None]
         try:
-            context.set_ciphers(":".join(openssl_names))
+            context.set_ciphers(":".join(tls12))
         except ssl.SSLError:
             raise CipherSuiteError(
-                f"none of {', '.join(name for name, _ in tls12)} is allowed by this OpenSSL"
+                f"none of {', '.join(standard)} is allowed by this OpenSSL"
             ) from None
         allowed = {cipher["name"] for cipher in context.get_ciphers()}
-        refused = [name for name, openssl in tls12 if openssl not in allowed]
+        refused = [
+            name for name, openssl in zip(standard, tls12, strict=True) if openssl not in allowed
+        ]
         if refused:
             raise CipherSuiteError(f"{', '.join(refused)} not allowed by this OpenSSL")
     _set_tls13_suites(context, ":".join(tls13))
