@@ -43,7 +43,6 @@ from sluice.connectors.spark._registry_schema import (
     FORMATS,
     Resolved,
     fetch_references,
-    protobuf_pool,
 )
 from sluice.connectors.spark._registry_types import avro_named_types
 from sluice.connectors.spark._registry_values import (
@@ -53,6 +52,7 @@ from sluice.connectors.spark._registry_values import (
     protobuf_value,
 )
 from sluice.connectors.spark._sink_schema import BadValueError, compile_row
+from sluice.schemas.protobuf_messages import descriptor_pool_of
 from sluice.schemas.serdes import RegistryError, registry_client
 from sluice.schemas.wire_format import read_header, read_message_indexes
 from sluice.serde import SerdeError
@@ -212,7 +212,7 @@ class ColumnDecoder:
         from google.protobuf import message_factory
         from google.protobuf.message import DecodeError
 
-        pool, _ = protobuf_pool(text, references)
+        pool, _ = descriptor_pool_of(text, references)
         from sluice.schemas.formats import format_named
 
         parsed: Any = format_named("PROTOBUF").parse(text, references)

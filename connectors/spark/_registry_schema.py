@@ -15,9 +15,7 @@ StructField('value', LongType(), True)
 
 from __future__ import annotations
 
-import contextlib
 import json
-import threading
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,7 +27,7 @@ from sluice.connectors.spark._registry_types import (
     json_schema_type,
     protobuf_type,
 )
-from sluice.schemas.protobuf_messages import message_named
+from sluice.schemas.protobuf_messages import descriptor_pool_of, message_named
 from sluice.schemas.serdes import RegistryError, registry_client
 from sluice.serde import SerdeError
 
@@ -38,7 +36,6 @@ __all__ = [
     "FieldFormat",
     "Resolved",
     "fetch_references",
-    "protobuf_pool",
     "resolve",
     "subject_columns",
 ]
@@ -195,75 +192,7 @@ def _spark_type(
     if fmt == "json-schema":
         kind, nullable = json_schema_type(json.loads(text))
         return kind, nullable, ""
-    pool, names = protobuf_pool(text, references)
+    pool, names = descriptor_pool_of(text, references)
     full = message_named(names, message)
     kind, nullable = protobuf_type(pool.FindMessageTypeByName(full))
     return kind, nullable, full
-
-
-# -- Protobuf descriptors ----------------------------------------------------------------------
-
-_pools: dict[tuple[str, tuple[tuple[str, str], ...]], tuple[Any, list[str]]] = {}
-_pools_lock = threading.Lock()
-
-
-def protobuf_pool(text: str, references: dict[str, str]) -> tuple[Any, list[str]]:
-    """A descriptor pool with *text* compiled (its imports: references and well-known files),
-    and the full names of every message in it (top-level first)."""
-    key = (text, tuple(sorted(references.items())))
-    with _pools_lock:
-        if key in _pools:
-            return _pools[key]
-    from google.protobuf import descriptor_pool
-
-    from sluice.schemas.formats import InvalidSchemaError, format_named
-
-    fmt = format_named("PROTOBUF")
-    pool = descriptor_pool.DescriptorPool()
-    added: set[str] = set()
-
-    def add(name: str, body: str) -> Any:
-        try:
-            others = {k: v for k, v in references.items() if k != name}
-            parsed: Any = fmt.parse(body, others)
-        except InvalidSchemaError as error:
-            raise SerdeError(f"bad Protobuf schema {name}: {error}") from None
-        proto = parsed.descriptor
-        proto.name = name
-        for dependency in proto.dependency:
-            if dependency in added:
-                continue
-            if dependency in references:
-                add(dependency, references[dependency])
-            else:
-                _add_well_known(pool, dependency)
-            added.add(dependency)
-        pool.Add(proto)
-        return parsed
-
-    parsed = add("sluice_spark_reader.proto", text)
-    names: list[str] = list(parsed.record_names())
-    if not names:
-        raise SerdeError("the Protobuf schema defines no message")
-    with _pools_lock:
-        _pools[key] = (pool, names)
-    return pool, names
-
-
-def _add_well_known(pool: Any, name: str) -> None:
-    from google.protobuf import descriptor_pool
-    from google.protobuf.descriptor_pb2 import FileDescriptorProto
-
-    from sluice.schemas.protobuf_messages import message_class
-
-    message_class('syntax = "proto3"; message _Warm {}')  # imports the well-known modules
-    try:
-        known = descriptor_pool.Default().FindFileByName(name)
-    except KeyError:
-        raise SerdeError(f"the Protobuf schema imports {name!r}: not a reference") from None
-    proto = FileDescriptorProto()
-    known.CopyToProto(proto)
-    for dependency in proto.dependency:
-        _add_well_known(pool, dependency)
-    with contextlib.suppress(TypeError, ValueError):  # added already (imported twice)
-        pool.Add(proto)

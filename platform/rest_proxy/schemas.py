@@ -47,6 +47,7 @@ __all__ = ["STRATEGIES", "RegisteredSchema", "SchemaRequest", "SchemaSerdes", "t
 
 STRATEGIES = ("TOPIC_NAME", "RECORD_NAME", "TOPIC_RECORD_NAME")
 """Confluent's ``subject_name_strategy`` values."""
+_MAX_REFERENCES = 1000  # files one Protobuf schema may import, transitively
 
 
 @dataclass(frozen=True)
@@ -94,11 +95,11 @@ def to_json(value: Any) -> Any:
     return value
 
 
-def _record_name(fmt: EmbeddedFormat, text: str) -> str:
+def _record_name(fmt: EmbeddedFormat, text: str, message: Callable[[], Any]) -> str:
     """The record name RECORD_NAME strategies use: Avro's full name, a JSON Schema's
-    ``title``, the first Protobuf message's full name."""
+    ``title``, the first Protobuf message's full name (of the class ``message()`` makes)."""
     if fmt is EmbeddedFormat.PROTOBUF:
-        return str(message_class(text).DESCRIPTOR.full_name)
+        return str(message().DESCRIPTOR.full_name)
     try:
         parsed = json.loads(text)
     except ValueError as error:
@@ -154,22 +155,42 @@ class SchemaSerdes:
             )
         return client
 
+    def _message_class(self, schema: Schema) -> Any:
+        """The class of a Protobuf schema's first message, its references fetched from the
+        registry (each import path with the text of the version it names, and theirs)."""
+        client = self._client()
+        texts: dict[str, str] = {}
+        pending = list(schema.references or [])
+        while pending:
+            reference = pending.pop()
+            name, subject, version = reference.name, reference.subject, reference.version
+            if name is None or subject is None or version is None:
+                raise RestError(INVALID_SCHEMA, f"Invalid schema: incomplete reference {reference}")
+            if name in texts:
+                continue
+            if len(texts) >= _MAX_REFERENCES:
+                raise RestError(INVALID_SCHEMA, "Invalid schema: too many references")
+            found = client.get_version(subject, version).schema
+            texts[name] = found.schema_str or ""
+            pending.extend(found.references or [])
+        return message_class(schema.schema_str or "", references=texts)
+
     def _subject(
         self,
         topic: str,
         is_key: bool,
         request: SchemaRequest,
         fmt: EmbeddedFormat,
-        text: str | None,
+        schema: Schema | None,
     ) -> str:
         if request.subject:
             return request.subject
         strategy = (request.strategy or "TOPIC_NAME").upper()
         if strategy == "TOPIC_NAME":
             return f"{topic}-{'key' if is_key else 'value'}"
-        if text is None:
+        if schema is None:
             raise RestError(BAD_REQUEST, f"{strategy} needs the schema or its schema_id")
-        record = _record_name(fmt, text)
+        record = _record_name(fmt, schema.schema_str or "", lambda: self._message_class(schema))
         return record if strategy == "RECORD_NAME" else f"{topic}-{record}"
 
     def resolve(self, topic: str, is_key: bool, request: SchemaRequest) -> RegisteredSchema:
@@ -182,7 +203,7 @@ class SchemaSerdes:
                 if fmt is EmbeddedFormat.PROTOBUF:
                     message_class(request.schema)  # protoc's diagnostics before the registry's
                 schema = Schema(request.schema, fmt.schema_type)
-                subject = self._subject(topic, is_key, request, fmt, request.schema)
+                subject = self._subject(topic, is_key, request, fmt, schema)
                 registered = client.register_schema_full_response(subject, schema)
                 found = client.lookup_schema(subject, schema)
                 return RegisteredSchema(
@@ -191,7 +212,7 @@ class SchemaSerdes:
             if request.schema_id is not None:
                 schema = client.get_schema(request.schema_id)
                 fmt = EmbeddedFormat.of_schema_type(schema.schema_type)
-                subject = self._subject(topic, is_key, request, fmt, schema.schema_str)
+                subject = self._subject(topic, is_key, request, fmt, schema)
                 found = client.lookup_schema(subject, schema)
                 return RegisteredSchema(fmt, subject, request.schema_id, found.version, schema)
             subject = self._subject(topic, is_key, request, fmt or EmbeddedFormat.AVRO, None)
@@ -228,7 +249,7 @@ class SchemaSerdes:
         elif registered.fmt is EmbeddedFormat.JSONSCHEMA:
             made = JSONSerializer(registered.schema, client, conf=conf)
         else:
-            cls = message_class(registered.schema.schema_str or "")
+            cls = self._message_class(registered.schema)
             proto = ProtobufSerializer(cls, client, conf={**conf, "use.deprecated.format": False})
 
             def made(data: Any, ctx: SerializationContext) -> Any:
@@ -287,8 +308,7 @@ class SchemaSerdes:
             return AvroDeserializer(client)  # type: ignore[no-any-return]
         if fmt is EmbeddedFormat.JSONSCHEMA:
             return JSONDeserializer(None, schema_registry_client=client)  # type: ignore[no-any-return]
-        schema = self._client().get_schema(schema_id)  # its text, for protoc
-        cls = message_class(schema.schema_str or "")
+        cls = self._message_class(self._client().get_schema(schema_id))
         proto = ProtobufDeserializer(cls, {"use.deprecated.format": False}, client)
 
         def read(data: bytes, ctx: SerializationContext) -> Any:

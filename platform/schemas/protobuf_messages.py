@@ -1,24 +1,30 @@
 """Protobuf messages of a ``.proto`` text, for the schema serdes: :func:`message_class` compiles
-the text with protoc once (a descriptor pool per text, with the well-known types it imports)
-and :func:`message_to_dict` turns a message into plain Python values (field names as in the
+the text with protoc once (a descriptor pool per text and references, holding every file it
+imports: the well-known ones and the registered schemas its references name) and
+:func:`message_to_dict` turns a message into plain Python values (field names as in the
 ``.proto``, enums by name).
 """
 
 from __future__ import annotations
 
 import threading
+from collections.abc import Mapping
 from typing import Any
 
 from sluice.serde import SerdeError
 
-__all__ = ["message_class", "message_named", "message_to_dict"]
+__all__ = ["descriptor_pool_of", "message_class", "message_named", "message_to_dict"]
 
-_pools: dict[str, tuple[Any, list[str]]] = {}
+_pools: dict[tuple[str, tuple[tuple[str, str], ...]], tuple[Any, list[str]]] = {}
 _pools_lock = threading.Lock()
 
 
-def message_class(proto: str, message: str | None = None) -> Any:
-    """The message class of *message* (full or short name; default: the first) in *proto*.
+def message_class(
+    proto: str, message: str | None = None, references: Mapping[str, str] | None = None
+) -> Any:
+    """The message class of *message* (full or short name; default: the first) in *proto*,
+    compiled with *references* (import path → schema text: the registered schemas its imports
+    name; well-known imports need none).
 
     >>> proto = 'syntax = "proto3"; package shop; message Order { int64 id = 1; }'
     >>> cls = message_class(proto)
@@ -26,10 +32,14 @@ def message_class(proto: str, message: str | None = None) -> Any:
     ('shop.Order', 7)
     >>> message_class(proto, "Order") is message_class(proto, "shop.Order") is cls
     True
+    >>> money = 'syntax = "proto3"; package shop; message Money { int64 cents = 1; }'
+    >>> priced = 'syntax = "proto3"; import "money.proto"; message P { shop.Money m = 1; }'
+    >>> message_class(priced, references={"money.proto": money})(m={"cents": 5}).m.cents
+    5
     """
     from google.protobuf import message_factory
 
-    pool, names = _pool(proto)
+    pool, names = descriptor_pool_of(proto, references or {})
     return message_factory.GetMessageClass(
         pool.FindMessageTypeByName(message_named(names, message))
     )
@@ -52,71 +62,30 @@ def message_named(names: list[str], message: str | None) -> str:
     return candidates[0]
 
 
-def _pool(proto: str) -> tuple[Any, list[str]]:
-    """A descriptor pool holding *proto* compiled (by protoc), and its top-level messages."""
+def descriptor_pool_of(proto: str, references: Mapping[str, str]) -> tuple[Any, list[str]]:
+    """A descriptor pool holding *proto* compiled (by protoc) with every file it imports
+    (*references*: import path → schema text; well-known files), and its messages' full names
+    (top-level first); one per text and references."""
+    key = (proto, tuple(sorted(references.items())))
     with _pools_lock:
-        if proto in _pools:
-            return _pools[proto]
+        if key in _pools:
+            return _pools[key]
         from google.protobuf import descriptor_pool
-        from google.protobuf.descriptor_pb2 import FileDescriptorProto
 
         from sluice.schemas.formats import InvalidSchemaError, format_named
 
         try:
-            parsed: Any = format_named("PROTOBUF").parse(proto, {})
+            parsed: Any = format_named("PROTOBUF").parse(proto, references)
         except InvalidSchemaError as error:
             raise SerdeError(f"bad Protobuf schema: {error}") from None
-        file_proto: FileDescriptorProto = parsed.descriptor
         pool = descriptor_pool.DescriptorPool()
-        _add_dependencies(pool, file_proto, set())
-        pool.Add(file_proto)
+        for file_proto in parsed.files():  # imports first
+            pool.Add(file_proto)
         names: list[str] = parsed.record_names()
         if not names:
             raise SerdeError("the Protobuf schema defines no message")
-        _pools[proto] = (pool, names)
+        _pools[key] = (pool, names)
         return pool, names
-
-
-def _add_dependencies(pool: Any, file_proto: Any, added: set[str]) -> None:
-    """Well-known imports (``google/protobuf/*.proto``, Confluent's) into *pool*."""
-    from google.protobuf import descriptor_pool
-    from google.protobuf.descriptor_pb2 import FileDescriptorProto
-
-    _import_well_known()
-    for name in file_proto.dependency:
-        if name in added:
-            continue
-        try:
-            known = descriptor_pool.Default().FindFileByName(name)
-        except KeyError:
-            raise SerdeError(
-                f"the Protobuf schema imports {name!r}: a serde built from .proto text takes "
-                "well-known imports only; pass message_type= for schemas with references"
-            ) from None
-        dependency = FileDescriptorProto()
-        known.CopyToProto(dependency)
-        _add_dependencies(pool, dependency, added)
-        pool.Add(dependency)
-        added.add(name)
-
-
-def _import_well_known() -> None:
-    import importlib
-
-    for module in (
-        "google.protobuf.any_pb2",
-        "google.protobuf.duration_pb2",
-        "google.protobuf.empty_pb2",
-        "google.protobuf.struct_pb2",
-        "google.protobuf.timestamp_pb2",
-        "google.protobuf.wrappers_pb2",
-        "confluent_kafka.schema_registry.confluent.meta_pb2",
-        "confluent_kafka.schema_registry.confluent.types.decimal_pb2",
-    ):
-        try:
-            importlib.import_module(module)
-        except ImportError:  # pragma: no cover - a client without Confluent's types
-            continue
 
 
 def message_to_dict(message: Any) -> dict[str, Any]:

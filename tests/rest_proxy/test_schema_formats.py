@@ -274,3 +274,56 @@ def test_v2_protobuf_consumer_decodes_confluent_framed_records(
         found += answer.json()
     assert found[0]["value"] == {"id": "9", "item": "mug"}  # proto3 JSON: int64 as a string
     assert schema_proxy.request("DELETE", base).status == 204
+
+
+MONEY = (
+    'syntax = "proto3";\npackage shop;\nmessage Money {\n  int64 cents = 1;\n  string cur = 2;\n}\n'
+)
+PRICED = (
+    'syntax = "proto3";\npackage shop;\nimport "money.proto";\n'
+    "message Priced {\n  string item = 1;\n  Money price = 2;\n}\n"
+)
+
+
+def test_protobuf_schemas_with_references_produce_and_consume(
+    broker: BrokerProcess, registry_client: SchemaRegistryClient, schema_proxy: Proxy
+) -> None:
+    """A registered Protobuf schema importing another subject's (a reference): produced by its
+    schema_id and as the subject's latest, read back through a v2 consumer — the proxy
+    compiles the schema with the referenced text it fetches from the registry."""
+    from confluent_kafka.schema_registry import Schema, SchemaReference
+
+    topic = create_topic(broker.bootstrap)
+    registry_client.register_schema("money.proto", Schema(MONEY, "PROTOBUF"))
+    reference = SchemaReference("money.proto", "money.proto", 1)
+    schema_id = registry_client.register_schema(
+        f"{topic}-value", Schema(PRICED, "PROTOBUF", [reference])
+    )
+    path = f"/v3/clusters/{cluster_id(schema_proxy)}/topics/{topic}/records"
+    data = {"item": "cup", "price": {"cents": "250", "cur": "EUR"}}
+    for how in ({"schema_id": schema_id}, {"type": "PROTOBUF"}):  # by id; the latest
+        answer = schema_proxy.post(path, {"value": {**how, "data": data}})
+        assert answer.status == 200, answer.body
+        assert answer.json()["value"]["schema_id"] == schema_id
+    v2 = "application/vnd.kafka.v2+json"
+    created = schema_proxy.post(
+        f"/consumers/g-{uuid.uuid4().hex[:8]}",
+        {"format": "protobuf", "auto.offset.reset": "earliest"},
+        content_type=v2,
+    ).json()
+    base = created["base_uri"].removeprefix(schema_proxy.url)
+    assert (
+        schema_proxy.post(f"{base}/subscription", {"topics": [topic]}, content_type=v2).status
+        == 204
+    )
+    found: list[Any] = []
+    deadline = time.monotonic() + 30
+    while len(found) < 2:
+        assert time.monotonic() < deadline
+        answer = schema_proxy.get(
+            f"{base}/records?timeout=1000", accept="application/vnd.kafka.protobuf.v2+json"
+        )
+        assert answer.status == 200, answer.body
+        found += answer.json()
+    assert [record["value"] for record in found] == [data, data]
+    assert schema_proxy.request("DELETE", base).status == 204

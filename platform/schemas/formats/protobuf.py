@@ -378,6 +378,16 @@ class ProtobufSchema:
         copy.CopyFrom(self._compiled.main)
         return copy
 
+    def files(self) -> list[FileDescriptorProto]:
+        """Copies of the compiled file and of every file it imports, references and well-known
+        files alike, imports before their importers (the order a descriptor pool takes them)."""
+        copies = []
+        for proto in self._compiled.files.values():
+            copy = FileDescriptorProto()
+            copy.CopyFrom(proto)
+            copies.append(copy)
+        return copies
+
     @property
     def from_base64(self) -> bool:
         """Whether the schema was registered as base64 of a ``FileDescriptorProto``."""

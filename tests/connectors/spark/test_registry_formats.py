@@ -24,11 +24,12 @@ from pyspark.sql.types import StructType
 
 from sluice.connect import ConnectError, TopicPartition
 from sluice.connectors.spark._registry_decode import ColumnDecoder
-from sluice.connectors.spark._registry_schema import FieldFormat, protobuf_pool, resolve
+from sluice.connectors.spark._registry_schema import FieldFormat, resolve
 from sluice.connectors.spark._sink_commit import TableDir
 from sluice.connectors.spark._sink_config import SinkSettings
 from sluice.connectors.spark.source import register
 from sluice.errors import ConfigError
+from sluice.schemas.protobuf_messages import descriptor_pool_of
 from sluice.schemas.serdes import AvroSerde, JsonSchemaSerde, ProtobufSerde, for_topic
 from sluice.serde import Serde
 from tests.conftest import CLIENT_TIMEOUT, BrokerProcess, create_topic
@@ -360,7 +361,7 @@ def test_schema_references_are_resolved_through_the_registry(registry: RegistryP
         FieldFormat("value", "protobuf", f"{name}p-value", 1, None, "Line"), (), registry.url, None
     )
     assert proto.spark_type.simpleString() == "struct<c:struct<n:bigint>>"
-    pool, _ = protobuf_pool(proto.schema, dict(proto.references))
+    pool, _ = descriptor_pool_of(proto.schema, dict(proto.references))
     message = message_factory.GetMessageClass(pool.FindMessageTypeByName("shop.Line"))()
     message.c.n = 42
     data = b"\x00" + proto_id.to_bytes(4, "big") + b"\x00" + message.SerializeToString()
