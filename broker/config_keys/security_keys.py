@@ -313,6 +313,16 @@ SSL_KEYS: tuple[ConfigKey, ...] = (
         "TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384, ...); unset: the TLS library's defaults.",
     ),
     ConfigKey(
+        "ssl.endpoint.identification.algorithm",
+        ConfigType.STRING,
+        "https",
+        "https: a broker connecting to another checks the host name in its certificate; "
+        "empty: it does not (the chain is still verified).",
+        check=lambda v: (
+            None if str(v).strip().lower() in ("https", "") else "must be https or empty"
+        ),
+    ),
+    ConfigKey(
         "ssl.principal.mapping.rules",
         ConfigType.STRING,
         "DEFAULT",

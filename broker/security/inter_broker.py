@@ -245,6 +245,7 @@ def _client_tls(config: BrokerConfig, listener: Listener) -> ssl.SSLContext:
             "ssl.truststore.certificates",
             "ssl.enabled.protocols",
             "ssl.cipher.suites",
+            "ssl.endpoint.identification.algorithm",
         )
     }
     try:

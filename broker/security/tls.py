@@ -13,7 +13,9 @@ refused with a message saying so):
   or ``required``;
 - ``ssl.enabled.protocols``: a subset of ``TLSv1.2,TLSv1.3`` (the default);
 - ``ssl.cipher.suites``: the suites negotiated, by their standard names (unset: the TLS
-  library's defaults; :mod:`sluice.cipher_suites`).
+  library's defaults; :mod:`sluice.cipher_suites`);
+- ``ssl.endpoint.identification.algorithm``: ``https`` (default) or empty, whether a broker
+  connecting to another checks the host name in its certificate (a server has no use for it).
 
 A client's principal is ``User:`` and its certificate's subject as Java's
 ``X500Principal.getName()`` writes it (RFC 2253: most specific first, ``CN=writeuser,OU=…``),
@@ -179,8 +181,9 @@ def server_context(keys: Mapping[str, str | None]) -> ssl.SSLContext:
 def client_context(keys: Mapping[str, str | None]) -> ssl.SSLContext:
     """A broker's client context towards another broker's TLS listener, from the same keys:
     the other broker's certificate is verified against ``ssl.truststore.*`` (else the system's
-    CAs) and its host name; ``ssl.keystore.*``, when set, is presented to a broker that asks for
-    a client certificate."""
+    CAs) and, unless ``ssl.endpoint.identification.algorithm`` is empty (Kafka's default:
+    ``https``), its host name; ``ssl.keystore.*``, when set, is presented to a broker that asks
+    for a client certificate."""
     if keys.get("ssl.truststore.location") or keys.get("ssl.truststore.certificates"):
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)  # verifies, host name included
         _load_truststore(context, keys, needed=True)
@@ -188,6 +191,15 @@ def client_context(keys: Mapping[str, str | None]) -> ssl.SSLContext:
         context = ssl.create_default_context()
     if keys.get("ssl.keystore.location") or keys.get("ssl.keystore.key"):
         _load_keystore(context, keys)
+    algorithm = keys.get("ssl.endpoint.identification.algorithm")
+    algorithm = "https" if algorithm is None else algorithm.strip()
+    if algorithm.lower() not in ("https", ""):
+        raise TlsConfigError(
+            f"ssl.endpoint.identification.algorithm: https (check the host name) or empty "
+            f"(do not), not {algorithm!r}"
+        )
+    if not algorithm:  # the certificate chain is still verified
+        context.check_hostname = False
     _limit(context, keys)
     return context
 

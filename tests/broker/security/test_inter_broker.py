@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import http.server
 import json
+import ssl
 import subprocess
 import threading
 import urllib.parse
@@ -48,21 +49,20 @@ def test_scram_over_tls_with_the_brokers_own_credentials(tmp_path: Path) -> None
     ca, server = tmp_path / "ca.pem", tmp_path / "server.pem"
     authority.cert_pem.write_to_path(ca)
     authority.issue_cert("127.0.0.1").private_key_and_cert_chain_pem.write_to_path(server)
-    config = BrokerConfig.from_properties(
-        {
-            "listeners": "CLIENT://127.0.0.1:9092,BROKER://127.0.0.1:9093",
-            "listener.security.protocol.map": "CLIENT:PLAINTEXT,BROKER:SASL_SSL",
-            "inter.broker.listener.name": "broker",
-            "sasl.mechanism.inter.broker.protocol": "SCRAM-SHA-512",
-            "listener.name.broker.sasl.enabled.mechanisms": "SCRAM-SHA-512",
-            "listener.name.broker.scram-sha-512.sasl.jaas.config": (
-                "org.apache.kafka.common.security.scram.ScramLoginModule required "
-                'username="broker" password="pw";'
-            ),
-            "ssl.keystore.location": str(server),
-            "ssl.truststore.location": str(ca),
-        }
-    )
+    props = {
+        "listeners": "CLIENT://127.0.0.1:9092,BROKER://127.0.0.1:9093",
+        "listener.security.protocol.map": "CLIENT:PLAINTEXT,BROKER:SASL_SSL",
+        "inter.broker.listener.name": "broker",
+        "sasl.mechanism.inter.broker.protocol": "SCRAM-SHA-512",
+        "listener.name.broker.sasl.enabled.mechanisms": "SCRAM-SHA-512",
+        "listener.name.broker.scram-sha-512.sasl.jaas.config": (
+            "org.apache.kafka.common.security.scram.ScramLoginModule required "
+            'username="broker" password="pw";'
+        ),
+        "ssl.keystore.location": str(server),
+        "ssl.truststore.location": str(ca),
+    }
+    config = BrokerConfig.from_properties(props)
     security = inter_broker_security(config, parse_listeners(config))
     assert (security.listener, security.protocol, security.mechanism) == (
         "BROKER",
@@ -71,6 +71,12 @@ def test_scram_over_tls_with_the_brokers_own_credentials(tmp_path: Path) -> None
     )
     assert (security.username, security.password) == ("broker", "pw")
     assert security.ssl_context is not None and security.ssl_context.check_hostname
+    unchecked = BrokerConfig.from_properties(
+        {**props, "listener.name.broker.ssl.endpoint.identification.algorithm": ""}
+    )
+    context = inter_broker_security(unchecked, parse_listeners(unchecked)).ssl_context
+    assert context is not None and not context.check_hostname
+    assert context.verify_mode == ssl.CERT_REQUIRED  # the chain is still checked
 
 
 def test_security_inter_broker_protocol_names_the_listener_of_that_name() -> None:

@@ -178,6 +178,30 @@ def test_cipher_suites_are_exactly_the_ones_negotiated(ca: trustme.CA, server_pe
     assert negotiated(plain, towards) == ("TLS_CHACHA20_POLY1305_SHA256", "TLSv1.3")
 
 
+def test_a_broker_checks_the_other_brokers_host_name_unless_told_not_to(
+    ca: trustme.CA, tmp_path: Path
+) -> None:
+    """``ssl.endpoint.identification.algorithm`` on a broker's connections to another: ``https``
+    (Kafka's default) refuses a certificate for another name; empty accepts it, but still only
+    from a trusted CA."""
+    elsewhere = tmp_path / "elsewhere.pem"
+    ca.issue_cert("broker-9.example").private_key_and_cert_chain_pem.write_to_path(elsewhere)
+    server = server_context({"ssl.keystore.location": str(elsewhere)})
+    trust = {"ssl.truststore.certificates": ca.cert_pem.bytes().decode()}
+    with pytest.raises(ssl.SSLCertVerificationError, match="IP address mismatch"):
+        negotiated(server, broker_client_context(trust))
+    unchecked = broker_client_context({**trust, "ssl.endpoint.identification.algorithm": ""})
+    assert negotiated(server, unchecked)[1] == "TLSv1.3"
+    stranger = {
+        "ssl.truststore.certificates": trustme.CA().cert_pem.bytes().decode(),
+        "ssl.endpoint.identification.algorithm": "",
+    }
+    with pytest.raises(ssl.SSLCertVerificationError, match="unable to get local issuer"):
+        negotiated(server, broker_client_context(stranger))
+    with pytest.raises(TlsConfigError, match=r"https \(check the host name\) or empty"):
+        broker_client_context({**trust, "ssl.endpoint.identification.algorithm": "ldap"})
+
+
 def test_mtls_principal_through_the_mapping_rules(ca: trustme.CA, server_pem: Path) -> None:
     context = server_context(
         {
