@@ -26,6 +26,7 @@ from sluice.broker.security.inter_broker import (
     InterBrokerSecurity,
     inter_broker_security,
 )
+from sluice.broker.security.keystores import ListenerKeystores
 from sluice.broker.security.listeners import Listener, parse_listeners
 from sluice.broker.server import Server
 from sluice.errors import ConfigError
@@ -53,8 +54,11 @@ async def run(
     exporter: AsyncMetricsServer | None = None
     if metrics_listen:
         exporter = await serve_metrics_async(metrics_listen, metrics.registry(broker, server))
+    keystores = ListenerKeystores(listeners, config)
+    broker.reconfigurables.append(keystores)
     try:
         await _open(broker, listeners, security)
+        _dynamic_keystores(keystores, broker.config)
         for listener in listeners:
             await server.start(listener.host, listener.port, listener)
         if broker.cluster is not None:
@@ -99,6 +103,16 @@ async def run(
         log.info("stopped cleanly")
     if broker.log_dirs.must_stop():
         raise SystemExit(f"stopped: log directories offline ({broker.log_dirs.describe()})")
+
+
+def _dynamic_keystores(keystores: ListenerKeystores, config: BrokerConfig) -> None:
+    """The keystores set by AlterConfigs before the restart (read with the data directory's
+    dynamic configs); one that no longer loads is reported and the listener keeps the keystore
+    of ``server.properties``, as Kafka goes on with its static config then."""
+    try:
+        keystores.reconfigure(config)
+    except ConfigError as error:
+        log.error("dynamic keystore not used: %s", error)
 
 
 async def _open(

@@ -18,7 +18,7 @@ import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from sluice.broker.cluster.metadata_cache import PartitionInfo, TopicInfo
 from sluice.broker.config import BrokerConfig
@@ -53,6 +53,16 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 Clock = Callable[[], int]
+
+
+class Reconfigurable(Protocol):
+    """Something outside the broker's core that follows its dynamic configs (Kafka's
+    ``Reconfigurable``): ``validate`` refuses a configuration (ConfigError) before anything
+    changes, ``reconfigure`` puts it in force."""
+
+    def validate(self, config: BrokerConfig) -> None: ...
+
+    def reconfigure(self, config: BrokerConfig) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -122,6 +132,9 @@ class Broker:
         """The ACLs' decisions (``authorizer.class.name``); None: every request is allowed."""
         self.acl_store: AclStore = FileAclStore(self.data_dir)
         """Where the ACLs are kept: the data directory's, or ZooKeeper's once in a cluster."""
+        self.reconfigurables: list[Reconfigurable] = []
+        """What the process around the broker reconfigures on dynamic config changes (Kafka's
+        ``Reconfigurable``s): the server's TLS listeners' keystores."""
         self._tasks: list[asyncio.Task[None]] = []
         self.cluster: ClusterMember | None = None
         """The broker's membership of a cluster (``zookeeper.connect``); None on one node."""
@@ -199,15 +212,23 @@ class Broker:
                 )
             )
 
+    def validate_config(self, config: BrokerConfig) -> None:
+        """Raise :class:`ConfigError` if a :attr:`reconfigurables` cannot take ``config``."""
+        for reconfigurable in self.reconfigurables:
+            reconfigurable.validate(config)
+
     def apply_config(self, config: BrokerConfig) -> None:
         """Put a new effective configuration (dynamic broker configs) in force: topic defaults
         are recomputed for every topic, the cleaner's backoff is read at its next sleep, the
-        replica fetchers (in a cluster) are resized, the replication throttles take their rates."""
+        replica fetchers (in a cluster) are resized, the replication throttles take their
+        rates, the :attr:`reconfigurables` theirs (the TLS listeners' keystores)."""
         self.config = config
         self.topics.set_broker_config(config)
         self.replication_throttles.configure(config)
         if self.cluster is not None:
             self.cluster.replicas.fetchers.reconfigure(config)
+        for reconfigurable in self.reconfigurables:
+            reconfigurable.reconfigure(config)
 
     async def close(self) -> None:
         """Stop housekeeping and group timers, flush and close every log."""

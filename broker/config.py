@@ -29,6 +29,7 @@ from sluice.broker.config_keys import (
     ConfigKey,
     ConfigSource,
     ConfigType,
+    dynamic_listener_key,
     listener_key,
     render,
 )
@@ -46,6 +47,7 @@ __all__ = [
     "ConfigKey",
     "ConfigSource",
     "ConfigType",
+    "dynamic_key",
     "parse_listener",
     "parse_topic_value",
     "render",
@@ -112,8 +114,8 @@ class BrokerConfig:
         >>> dyn.topic_default("retention.ms"), dyn.source("log.retention.ms").name
         (5000, 'DYNAMIC_DEFAULT_BROKER_CONFIG')
         """
-        typed_default = {k: BROKER_KEYS[k].parse(v) for k, v in default.items()}
-        typed_broker = {k: BROKER_KEYS[k].parse(v) for k, v in per_broker.items()}
+        typed_default = {k: dynamic_key(k).parse(v) for k, v in default.items()}
+        typed_broker = {k: dynamic_key(k).parse(v) for k, v in per_broker.items()}
         values = {name: key.default for name, key in BROKER_KEYS.items()}
         values.update(self.static)
         values.update(typed_default)
@@ -268,6 +270,16 @@ def parse_topic_value(name: str, raw: str | None) -> Any:
 def _listener_name(text: str) -> str:
     name, sep, _ = text.partition("://")
     return name.strip().upper() if sep else "PLAINTEXT"
+
+
+def dynamic_key(name: str) -> ConfigKey:
+    """The key of a name AlterConfigs may set on the BROKER resource: a broker key, or a
+    listener's dynamic keystore key (``listener.name.<l>.ssl.keystore.location``…); KeyError
+    for any other name."""
+    key = BROKER_KEYS.get(name) or dynamic_listener_key(name)
+    if key is None:
+        raise KeyError(name)
+    return key
 
 
 def parse_listener(text: str) -> tuple[str, int]:

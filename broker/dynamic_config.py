@@ -2,10 +2,12 @@
 
 Two levels, as Kafka's ``DynamicBrokerConfig``: the cluster default (BROKER resource named
 ``""``) and this broker (named by its id), the latter winning, both over ``server.properties``.
-Only :data:`~sluice.broker.config.DYNAMIC_BROKER_KEYS` may be set; any other key is refused with
-Kafka's "Cannot update these configs dynamically" message. The broker-level synonyms of topic
-keys (``log.retention.ms``, ``log.cleanup.policy``, ``message.max.bytes``, ...) change the
-defaults of every topic at once: topics without an override follow them.
+Only :data:`~sluice.broker.config.DYNAMIC_BROKER_KEYS` may be set, and, on this broker's level
+only, a listener's keystore keys (``listener.name.<l>.ssl.keystore.location``…:
+:mod:`sluice.broker.security.keystores`); any other key is refused with Kafka's "Cannot update
+these configs dynamically" message. The broker-level synonyms of topic keys
+(``log.retention.ms``, ``log.cleanup.policy``, ``message.max.bytes``, ...) change the defaults
+of every topic at once: topics without an override follow them.
 
 On disk::
 
@@ -22,7 +24,8 @@ import logging
 from collections.abc import Mapping
 from pathlib import Path
 
-from sluice.broker.config import BROKER_KEYS, DYNAMIC_BROKER_KEYS, BrokerConfig
+from sluice.broker.config import DYNAMIC_BROKER_KEYS, BrokerConfig, dynamic_key
+from sluice.broker.config_keys import dynamic_listener_key
 from sluice.broker.log.files import write_atomically
 from sluice.errors import ConfigError
 
@@ -70,12 +73,18 @@ class DynamicBrokerConfigs:
         """The textual overrides of a level."""
         return dict(self._levels[entity])
 
-    def check(self, overrides: Mapping[str, str | None]) -> dict[str, str]:
+    def check(self, entity: str, overrides: Mapping[str, str | None]) -> dict[str, str]:
         """Validate a level's new overrides (None values dropped); raises :class:`ConfigError`
-        whose ``reason`` is Kafka's message."""
-        static = sorted(k for k in overrides if k not in DYNAMIC_BROKER_KEYS)
+        whose ``reason`` is Kafka's message. A listener's keystore keys are per broker only."""
+        static = sorted(k for k in overrides if not _dynamic(k))
         if static:
             raise ConfigError(f"Cannot update these configs dynamically: Set({', '.join(static)})")
+        per_broker = sorted(k for k in overrides if dynamic_listener_key(k) is not None)
+        if entity == DEFAULT_ENTITY and per_broker:
+            raise ConfigError(
+                "Cannot update these configs at default cluster level, broker id must be "
+                f"specified: Set({', '.join(per_broker)})"
+            )
         result = {}
         for key, value in overrides.items():
             if value is None:
@@ -83,6 +92,11 @@ class DynamicBrokerConfigs:
             self._validate(key, value)
             result[key] = value
         return result
+
+    def preview(self, entity: str, overrides: Mapping[str, str]) -> BrokerConfig:
+        """The effective configuration ``overrides`` (checked) would make, persisting nothing."""
+        levels = {**self._levels, entity: dict(overrides)}
+        return self._static.with_dynamic(levels[DEFAULT_ENTITY], levels[self._node])
 
     def replace(self, entity: str, overrides: Mapping[str, str]) -> BrokerConfig:
         """Make ``overrides`` (checked) the level's whole set, persist, return the effective
@@ -101,11 +115,15 @@ class DynamicBrokerConfigs:
 
     @staticmethod
     def _validate(key: str, value: str) -> None:
-        if key not in DYNAMIC_BROKER_KEYS:
+        if not _dynamic(key):
             raise ConfigError(f"Cannot update these configs dynamically: Set({key})")
         try:
-            BROKER_KEYS[key].parse(value)
+            dynamic_key(key).parse(value)
         except ConfigError as exc:
             raise ConfigError(
                 f"Invalid value {value} for configuration {key}: {exc.reason}"
             ) from None
+
+
+def _dynamic(key: str) -> bool:
+    return key in DYNAMIC_BROKER_KEYS or dynamic_listener_key(key) is not None

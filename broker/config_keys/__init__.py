@@ -27,7 +27,7 @@ from sluice.broker.config_keys.key import (
     ConfigType,
     render,
 )
-from sluice.broker.config_keys.security_keys import listener_key
+from sluice.broker.config_keys.security_keys import dynamic_listener_key, listener_key
 from sluice.broker.config_keys.topic_keys import TOPIC_KEYS
 
 __all__ = [
@@ -40,6 +40,7 @@ __all__ = [
     "ConfigKey",
     "ConfigSource",
     "ConfigType",
+    "dynamic_listener_key",
     "listener_key",
     "render",
 ]

@@ -30,10 +30,12 @@ from sluice.broker.config_keys.validators import at_least
 __all__ = [
     "AUTHORIZER_CLASS_NAMES",
     "DEFAULT_PROTOCOL_MAP",
+    "DYNAMIC_LISTENER_SSL_KEYS",
     "SASL_MECHANISMS",
     "SECURITY_BROKER_KEYS",
     "SECURITY_PROTOCOLS",
     "SSL_KEYS",
+    "dynamic_listener_key",
     "listener_key",
     "super_users",
 ]
@@ -352,6 +354,34 @@ _PER_MECHANISM = {
     "connections.max.reauth.ms": _BY_NAME["connections.max.reauth.ms"],
     "sasl.login.callback.handler.class": _BY_NAME["sasl.login.callback.handler.class"],
 } | {name: key for name, key in _BY_NAME.items() if name.startswith("sasl.oauthbearer.")}
+
+
+DYNAMIC_LISTENER_SSL_KEYS: Final = frozenset(
+    {
+        "ssl.keystore.location",
+        "ssl.keystore.key",
+        "ssl.keystore.certificate.chain",
+        "ssl.key.password",
+    }
+)
+"""A listener's keystore keys that AlterConfigs may change on a running broker, per broker and
+per listener only (``listener.name.<l>.<key>``), as Kafka's reconfigurable SSL keys: the next
+connections get the new certificate (:mod:`sluice.broker.security.keystores`)."""
+
+
+def dynamic_listener_key(name: str) -> ConfigKey | None:
+    """The key of ``name`` if it is one of a listener's dynamic keystore keys, else None.
+
+    >>> dynamic_listener_key("listener.name.ssl.ssl.keystore.location").name
+    'listener.name.ssl.ssl.keystore.location'
+    >>> dynamic_listener_key("ssl.keystore.location"), dynamic_listener_key(
+    ...     "listener.name.ssl.ssl.truststore.location")
+    (None, None)
+    """
+    match = _LISTENER_KEY.match(name)
+    if match is None or match["mechanism"] or match["key"] not in DYNAMIC_LISTENER_SSL_KEYS:
+        return None
+    return listener_key(name)
 
 
 def listener_key(name: str) -> ConfigKey | None:

@@ -29,8 +29,10 @@ from sluice.broker.config import (
     ConfigKey,
     ConfigSource,
     ConfigType,
+    dynamic_key,
     render,
 )
+from sluice.broker.config_keys import dynamic_listener_key
 from sluice.broker.dynamic_config import DEFAULT_ENTITY
 from sluice.broker.errors import KafkaError
 from sluice.broker.protocol.api_keys import (
@@ -124,6 +126,12 @@ def _describe_one(broker: Broker, resource: Any) -> tuple[Any, str | None, list[
                 synonyms = _broker_synonyms(broker, name)
             value = synonyms[0][1]
             rows.append((name, value, name not in DYNAMIC_BROKER_KEYS, BROKER_KEYS[name], synonyms))
+        for name, typed in sorted(config.dynamic_broker.items()):
+            listener_key = dynamic_listener_key(name)  # a listener's keystore, set dynamically
+            if entity != DEFAULT_ENTITY and listener_key is not None:
+                text = render(typed)
+                source = ConfigSource.DYNAMIC_BROKER_CONFIG
+                rows.append((name, text, False, listener_key, [(name, text, source)]))
         return ErrorCode.none, None, rows
     return ErrorCode.invalid_request, "unsupported resource", rows
 
@@ -233,12 +241,15 @@ def _apply_broker(
     where = f"ConfigResource(type=BROKER, name='{resource.resource_name}')"
 
     def value_of(name: str) -> str | None:
-        if name not in BROKER_KEYS:
-            raise ConfigError(f"Unknown broker config name: {name}")
-        return render(broker.config[name])
+        try:
+            dynamic_key(name)
+        except KeyError:
+            raise ConfigError(f"Unknown broker config name: {name}") from None
+        return render(broker.config.values.get(name))
 
     try:
-        overrides = dynamic.check(change(dynamic.overrides(entity), value_of))
+        overrides = dynamic.check(entity, change(dynamic.overrides(entity), value_of))
+        broker.validate_config(dynamic.preview(entity, overrides))
     except ConfigError as exc:
         return ErrorCode.invalid_request, f"Invalid config value for resource {where}: {exc}"
     except KafkaError as exc:
@@ -248,6 +259,8 @@ def _apply_broker(
             broker.apply_config(dynamic.replace(entity, overrides))
         except (StorageError, OSError) as exc:
             return ErrorCode.kafka_storage_error, f"cannot persist the broker config: {exc}"
+        except ConfigError as exc:  # a keystore changed on disk since it was validated
+            return ErrorCode.invalid_request, f"Invalid config value for resource {where}: {exc}"
     return ErrorCode.none, None
 
 
@@ -320,7 +333,7 @@ def _incremental(
         elif op == DELETE:
             overrides.pop(config.name, None)
         elif op in (APPEND, SUBTRACT):
-            key = TOPIC_KEYS.get(config.name) or BROKER_KEYS[config.name]
+            key = TOPIC_KEYS.get(config.name) or dynamic_key(config.name)
             if key.type.name != "LIST":
                 raise KafkaError(
                     ErrorCode.invalid_config,

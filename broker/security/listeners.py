@@ -65,7 +65,14 @@ from sluice.broker.security.tls import (
 )
 from sluice.errors import ConfigError
 
-__all__ = ["Listener", "ListenerSasl", "ListenerTls", "parse_listeners"]
+__all__ = [
+    "Listener",
+    "ListenerSasl",
+    "ListenerTls",
+    "listener_tls",
+    "parse_listeners",
+    "tls_keys",
+]
 
 
 @dataclass(frozen=True)
@@ -145,7 +152,7 @@ def parse_listeners(config: BrokerConfig) -> tuple[Listener, ...]:
             )
         own = ("127.0.0.1" if host in ("", "0.0.0.0") else host), port
         sasl = _sasl(config, name) if protocol.startswith("SASL_") else None
-        tls = _tls(config, name) if protocol.endswith("SSL") else None
+        tls = listener_tls(config, name) if protocol.endswith("SSL") else None
         found.append(Listener(name, protocol, host, port, advertised.get(name, own), sasl, tls))
     unknown = sorted(set(advertised) - {listener.name for listener in found})
     if unknown:
@@ -197,12 +204,20 @@ def _sasl(config: BrokerConfig, listener: str) -> ListenerSasl:
 _SSL_KEY = re.compile(r"(ssl\.[a-z.]*[a-z])")
 
 
-def _tls(config: BrokerConfig, listener: str) -> ListenerTls:
+def tls_keys(config: BrokerConfig, listener: str) -> dict[str, str | None]:
+    """The ``ssl.*`` keys of ``listener`` as text: each ``listener.name.<l>.`` override, else
+    the broker's key."""
     prefix = f"listener.name.{listener.lower()}."
-    keys = {
+    return {
         key.name: render(config.values.get(prefix + key.name, config.values.get(key.name)))
         for key in SSL_KEYS
     }
+
+
+def listener_tls(config: BrokerConfig, listener: str) -> ListenerTls:
+    """A TLS listener's context and principal mapping; ConfigError names the key at fault."""
+    prefix = f"listener.name.{listener.lower()}."
+    keys = tls_keys(config, listener)
     try:
         context = server_context(keys)
     except TlsConfigError as error:

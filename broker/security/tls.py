@@ -50,6 +50,7 @@ __all__ = [
     "PrincipalMapper",
     "TlsConfigError",
     "client_context",
+    "load_keystore",
     "peer_principal",
     "server_context",
 ]
@@ -168,7 +169,7 @@ def server_context(keys: Mapping[str, str | None]) -> ssl.SSLContext:
             "(ssl.keystore.type=PEM)"
         )
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    _load_keystore(context, keys)
+    load_keystore(context, keys)
     auth = (keys.get("ssl.client.auth") or "none").lower()
     if auth not in _CLIENT_AUTH:
         raise TlsConfigError(f"ssl.client.auth: none, requested or required, not {auth!r}")
@@ -190,7 +191,7 @@ def client_context(keys: Mapping[str, str | None]) -> ssl.SSLContext:
     else:
         context = ssl.create_default_context()
     if keys.get("ssl.keystore.location") or keys.get("ssl.keystore.key"):
-        _load_keystore(context, keys)
+        load_keystore(context, keys)
     algorithm = keys.get("ssl.endpoint.identification.algorithm")
     algorithm = "https" if algorithm is None else algorithm.strip()
     if algorithm.lower() not in ("https", ""):
@@ -222,7 +223,9 @@ def _limit(context: ssl.SSLContext, keys: Mapping[str, str | None]) -> None:
         raise TlsConfigError(f"ssl.cipher.suites: {error}") from None
 
 
-def _load_keystore(context: ssl.SSLContext, keys: Mapping[str, str | None]) -> None:
+def load_keystore(context: ssl.SSLContext, keys: Mapping[str, str | None]) -> None:
+    """Load the key and certificate chain ``ssl.keystore.*`` name into ``context`` (again: the
+    handshakes that follow present the new one); :class:`TlsConfigError` names what failed."""
     location, key, chain = (
         keys.get("ssl.keystore.location"),
         keys.get("ssl.keystore.key"),
