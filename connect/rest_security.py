@@ -7,6 +7,7 @@
     listeners.https.ssl.key.password=…                              # when the key is encrypted
     listeners.https.ssl.truststore.location=/etc/sluice/ca.pem      # CAs of client certificates
     listeners.https.ssl.client.authentication=required              # none | requested | required
+    listeners.https.ssl.cipher.suites=TLS_AES_256_GCM_SHA384,…      # standard names
 
 ``listeners`` (one listener, ``http://`` or ``https://``) replaces ``--rest``. As in Kafka, when
 no ``listeners.https.``-prefixed setting is given the worker's top-level ``ssl.*`` ones are
@@ -39,8 +40,16 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from sluice import cipher_suites
 from sluice.errors import ConfigError
-from sluice.http_security import CLIENT_AUTH, BasicAuth, TlsSettings, jaas_users, pem_file
+from sluice.http_security import (
+    CLIENT_AUTH,
+    BasicAuth,
+    TlsSettings,
+    check_tls,
+    jaas_users,
+    pem_file,
+)
 
 __all__ = ["BASIC_AUTH_EXTENSION", "BasicAuth", "RestSecurity", "TlsSettings", "rest_security"]
 
@@ -57,6 +66,7 @@ _TLS_KEYS = (
     "ssl.truststore.location",
     "ssl.truststore.type",
     "ssl.client.authentication",
+    "ssl.cipher.suites",
 )
 
 
@@ -116,8 +126,16 @@ def _tls(settings: Mapping[str, Any]) -> TlsSettings:
             key=f"{prefix}ssl.truststore.location",
         )
     password = named.get(f"{prefix}ssl.key.password")
-    return TlsSettings(keystore, None if password is None else str(password), truststore,
-                       CLIENT_AUTH[auth])  # fmt: skip
+    suites_key = f"{prefix}ssl.cipher.suites"
+    suites = named.get(suites_key)
+    names = suites if isinstance(suites, list) else cipher_suites.parse(suites)
+    tls = TlsSettings(keystore, None if password is None else str(password), truststore,
+                      CLIENT_AUTH[auth], tuple(str(name) for name in names))  # fmt: skip
+    try:
+        check_tls(tls)
+    except ConfigError as error:
+        raise ConfigError(error.reason, key=prefix + (error.key or "")) from None
+    return tls
 
 
 def _basic_auth(settings: Mapping[str, Any]) -> BasicAuth:

@@ -4,8 +4,9 @@ registry and the REST proxy (each served by :mod:`sluice.http_server`).
 **TLS** (:class:`TlsSettings`): the server's key and certificate chain in one PEM file
 (Kafka's and Confluent's ``ssl.keystore.location`` with ``ssl.keystore.type=PEM``), the CAs of
 client certificates (``ssl.truststore.location``) and whether a client must show one
-(``ssl.client.authentication``: ``none``, ``requested``, ``required``). :func:`uvicorn_tls`
-turns them into the server's settings.
+(``ssl.client.authentication``: ``none``, ``requested``, ``required``) and the suites it
+negotiates (``ssl.cipher.suites``, standard names: :mod:`sluice.cipher_suites`).
+:func:`uvicorn_tls` turns them into the server's settings.
 
 **Basic authentication** (:class:`BasicAuth`): users from a JAAS file, Kafka Connect's and
 Confluent's format. One section per service (``KafkaConnect``, Confluent Schema Registry's
@@ -47,6 +48,7 @@ from typing import Any
 from fastapi import FastAPI, Request, Response
 from fastapi.responses import JSONResponse
 
+from sluice import cipher_suites
 from sluice.client_properties import parse_jaas, read_entries
 from sluice.errors import ConfigError
 
@@ -63,6 +65,8 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
+
+_VERSIONS = (ssl.TLSVersion.TLSv1_2, ssl.TLSVersion.TLSv1_3)
 
 CLIENT_AUTH = {
     "none": ssl.CERT_NONE,
@@ -83,6 +87,8 @@ class TlsSettings:
     key_password: str | None = field(default=None, repr=False)
     truststore: Path | None = None
     client_auth: ssl.VerifyMode = ssl.CERT_NONE
+    cipher_suites: tuple[str, ...] = ()
+    """``ssl.cipher.suites``: standard names (:mod:`sluice.cipher_suites`); empty: OpenSSL's."""
 
 
 @dataclass(frozen=True)
@@ -232,16 +238,30 @@ def check_tls(tls: TlsSettings) -> None:
                 f"cannot load {tls.truststore} (PEM certificates): {error}",
                 key="ssl.truststore.location",
             ) from None
+    try:
+        cipher_suites.restrict(context, tls.cipher_suites, _VERSIONS)
+    except cipher_suites.CipherSuiteError as error:
+        raise ConfigError(str(error), key="ssl.cipher.suites") from None
 
 
 def uvicorn_tls(tls: TlsSettings | None) -> dict[str, Any]:
     """uvicorn's settings for ``tls`` (and ``scheme``, :func:`sluice.http_server.serve`'s)."""
     if tls is None:
         return {"scheme": "http"}
-    return {
+    options: dict[str, Any] = {
         "scheme": "https",
         "ssl_certfile": str(tls.keystore),
         "ssl_keyfile_password": tls.key_password,
         "ssl_ca_certs": None if tls.truststore is None else str(tls.truststore),
         "ssl_cert_reqs": tls.client_auth,
     }
+    if tls.cipher_suites:
+        suites = tls.cipher_suites
+
+        def limited(_config: Any, default_factory: Callable[[], ssl.SSLContext]) -> ssl.SSLContext:
+            context = default_factory()
+            cipher_suites.restrict(context, suites, _VERSIONS)
+            return context
+
+        options["ssl_context_factory"] = limited
+    return options

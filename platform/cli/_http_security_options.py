@@ -4,6 +4,7 @@
     --ssl-keystore FILE       listeners=https://…, ssl.keystore.location (PEM: key and chain)
     --ssl-truststore FILE     ssl.truststore.location (PEM: the CAs of client certificates)
     --ssl-client-auth MODE    ssl.client.authentication: none, requested, required
+    --ssl-cipher-suites LIST  ssl.cipher.suites (standard names, comma-separated)
     --jaas-config FILE        authentication.method=BASIC, java.security.auth.login.config
     --auth-realm REALM        authentication.realm: the JAAS section of the users
 
@@ -18,6 +19,7 @@ from typing import Annotated, Any
 
 import typer
 
+from sluice.cipher_suites import parse as parse_suites
 from sluice.errors import ConfigError
 from sluice.exit_codes import EXIT_USAGE, CliError
 from sluice.http_security import (
@@ -33,6 +35,7 @@ __all__ = [
     "AuthRealm",
     "JaasConfig",
     "RegistryConfig",
+    "SslCipherSuites",
     "SslClientAuth",
     "SslKeystore",
     "SslTruststore",
@@ -49,6 +52,16 @@ SslKeystore = Annotated[
         metavar="FILE",
         help="Serve HTTPS with FILE (PEM: the key, then the certificate chain); Confluent's "
         "`listeners=https://…` with `ssl.keystore.location`.",
+        rich_help_panel=_PANEL,
+    ),
+]
+SslCipherSuites = Annotated[
+    str | None,
+    typer.Option(
+        "--ssl-cipher-suites",
+        metavar="LIST",
+        help="Negotiate only these suites, by their standard names, comma-separated "
+        "(`ssl.cipher.suites`: TLS_AES_128_GCM_SHA256,TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256).",
         rich_help_panel=_PANEL,
     ),
 ]
@@ -107,6 +120,7 @@ _OPTIONS = {
     "ssl.keystore.location": "--ssl-keystore",
     "ssl.truststore.location": "--ssl-truststore",
     "ssl.client.authentication": "--ssl-client-auth",
+    "ssl.cipher.suites": "--ssl-cipher-suites",
     "java.security.auth.login.config": "--jaas-config",
 }
 
@@ -117,6 +131,7 @@ def http_security(
     client_auth: str,
     jaas: Path | None,
     realm: str,
+    cipher_suites: str | None = None,
 ) -> HttpSecurity:
     """The service's security from the options; CliError (exit 2) naming the option."""
     try:
@@ -136,10 +151,13 @@ def http_security(
                 pem_file(keystore, key="ssl.keystore.location"),
                 truststore=trusted,
                 client_auth=CLIENT_AUTH[mode],
+                cipher_suites=tuple(parse_suites(cipher_suites)),
             )
             check_tls(tls)
         elif truststore is not None or mode != "none":
             raise ConfigError("client certificates need HTTPS", key="ssl.keystore.location")
+        elif cipher_suites:
+            raise ConfigError("cipher suites need HTTPS (--ssl-keystore)", key="ssl.cipher.suites")
         basic = None
         if jaas is not None:
             basic = jaas_users(jaas, realm, key="java.security.auth.login.config")

@@ -44,6 +44,7 @@ from sluice.cli._http_security_options import (
     AuthRealm,
     JaasConfig,
     RegistryConfig,
+    SslCipherSuites,
     SslClientAuth,
     SslKeystore,
     SslTruststore,
@@ -107,6 +108,7 @@ def start(
     ssl_keystore: SslKeystore = None,
     ssl_truststore: SslTruststore = None,
     ssl_client_auth: SslClientAuth = "none",
+    ssl_cipher_suites: SslCipherSuites = None,
     jaas_config: JaasConfig = None,
     auth_realm: AuthRealm = None,
     workers: Annotated[
@@ -142,7 +144,12 @@ def start(
     if schema_registry is not None and not schema_registry.startswith(("http://", "https://")):
         raise typer.BadParameter("expected an http(s):// URL", param_hint="--schema-registry")
     security = http_security(
-        ssl_keystore, ssl_truststore, ssl_client_auth, jaas_config, auth_realm or REALM
+        ssl_keystore,
+        ssl_truststore,
+        ssl_client_auth,
+        jaas_config,
+        auth_realm or REALM,
+        ssl_cipher_suites,
     )
     registry: dict[str, object] = {}
     if schema_registry is not None:

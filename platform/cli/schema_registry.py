@@ -38,6 +38,7 @@ from sluice.cli._common import (
 from sluice.cli._http_security_options import (
     AuthRealm,
     JaasConfig,
+    SslCipherSuites,
     SslClientAuth,
     SslKeystore,
     SslTruststore,
@@ -94,6 +95,7 @@ def start(
     ssl_keystore: SslKeystore = None,
     ssl_truststore: SslTruststore = None,
     ssl_client_auth: SslClientAuth = "none",
+    ssl_cipher_suites: SslCipherSuites = None,
     jaas_config: JaasConfig = None,
     auth_realm: AuthRealm = None,
     log_level: Annotated[
@@ -118,7 +120,12 @@ def start(
     if advertised_url is not None and not advertised_url.startswith(("http://", "https://")):
         raise typer.BadParameter("expected http://HOST:PORT", param_hint="--advertised-url")
     security = http_security(
-        ssl_keystore, ssl_truststore, ssl_client_auth, jaas_config, auth_realm or REALM
+        ssl_keystore,
+        ssl_truststore,
+        ssl_client_auth,
+        jaas_config,
+        auth_realm or REALM,
+        ssl_cipher_suites,
     )
     settings = RegistrySettings(
         listen=address,
