@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 from sluice.broker.config import BrokerConfig
 from sluice.broker.config_keys.security_keys import DYNAMIC_LISTENER_SSL_KEYS
@@ -52,19 +52,16 @@ class ListenerKeystores:
         }
 
     def validate(self, config: BrokerConfig) -> None:
-        """Raise :class:`ConfigError` (naming the key) unless every TLS listener's context can
-        be built from ``config``."""
-        for name, _ in self._listeners:
+        """Raise :class:`ConfigError` (naming the key) unless the context of every TLS listener
+        whose keystore changed can be built from ``config``."""
+        for name, _, _ in self._changed(config):
             listener_tls(config, name)
 
     def reconfigure(self, config: BrokerConfig) -> None:
         """Load each TLS listener's keystore again if its keys or its file changed; the
         handshakes that follow present it. Raises :class:`ConfigError` if one does not load
         (into a scratch context first: the listener keeps the certificate it had)."""
-        for name, tls in self._listeners:
-            source = _source(config, name)
-            if source == self._loaded[name]:
-                continue
+        for name, tls, source in self._changed(config):
             listener_tls(config, name)  # a key and a chain that do not match fail here
             try:
                 load_keystore(tls.context, tls_keys(config, name))
@@ -73,6 +70,13 @@ class ListenerKeystores:
                 raise ConfigError(f"listener {name}: {error}", key=key) from None
             self._loaded[name] = source
             log.info("listener %s: keystore reloaded (%s)", name, _where(config, name))
+
+    def _changed(self, config: BrokerConfig) -> Iterator[tuple[str, ListenerTls, _Loaded]]:
+        """The TLS listeners whose keystore keys or file differ from what was last loaded."""
+        for name, tls in self._listeners:
+            source = _source(config, name)
+            if source != self._loaded[name]:
+                yield name, tls, source
 
 
 def _source(config: BrokerConfig, listener: str) -> _Loaded:
