@@ -225,7 +225,7 @@ class ClusterAdmin:
 
     async def delete_topic(self, name: str) -> None:
         """Ask the controller to delete the topic."""
-        await run_blocking(self.store.request_topic_deletion, name)
+        await run_blocking(self.store.admin.request_topic_deletion, name)
 
     async def elect_leaders(
         self, partitions: list[TopicPartition], *, unclean: bool, timeout_s: float
@@ -238,7 +238,7 @@ class ClusterAdmin:
             try:
                 await run_blocking(
                     functools.partial(
-                        self.store.request_preferred_election, partitions, unclean=unclean
+                        self.store.admin.request_preferred_election, partitions, unclean=unclean
                     )
                 )
                 break

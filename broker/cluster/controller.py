@@ -33,7 +33,7 @@ deletion and preferred-election requests) and every few seconds as a safety net:
   from the target if need be, the removed replicas out of the ISR, then the target as the
   assignment (Kafka's KIP-455 steps);
 - a replica on a failed log directory (its broker's ``/log_dir_event_notification`` children,
-  :meth:`MetadataStore.offline_replicas`) counts as dead for its partition alone: it leaves the
+  :meth:`AdminRequestStore.offline_replicas`) counts as dead for its partition alone: it leaves the
   ISR, and a partition it led gets a new leader from the rest of the live ISR (clean elections
   only, unless unclean election is enabled), until its broker starts again;
 - a broker that asked for a controlled shutdown (``/admin/controlled_shutdown/<id>``) hands
@@ -179,11 +179,11 @@ class Controller:
         self._watches += [
             self.store.watch_live_brokers(lambda _ids: wake()),
             self.store.watch_topics(lambda _names: wake()),
-            self.store.watch_topic_deletions(lambda _names: wake()),
-            self.store.watch_preferred_election(lambda _request: wake()),
-            self.store.watch_preferred_election(lambda _request: wake(), unclean=True),
-            self.store.watch_controlled_shutdowns(lambda _ids: wake()),
-            self.store.watch_log_dir_failures(wake),
+            self.store.admin.watch_topic_deletions(lambda _names: wake()),
+            self.store.admin.watch_preferred_election(lambda _request: wake()),
+            self.store.admin.watch_preferred_election(lambda _request: wake(), unclean=True),
+            self.store.admin.watch_controlled_shutdowns(lambda _ids: wake()),
+            self.store.admin.watch_log_dir_failures(wake),
         ]
         if self.rebalance_interval_s is not None:
             self._next_rebalance = self._clock() + self.rebalance_interval_s
@@ -205,18 +205,18 @@ class Controller:
     def reconcile(self, fence: ControllerFence) -> None:
         """One pass over the cluster; see the module docstring."""
         registered = frozenset(self.store.live_brokers())
-        stopping = self.store.controlled_shutdowns() & registered
+        stopping = self.store.admin.controlled_shutdowns() & registered
         live = registered - stopping  # no new leadership for a broker on its way out
-        deleting = self.store.pending_topic_deletions()
+        deleting = self.store.admin.pending_topic_deletions()
         for topic in sorted(deleting):
             log.info("controller: deleting topic %s", topic)
-            self.store.complete_topic_deletion(topic, fence)
+            self.store.admin.complete_topic_deletion(topic, fence)
         topics = self.store.topics() - deleting
         self._watch_assignments(topics)
-        preferred = self.store.pending_preferred_election() or frozenset()
-        forced = self.store.pending_preferred_election(unclean=True) or frozenset()
+        preferred = self.store.admin.pending_preferred_election() or frozenset()
+        forced = self.store.admin.pending_preferred_election(unclean=True) or frozenset()
         rebalance = self.rebalance_interval_s is not None and self._clock() >= self._next_rebalance
-        offline = self.store.offline_replicas()
+        offline = self.store.admin.offline_replicas()
         led: list[tuple[TopicPartition, tuple[int, ...], Versioned[PartitionState]]] = []
         for topic in sorted(topics):
             assignment = self.store.topic_assignment(topic)
@@ -246,9 +246,9 @@ class Controller:
                     self._drop_dead_followers(tp, state, live, fence)
                     led.append((tp, replicas.replicas, state))
         if preferred:
-            self.store.complete_preferred_election(fence)
+            self.store.admin.complete_preferred_election(fence)
         if forced:
-            self.store.complete_preferred_election(fence, unclean=True)
+            self.store.admin.complete_preferred_election(fence, unclean=True)
         if rebalance:
             assert self.rebalance_interval_s is not None
             self._next_rebalance = self._clock() + self.rebalance_interval_s

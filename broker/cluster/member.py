@@ -124,7 +124,7 @@ class ClusterMember:
         self._loop = asyncio.get_running_loop()
         self.store.on_session_expired(self._threadsafe(self._session_expired))
         # a restart with every log directory healthy: no replica of this broker is offline
-        await run_blocking(self.store.clear_log_dir_failures, self.broker_id)
+        await run_blocking(self.store.admin.clear_log_dir_failures, self.broker_id)
         self.broker_epoch = await run_blocking(self.store.register_broker, self._registration())
         log.info("broker %d registered (broker epoch %d)", self.broker_id, self.broker_epoch)
         self.cache.brokers = await run_blocking(self.store.live_brokers)
@@ -140,7 +140,7 @@ class ClusterMember:
                 self.store.configs.watch_changes, self._threadsafe(self._configs_changed)
             ),
             await run_blocking(
-                self.store.watch_log_dir_failures, self._threadsafe(self._log_dirs_changed)
+                self.store.admin.watch_log_dir_failures, self._threadsafe(self._log_dirs_changed)
             ),
         ]
         await self._load()
@@ -226,7 +226,8 @@ class ClusterMember:
         deadline = loop.time() + patience_s
         try:  # bounded: a ZooKeeper that does not answer must not hold the shutdown up
             await asyncio.wait_for(
-                run_blocking(self.store.request_controlled_shutdown, self.broker_id), patience_s
+                run_blocking(self.store.admin.request_controlled_shutdown, self.broker_id),
+                patience_s,
             )
         except (MetadataStoreError, TimeoutError) as exc:
             log.warning("controlled shutdown not possible: %s", exc or "ZooKeeper did not answer")
@@ -344,12 +345,14 @@ class ClusterMember:
 
     async def _refresh_offline_replicas(self) -> None:
         """Metadata lists the replicas on failed log directories as offline."""
-        self.cache.offline_replicas = await run_blocking(self.store.offline_replicas)
+        self.cache.offline_replicas = await run_blocking(self.store.admin.offline_replicas)
 
     async def _notify_log_dir_failure(self, partitions: list[TopicPartition]) -> None:
         while not self._closed:
             try:
-                await run_blocking(self.store.notify_log_dir_failure, self.broker_id, partitions)
+                await run_blocking(
+                    self.store.admin.notify_log_dir_failure, self.broker_id, partitions
+                )
                 log.warning(
                     "broker %d: told the controller of %d offline replicas",
                     self.broker_id,

@@ -199,7 +199,7 @@ class MetadataStore(Protocol):
     def notify_isr_change(self, partitions: Iterable[TopicPartition]) -> None:
         """Tell the controller these partitions' ISR changed (a sequential notification)."""
 
-    # configs and ACLs: collaborators with their own interfaces
+    # configs, ACLs and admin requests: collaborators with their own interfaces
 
     @property
     def configs(self) -> EntityConfigStore:
@@ -210,13 +210,21 @@ class MetadataStore(Protocol):
     def acls(self) -> AclZnodeStore:
         """The ACL records and their change notifications."""
 
+    @property
+    def admin(self) -> AdminRequestStore:
+        """The admin requests to the controller and their notifications."""
+
     # producer ids
 
     def allocate_producer_id_block(self, broker_id: int) -> ProducerIdBlock:
         """Claim the next :data:`PRODUCER_ID_BLOCK_SIZE` producer ids for ``broker_id``,
         unique across the cluster."""
 
-    # admin requests to the controller
+
+class AdminRequestStore(Protocol):
+    """The requests admins and brokers leave for the controller (topic deletions, log
+    directory failures, controlled shutdowns, preferred and unclean elections) and the
+    controller's completion of each."""
 
     def request_topic_deletion(self, topic: str) -> None:
         """Ask the controller to delete the topic (nothing if asked already). Raise

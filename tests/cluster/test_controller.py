@@ -152,7 +152,7 @@ def test_controlled_shutdown_moves_leadership_and_leaves_the_isr(
         create(sessions[1], "t", {0: (2, 3, 1), 1: (3, 2, 1)})
         state_of(sessions[1], "t", 0, lambda s: s.leader == 2)
         state_of(sessions[1], "t", 1, lambda s: s.leader == 3)
-        sessions[2].request_controlled_shutdown(2)
+        sessions[2].admin.request_controlled_shutdown(2)
         moved = state_of(sessions[1], "t", 0, lambda s: s.leader != 2)
         assert moved.leader == 3 and 2 not in moved.isr
         follower = state_of(sessions[1], "t", 1, lambda s: 2 not in s.isr)
@@ -182,7 +182,7 @@ def test_the_controller_fails_over_and_deletes_and_elects_preferred(
         survivor = sessions[loser.broker_id]
         create(survivor, "gone", {0: (loser.broker_id,)})
         state_of(survivor, "gone", 0, lambda s: True)
-        survivor.request_topic_deletion("gone")
+        survivor.admin.request_topic_deletion("gone")
         deadline = time.monotonic() + 15
         while "gone" in survivor.topics() and time.monotonic() < deadline:
             time.sleep(0.05)
@@ -205,7 +205,7 @@ def test_the_controller_fails_over_and_deletes_and_elects_preferred(
             survivor.set_partition_state("p", 0, with_3, current.version, None)
             == current.version + 1
         )
-        survivor.request_preferred_election([TopicPartition("p", 0)])
+        survivor.admin.request_preferred_election([TopicPartition("p", 0)])
         assert state_of(survivor, "p", 0, lambda s: s.leader == 3).leader == 3
     finally:
         first.close()

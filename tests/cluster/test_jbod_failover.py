@@ -154,7 +154,7 @@ def test_failed_dir_moves_leadership_and_loses_nothing(
             return all(now[p][0] != 3 and 3 not in now[p][1] for p in on_small)
 
         cluster.wait_until(moved, "leadership and ISR off the failed directory", timeout=30)
-        recorded = store.offline_replicas()
+        recorded = store.admin.offline_replicas()
         assert recorded.get(3, frozenset()) >= {StoreTopicPartition(TOPIC, p) for p in on_small}, (
             recorded
         )
@@ -188,7 +188,7 @@ def test_failed_dir_moves_leadership_and_loses_nothing(
             "broker 3 back in every ISR",
             timeout=60,
         )
-        assert store.offline_replicas().get(3) is None
+        assert store.admin.offline_replicas().get(3) is None
 
 
 def test_a_leader_moves_a_replica_between_its_dirs_under_acks_all(

@@ -24,13 +24,13 @@ def test_the_store_records_offline_replicas_until_the_broker_clears_them(
 ) -> None:
     store, other = store_factory(), store_factory()
     seen: list[int] = []
-    watch = other.watch_log_dir_failures(lambda: seen.append(1))
+    watch = other.admin.watch_log_dir_failures(lambda: seen.append(1))
     try:
-        assert store.offline_replicas() == {}
-        store.notify_log_dir_failure(3, [TopicPartition("t", 1), TopicPartition("t", 0)])
-        store.notify_log_dir_failure(3, [TopicPartition("u", 0)])
-        store.notify_log_dir_failure(2, [TopicPartition("t", 0)])
-        assert other.offline_replicas() == {
+        assert store.admin.offline_replicas() == {}
+        store.admin.notify_log_dir_failure(3, [TopicPartition("t", 1), TopicPartition("t", 0)])
+        store.admin.notify_log_dir_failure(3, [TopicPartition("u", 0)])
+        store.admin.notify_log_dir_failure(2, [TopicPartition("t", 0)])
+        assert other.admin.offline_replicas() == {
             3: frozenset({TopicPartition("t", 0), TopicPartition("t", 1), TopicPartition("u", 0)}),
             2: frozenset({TopicPartition("t", 0)}),
         }
@@ -43,8 +43,8 @@ def test_the_store_records_offline_replicas_until_the_broker_clears_them(
         )
         _wait_for(lambda: len(seen) >= 2, "the watch to fire for the new failures", seen)
         fired = len(seen)
-        store.clear_log_dir_failures(3)
-        assert other.offline_replicas() == {2: frozenset({TopicPartition("t", 0)})}
+        store.admin.clear_log_dir_failures(3)
+        assert other.admin.offline_replicas() == {2: frozenset({TopicPartition("t", 0)})}
         _wait_for(lambda: len(seen) > fired, "the watch to fire for the cleared ones", seen)
     finally:
         watch.cancel()
@@ -62,7 +62,7 @@ def test_offline_replicas_leave_the_isr_and_lose_leadership_cleanly(
             state_of(sessions[1], "t", index, lambda s: len(s.isr) >= 2)
         sessions[2].close()  # broker 2 goes: "t"-3's ISR is broker 3 alone
         state_of(sessions[1], "t", 3, lambda s: s.isr == (3,))
-        sessions[3].notify_log_dir_failure(
+        sessions[3].admin.notify_log_dir_failure(
             3, [TopicPartition("t", 0), TopicPartition("t", 2), TopicPartition("t", 3)]
         )
         led = state_of(sessions[1], "t", 0, lambda s: s.leader != 3)
@@ -77,7 +77,7 @@ def test_offline_replicas_leave_the_isr_and_lose_leadership_cleanly(
         assert untouched is not None and untouched.value.leader == 3, untouched
         assert 3 in untouched.value.isr
         # broker 3 starts again with its directories healthy: its replicas count again
-        sessions[3].clear_log_dir_failures(3)
+        sessions[3].admin.clear_log_dir_failures(3)
         back = state_of(sessions[1], "t", 3, lambda s: s.leader == 3)
         assert back.isr == (3,)
     finally:

@@ -307,46 +307,46 @@ def test_producer_id_blocks_are_unique_under_concurrent_allocators(
 def test_topic_deletion_is_requested_then_completed_by_the_controller(
     store_factory: StoreFactory,
 ) -> None:
-    admin, controller = store_factory(), store_factory()
+    client, controller = store_factory(), store_factory()
     fence = controller.elect_controller(1)
     assert fence is not None
-    admin.create_topic("gone", TopicAssignment({0: ReplicaAssignment((1,))}), {"a": "b"})
+    client.create_topic("gone", TopicAssignment({0: ReplicaAssignment((1,))}), {"a": "b"})
     controller.create_partition_state("gone", 0, PartitionState(1, 0, (1,), 1), fence)
     with pytest.raises(UnknownTopicError, match=r"Topic 'nope' does not exist\."):
-        admin.request_topic_deletion("nope")
+        client.admin.request_topic_deletion("nope")
     pending = Events()
-    controller.watch_topic_deletions(pending)
-    admin.request_topic_deletion("gone")
-    admin.request_topic_deletion("gone")  # asking twice is one request
+    controller.admin.watch_topic_deletions(pending)
+    client.admin.request_topic_deletion("gone")
+    client.admin.request_topic_deletion("gone")  # asking twice is one request
     pending.next_matching(lambda v: v == frozenset({"gone"}))
     with pytest.raises(TopicExistsError, match="marked for deletion"):
-        admin.create_topic("gone", TopicAssignment({0: ReplicaAssignment((1,))}), {})
-    controller.complete_topic_deletion("gone", fence)
+        client.create_topic("gone", TopicAssignment({0: ReplicaAssignment((1,))}), {})
+    controller.admin.complete_topic_deletion("gone", fence)
     pending.next_matching(lambda v: v == frozenset())
-    assert admin.topics() == frozenset()
-    assert admin.topic_assignment("gone") is None
-    assert admin.partition_state("gone", 0) is None
-    assert admin.configs.get("topics", "gone") == {}
+    assert client.topics() == frozenset()
+    assert client.topic_assignment("gone") is None
+    assert client.partition_state("gone", 0) is None
+    assert client.configs.get("topics", "gone") == {}
     # the name is free again
-    admin.create_topic("gone", TopicAssignment({0: ReplicaAssignment((1,))}), {})
+    client.create_topic("gone", TopicAssignment({0: ReplicaAssignment((1,))}), {})
 
 
 def test_a_preferred_election_is_one_request_at_a_time(store_factory: StoreFactory) -> None:
-    admin, controller = store_factory(), store_factory()
+    client, controller = store_factory(), store_factory()
     fence = controller.elect_controller(1)
     assert fence is not None
     requests = Events()
-    controller.watch_preferred_election(requests)
+    controller.admin.watch_preferred_election(requests)
     requests.next_matching(lambda v: v is None)
     wanted = {TopicPartition("t", 0), TopicPartition("t", 1)}
-    admin.request_preferred_election(wanted)
+    client.admin.request_preferred_election(wanted)
     requests.next_matching(lambda v: v == frozenset(wanted))
     with pytest.raises(AdminRequestPendingError, match="currently in progress for t-0, t-1"):
-        admin.request_preferred_election({TopicPartition("u", 0)})
-    assert admin.pending_preferred_election() == frozenset(wanted)
-    controller.complete_preferred_election(fence)
+        client.admin.request_preferred_election({TopicPartition("u", 0)})
+    assert client.admin.pending_preferred_election() == frozenset(wanted)
+    controller.admin.complete_preferred_election(fence)
     requests.next_matching(lambda v: v is None)
-    admin.request_preferred_election({TopicPartition("u", 0)})
+    client.admin.request_preferred_election({TopicPartition("u", 0)})
 
 
 def test_isr_change_notifications_are_sequential(

@@ -2,9 +2,9 @@
 log-directory failure events (``/log_dir_event_notification``), controlled shutdowns
 (``/admin/controlled_shutdown``) and leader elections (``/admin/preferred_replica_election``,
 Sluice's ``/admin/unclean_leader_election``) — requests one member writes and the controller
-watches, answers and removes under its fence. A collaborator of
-:class:`~sluice.broker.cluster.zookeeper.store.ZooKeeperMetadataStore`, which answers the
-:class:`~sluice.broker.cluster.metadata_store.MetadataStore` calls for them from here.
+watches, answers and removes under its fence: the
+:class:`~sluice.broker.cluster.metadata_store.AdminRequestStore` of
+:class:`~sluice.broker.cluster.zookeeper.store.ZooKeeperMetadataStore` (its ``admin``).
 """
 
 from __future__ import annotations
