@@ -124,11 +124,18 @@ MOVING_ERRORS = frozenset(
         KafkaError._TIMED_OUT,
         KafkaError._ALL_BROKERS_DOWN,
         KafkaError._UNKNOWN_PARTITION,
+        KafkaError._DESTROY_BROKER,  # the leader left the metadata while the query waited for it
     }
 )
 """Errors of a watermark query that a later one may not get: the partition's leader moved or
 is being elected, a broker went away (Kafka's consumer retries them within
 ``default.api.timeout.ms``)."""
+
+
+ATTEMPT_S = 2.0
+"""How long :func:`watermarks` waits for one answer before it refreshes the metadata and asks
+again: a query to a leader that died waits in librdkafka's queue for that broker (``Connection
+refused`` at each reconnect) until its timeout, while the metadata already names another."""
 
 
 def watermarks(
@@ -138,11 +145,12 @@ def watermarks(
     watermark — the last stable offset for a ``read_committed`` consumer), asked of its leader,
     in order.
 
-    librdkafka answers a query whose leader just moved with NOT_LEADER_FOR_PARTITION and does
-    not refresh the assign-only consumer's metadata itself: after such an error (or any of
-    :data:`MOVING_ERRORS`), the topic's metadata is asked for again and the query repeated, until
-    ``timeout_s`` has passed in all; then, and for any other error, the ``KafkaException`` is
-    raised as it came.
+    librdkafka answers a query whose leader just moved with NOT_LEADER_FOR_PARTITION, and holds
+    one whose leader died until it times out, and does not refresh the assign-only consumer's
+    metadata itself: after such an error (or any of :data:`MOVING_ERRORS`; each try waits
+    :data:`ATTEMPT_S` at most), the topic's metadata is asked for again and the query repeated,
+    until ``timeout_s`` has passed in all; then, and for any other error, the
+    ``KafkaException`` is raised as it came.
     """
     deadline = time.monotonic() + timeout_s
 
@@ -158,7 +166,9 @@ def watermarks(
             with contextlib.suppress(KafkaException):  # the next query says what is wrong
                 consumer.list_topics(partition.topic, timeout=2)
 
-        return retrying(query, moving, deadline - time.monotonic(), between=refresh)
+        return retrying(
+            query, moving, deadline - time.monotonic(), between=refresh, attempt_s=ATTEMPT_S
+        )
 
     return [ask(partition) for partition in partitions]
 
@@ -210,11 +220,13 @@ def retrying(
     between: Callable[[KafkaError], None] | None = None,
     backoff_s: float = 0.1,
     min_timeout_s: float = 0.5,
+    attempt_s: float | None = None,
 ) -> T:
     """``call(timeout)`` again while it fails with an error ``again`` accepts, for ``timeout_s``
-    in all: each try is given what is left (at least ``min_timeout_s``); between tries,
-    ``between(error)`` (a metadata refresh, a log line) and ``backoff_s`` of sleep. For any other
-    error, or when no time is left for another try, the ``KafkaException`` is raised as it came.
+    in all: each try is given what is left (at least ``min_timeout_s``, at most ``attempt_s``
+    when set); between tries, ``between(error)`` (a metadata refresh, a log line) and
+    ``backoff_s`` of sleep. For any other error, or when no time is left for another try, the
+    ``KafkaException`` is raised as it came.
 
     >>> tries = []
     >>> def flaky(timeout):
@@ -230,7 +242,8 @@ def retrying(
     deadline = time.monotonic() + timeout_s
     while True:
         try:
-            return call(max(deadline - time.monotonic(), min_timeout_s))
+            left = deadline - time.monotonic()
+            return call(max(left if attempt_s is None else min(left, attempt_s), min_timeout_s))
         except KafkaException as exc:
             error: KafkaError = exc.args[0]
             if not again(error) or time.monotonic() + backoff_s >= deadline:

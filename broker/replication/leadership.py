@@ -141,6 +141,9 @@ class Leadership:
         self._retry_after_ms: int | None = None
         """Set when a proposal was not written: no new one before then or a newer state."""
         self._resigned = False
+        # Kafka's makeLeader: the ISR may be this leader alone (the controller took a dead
+        # leader out), and then nothing else would move the high watermark up to its log's end
+        self._advance(clock())
 
     # -- what the leader knows ----------------------------------------------------------------
 

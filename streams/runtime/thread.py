@@ -498,8 +498,9 @@ class StreamThread:
         when the broker does not say in time (its leader moving, say).
 
         The restore consumer is assign-only and mostly assigned nothing, so nothing refreshes
-        its metadata: after its cached leader died it kept asking the dead broker
-        (:func:`sluice.clients.watermarks` refreshes it and asks again, for up to 10 s)."""
+        its metadata: after its cached leader died it kept asking the dead broker, each query
+        held until its timeout (:func:`sluice.clients.watermarks` gives each try 2 s, refreshes
+        the metadata and asks again, for up to 10 s in all)."""
         try:
             [(_, high)] = clients.watermarks(
                 self.restore_consumer, [TopicPartition(topic, partition)], 10

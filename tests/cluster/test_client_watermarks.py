@@ -42,6 +42,33 @@ def test_watermarks_follow_a_partition_whose_leader_moved(broker_cluster: Broker
         consumer.close()
 
 
+def test_watermarks_follow_a_partition_whose_leader_died(broker_cluster: BrokerCluster) -> None:
+    """A query to a dead leader waits in librdkafka's queue for that broker until it times out
+    (what held a Streams app's commits and its close for 10 s a changelog partition after
+    ``kill -9`` of a leader); each try waits ``ATTEMPT_S``, then the metadata is refreshed."""
+    cluster = broker_cluster
+    create(cluster, "orphan", [1, 2])
+    producer = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all"})
+    for i in range(10):
+        producer.produce("orphan", b"%d" % i)
+    assert producer.flush(30) == 0
+    consumer = clients.consumer(cluster.bootstrap)
+    try:
+        where = TopicPartition("orphan", 0)
+        assert clients.watermarks(consumer, [where], 30) == [(0, 10)]  # leader 1, cached
+
+        cluster.kill(1)
+        cluster.wait_until(lambda: state(cluster, "orphan")[:2] == ([1, 2], 2), "leader 2")
+
+        with pytest.raises(KafkaException) as stale:
+            consumer.get_watermark_offsets(where, timeout=5)
+        assert stale.value.args[0].code() in clients.MOVING_ERRORS
+        # one try waiting the whole budget would have timed out as the raw call did
+        assert clients.watermarks(consumer, [where], 5) == [(0, 10)]
+    finally:
+        consumer.close()
+
+
 def test_committed_offsets_follow_a_coordinator_that_moved(broker_cluster: BrokerCluster) -> None:
     cluster = broker_cluster
     create(cluster, "read", [1, 2])

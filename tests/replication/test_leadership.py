@@ -160,6 +160,14 @@ def test_the_high_watermark_starts_at_the_checkpoint_and_never_goes_back(
     run(scenario())
 
 
+def test_a_leader_alone_in_sync_commits_what_it_has_when_elected(lead: LeadFactory) -> None:
+    """Kafka's ``makeLeader``: a follower elected after the leader died (the controller took
+    the dead one out of the ISR) moves the high watermark to its log's end at once, or
+    ListOffsets would answer OFFSET_NOT_AVAILABLE until the next write."""
+    led = lead(isr=(1,), checkpoint_hw=6, earlier=10)
+    assert led.log.high_watermark == 10  # with followers in the ISR it waits for them (below)
+
+
 def test_with_the_leader_alone_in_sync_its_appends_are_committed_at_once(
     lead: LeadFactory,
 ) -> None:
