@@ -78,11 +78,11 @@ def openssl_names(names: Sequence[str]) -> list[str]:
     tls13 = [name for name in names if name in TLS13_SUITES]
     if tls13:
         raise CipherSuiteError(f"{', '.join(tls13)}: TLS 1.3 suites, not in OpenSSL's cipher list")
-    translated = {name: _openssl_name(name) for name in names}
-    unknown = [name for name, openssl in translated.items() if openssl is None]
+    translated = [(name, _openssl_name(name)) for name in names]
+    unknown = [name for name, openssl in translated if openssl is None]
     if unknown:
         raise CipherSuiteError(f"unknown cipher suite {', '.join(unknown)}")
-    return [openssl for openssl in translated.values() if openssl is not None]
+    return [openssl for _, openssl in translated if openssl is not None]
 
 
 def restrict(
