@@ -145,7 +145,14 @@ def _library() -> ctypes.CDLL:
     """OpenSSL's functions as the ``ssl`` module's ``_ssl`` extension resolves them."""
     import _ssl
 
-    library = ctypes.CDLL(_ssl.__file__)
+    try:
+        library = ctypes.CDLL(_ssl.__file__)
+        for name in ("OPENSSL_cipher_name", "SSL_CTX_get_options", "SSL_CTX_set_ciphersuites"):
+            getattr(library, name)
+    except (OSError, AttributeError) as error:  # an ssl module built without them in reach
+        raise CipherSuiteError(
+            f"this Python's ssl module does not expose OpenSSL's suite functions: {error}"
+        ) from None
     library.OPENSSL_cipher_name.argtypes = [ctypes.c_char_p]
     library.OPENSSL_cipher_name.restype = ctypes.c_char_p
     library.SSL_CTX_get_options.argtypes = [ctypes.c_void_p]
