@@ -19,13 +19,18 @@ from tests.cluster.test_reassignment import alter, create, state
 pytestmark = pytest.mark.timeout(180)
 
 
-def test_watermarks_follow_a_partition_whose_leader_moved(broker_cluster: BrokerCluster) -> None:
-    cluster = broker_cluster
-    create(cluster, "moved", [1, 2])
+def ten_records(cluster: BrokerCluster, topic: str, replicas: list[int]) -> None:
+    """``topic``, one partition on ``replicas`` (the first leads), with ten records."""
+    create(cluster, topic, replicas)
     producer = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all"})
     for i in range(10):
-        producer.produce("moved", b"%d" % i)
+        producer.produce(topic, b"%d" % i)
     assert producer.flush(30) == 0
+
+
+def test_watermarks_follow_a_partition_whose_leader_moved(broker_cluster: BrokerCluster) -> None:
+    cluster = broker_cluster
+    ten_records(cluster, "moved", [1, 2])
     consumer = clients.consumer(cluster.bootstrap)
     try:
         where = TopicPartition("moved", 0)
@@ -47,11 +52,7 @@ def test_watermarks_follow_a_partition_whose_leader_died(broker_cluster: BrokerC
     (what held a Streams app's commits and its close for 10 s a changelog partition after
     ``kill -9`` of a leader); each try waits ``ATTEMPT_S``, then the metadata is refreshed."""
     cluster = broker_cluster
-    create(cluster, "orphan", [1, 2])
-    producer = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all"})
-    for i in range(10):
-        producer.produce("orphan", b"%d" % i)
-    assert producer.flush(30) == 0
+    ten_records(cluster, "orphan", [1, 2])
     consumer = clients.consumer(cluster.bootstrap)
     try:
         where = TopicPartition("orphan", 0)

@@ -252,6 +252,13 @@ def test_v2_protobuf_consumer_decodes_confluent_framed_records(
     producer = Producer({"bootstrap.servers": broker.bootstrap})
     producer.produce(topic, framed)
     assert producer.flush(CLIENT_TIMEOUT) == 0
+    found = read_protobuf(schema_proxy, topic, 1)
+    assert found[0]["value"] == {"id": "9", "item": "mug"}  # proto3 JSON: int64 as a string
+
+
+def read_protobuf(schema_proxy: Proxy, topic: str, count: int) -> list[Any]:
+    """``count`` records of ``topic`` through a new v2 consumer instance (format protobuf),
+    deleted after."""
     v2 = "application/vnd.kafka.v2+json"
     created = schema_proxy.post(
         f"/consumers/g-{uuid.uuid4().hex[:8]}",
@@ -265,15 +272,15 @@ def test_v2_protobuf_consumer_decodes_confluent_framed_records(
     )
     found: list[Any] = []
     deadline = time.monotonic() + 30
-    while not found:
+    while len(found) < count:
         assert time.monotonic() < deadline
         answer = schema_proxy.get(
             f"{base}/records?timeout=1000", accept="application/vnd.kafka.protobuf.v2+json"
         )
         assert answer.status == 200, answer.body
         found += answer.json()
-    assert found[0]["value"] == {"id": "9", "item": "mug"}  # proto3 JSON: int64 as a string
     assert schema_proxy.request("DELETE", base).status == 204
+    return found
 
 
 MONEY = (
@@ -305,25 +312,5 @@ def test_protobuf_schemas_with_references_produce_and_consume(
         answer = schema_proxy.post(path, {"value": {**how, "data": data}})
         assert answer.status == 200, answer.body
         assert answer.json()["value"]["schema_id"] == schema_id
-    v2 = "application/vnd.kafka.v2+json"
-    created = schema_proxy.post(
-        f"/consumers/g-{uuid.uuid4().hex[:8]}",
-        {"format": "protobuf", "auto.offset.reset": "earliest"},
-        content_type=v2,
-    ).json()
-    base = created["base_uri"].removeprefix(schema_proxy.url)
-    assert (
-        schema_proxy.post(f"{base}/subscription", {"topics": [topic]}, content_type=v2).status
-        == 204
-    )
-    found: list[Any] = []
-    deadline = time.monotonic() + 30
-    while len(found) < 2:
-        assert time.monotonic() < deadline
-        answer = schema_proxy.get(
-            f"{base}/records?timeout=1000", accept="application/vnd.kafka.protobuf.v2+json"
-        )
-        assert answer.status == 200, answer.body
-        found += answer.json()
+    found = read_protobuf(schema_proxy, topic, 2)
     assert [record["value"] for record in found] == [data, data]
-    assert schema_proxy.request("DELETE", base).status == 204

@@ -36,13 +36,13 @@ def server_pem(ca: trustme.CA, tmp_path_factory: pytest.TempPathFactory) -> Iter
     yield path
 
 
-def handshake(
+def connection(
     context: ssl.SSLContext, client: ssl.SSLContext, mapper: PrincipalMapper | None = None
-) -> str:
-    """One TLS connection over loopback: the principal the server sees (or the handshake's
-    error, raised)."""
+) -> tuple[str, str, str]:
+    """One TLS connection over loopback: the principal the server sees, and the suite and TLS
+    version agreed on (or the handshake's error, raised)."""
 
-    async def run() -> str:
+    async def run() -> tuple[str, str, str]:
         seen: asyncio.Future[str] = asyncio.get_running_loop().create_future()
 
         async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -59,40 +59,30 @@ def handshake(
             reader, writer = await asyncio.open_connection(
                 "127.0.0.1", port, ssl=client, server_hostname="127.0.0.1"
             )
+            suite, version, _ = writer.get_extra_info("cipher")
             answered = await reader.read(2)
             writer.close()
             if answered != b"ok":  # TLS 1.3 refuses a client certificate after the handshake
                 raise ConnectionResetError("the server closed the connection")
-            return await asyncio.wait_for(seen, 5)
+            return await asyncio.wait_for(seen, 5), suite, version
         finally:
             server.close()
             await server.wait_closed()
 
     return asyncio.run(run())
+
+
+def handshake(
+    context: ssl.SSLContext, client: ssl.SSLContext, mapper: PrincipalMapper | None = None
+) -> str:
+    """The principal the server sees of one connection."""
+    return connection(context, client, mapper)[0]
 
 
 def negotiated(context: ssl.SSLContext, client: ssl.SSLContext) -> tuple[str, str]:
-    """The suite and TLS version one connection over loopback agreed on (or the handshake's
-    error, raised)."""
-
-    async def run() -> tuple[str, str]:
-        async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-            writer.close()
-
-        server = await asyncio.start_server(serve, "127.0.0.1", 0, ssl=context)
-        port = server.sockets[0].getsockname()[1]
-        try:
-            _, writer = await asyncio.open_connection(
-                "127.0.0.1", port, ssl=client, server_hostname="127.0.0.1"
-            )
-            name, version, _ = writer.get_extra_info("cipher")
-            writer.close()
-            return name, version
-        finally:
-            server.close()
-            await server.wait_closed()
-
-    return asyncio.run(run())
+    """The suite and TLS version of one connection."""
+    _, suite, version = connection(context, client)
+    return suite, version
 
 
 def client_context(ca: trustme.CA, cert: trustme.LeafCert | None = None) -> ssl.SSLContext:
